@@ -1,0 +1,18 @@
+// Reductions (autograd-aware): sums and means over all elements or over chosen axes.
+#pragma once
+#include <vector>
+
+#include "framework/tensor/tensor.h"
+
+namespace gattn::ops {
+
+// Sum of all elements: a tensor of shape [].
+Tensor sum(const Tensor& x);
+// Sum over `axes` (negative counts from the end, each at most once); keepdim leaves size-1 dims.
+Tensor sum(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim = false);
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim = false);
+// Max over the last axis (no gradient is needed by gattn; values only, no history).
+Tensor amax_last(const Tensor& x);
+
+}  // namespace gattn::ops

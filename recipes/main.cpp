@@ -1,0 +1,42 @@
+// gattn's command line. Exit codes (SPEC §1): 0 success, 2 usage or config error, 3 data or
+// checkpoint error, 4 numerical failure. Every exception is caught here: never a crash.
+#include <CLI/CLI.hpp>
+
+#include <exception>
+#include <iostream>
+
+#include "framework/runtime/build_info.h"
+#include "framework/tensor/error.h"
+
+namespace {
+
+int print_version() {
+  for (const auto& [key, value] : gattn::build_info()) std::cout << key << ": " << value << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gattn: train and study gated-attention Transformers"};
+  app.require_subcommand(0, 1);
+  bool show_version = false;
+  app.add_flag("--version", show_version, "print the build's version and libraries as key: value lines");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);  // prints help or the parse error
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    if (show_version) return print_version();
+    std::cout << app.help();
+    return 0;
+  } catch (const gattn::Error& e) {
+    std::cerr << "gattn: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "gattn: internal error: " << e.what() << "\n";
+    return 2;
+  }
+}
