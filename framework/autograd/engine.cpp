@@ -13,15 +13,14 @@ namespace gattn::autograd {
 namespace {
 thread_local bool g_grad_enabled = true;
 
-// Adds g into leaf->grad. The first gradient is adopted when nothing else can see its buffer,
-// otherwise copied, so later in-place accumulation never writes into another tensor's storage.
+// Adds g into leaf->grad. The first gradient is copied: it may be the caller's tensor or share
+// storage with another gradient (views), and later accumulation writes into .grad in place.
 void accumulate_into_leaf(TensorImpl& leaf, const Tensor& g) {
   if (g.shape() != leaf.shape)
     throw AutogradError("backward: gradient " + shape_str(g.shape()) + " for a leaf of shape " + shape_str(leaf.shape));
   Tensor grad = g.dtype() == leaf.dtype ? g : g.to(leaf.dtype);
   if (!leaf.grad) {
-    bool exclusive = grad.impl().storage.use_count() == 1 && grad.impl().offset == 0;
-    leaf.grad = exclusive ? grad.impl_ptr() : grad.clone().impl_ptr();
+    leaf.grad = (grad.dtype() == g.dtype() ? grad.clone() : grad).impl_ptr();
     return;
   }
   Tensor acc(leaf.grad);

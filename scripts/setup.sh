@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gattn builds against, only when something is missing (idempotent,
+# fast when all is there). The CUDA toolkit is not installed here: the build uses it when the
+# machine has it in its standard place (/usr/local/cuda).
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libopenblas-openmp-dev
+  libopenmpi-dev openmpi-bin
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,172 @@
+// The autograd engine: graph walking, accumulation, shared sub-expressions, no_grad, detach,
+// buffer release, and gradchecks of the broadcasting arithmetic it is built on.
+#include <gtest/gtest.h>
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/autograd/node.h"
+#include "ops/elementwise.h"
+#include "test_util.h"
+
+namespace gattn {
+
+TEST(Autograd, ProductRuleOnScalars) {
+  Tensor x = Tensor::scalar(3.0, DType::f64).set_requires_grad(true);
+  Tensor y = Tensor::scalar(4.0, DType::f64).set_requires_grad(true);
+  Tensor z = x * y + x;  // dz/dx = y + 1, dz/dy = x
+  z.backward();
+  EXPECT_EQ(x.grad().item(), 5.0);
+  EXPECT_EQ(y.grad().item(), 3.0);
+}
+
+TEST(Autograd, SharedSubexpressionSumsBothPaths) {
+  Tensor x = Tensor::scalar(2.0, DType::f64).set_requires_grad(true);
+  Tensor a = x * x;        // used twice below
+  Tensor z = a * a + a;    // z = x⁴ + x², dz/dx = 4x³ + 2x = 36
+  z.backward();
+  EXPECT_DOUBLE_EQ(x.grad().item(), 36.0);
+}
+
+TEST(Autograd, GradientsAccumulateAcrossBackwardCalls) {
+  Tensor x = Tensor::from({1, 2, 3}, {3}, DType::f64).set_requires_grad(true);
+  Tensor w = Tensor::from({0.5, -1, 2}, {3}, DType::f64);
+  (x * w).backward(Tensor::ones({3}, DType::f64));
+  (x * w).backward(Tensor::ones({3}, DType::f64));
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<double>{1, -2, 4}));
+  x.zero_grad();
+  EXPECT_FALSE(x.grad().defined());
+}
+
+TEST(Autograd, AccumulatedGradIsNotAnAliasOfAnotherTensor) {
+  // The first gradient reaching a leaf may be the caller's gradient tensor itself; accumulating a
+  // second one must not write into the caller's buffer.
+  Tensor x = Tensor::from({1, 2}, {2}, DType::f64).set_requires_grad(true);
+  Tensor g = Tensor::from({1, 1}, {2}, DType::f64);
+  (x + Tensor::zeros({2}, DType::f64)).backward(g);
+  (x + Tensor::zeros({2}, DType::f64)).backward(g);
+  EXPECT_EQ(g.to_vector(), (std::vector<double>{1, 1}));
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<double>{2, 2}));
+}
+
+TEST(Autograd, NoGradRecordsNothing) {
+  Tensor x = Tensor::scalar(1.0, DType::f64).set_requires_grad(true);
+  {
+    NoGradGuard guard;
+    Tensor y = x * x;
+    EXPECT_TRUE(y.is_leaf());
+    EXPECT_FALSE(y.requires_grad());
+    EXPECT_THROW(y.backward(), AutogradError);
+  }
+  Tensor y = x * x;
+  EXPECT_FALSE(y.is_leaf());
+}
+
+TEST(Autograd, DetachCutsTheGraph) {
+  Tensor x = Tensor::scalar(3.0, DType::f64).set_requires_grad(true);
+  Tensor d = (x * x).detach();
+  EXPECT_TRUE(d.is_leaf());
+  Tensor z = x * d;  // d is a constant 9
+  z.backward();
+  EXPECT_EQ(x.grad().item(), 9.0);
+}
+
+TEST(Autograd, GraphIsFreedAfterBackwardUnlessRetained) {
+  Tensor x = Tensor::scalar(2.0, DType::f64).set_requires_grad(true);
+  Tensor z = x * x;
+  z.backward(/*retain_graph=*/true);
+  z.backward();
+  EXPECT_EQ(x.grad().item(), 8.0);
+  EXPECT_THROW(z.backward(), AutogradError);
+}
+
+TEST(Autograd, SavedBuffersAreReleasedByBackward) {
+  Tensor x = Tensor::ones({1000}, DType::f64).set_requires_grad(true);
+  Tensor big = Tensor::ones({1000}, DType::f64);
+  std::weak_ptr<Storage> saved = big.impl().storage;
+  Tensor z = x * big;
+  big = Tensor();
+  EXPECT_FALSE(saved.expired());  // the mul node keeps it for backward
+  z.backward(Tensor::ones({1000}, DType::f64));
+  EXPECT_TRUE(saved.expired());   // released as soon as the node ran
+}
+
+TEST(Autograd, NonScalarRootNeedsAGradient) {
+  Tensor x = Tensor::ones({3}, DType::f64).set_requires_grad(true);
+  Tensor y = x * x;
+  EXPECT_THROW(y.backward(), AutogradError);
+  EXPECT_THROW(y.backward(Tensor::ones({4}, DType::f64)), AutogradError);
+}
+
+TEST(Autograd, OnlyLeavesCanBeMarked) {
+  Tensor x = Tensor::ones({3}, DType::f64).set_requires_grad(true);
+  Tensor y = x * x;
+  EXPECT_THROW(y.set_requires_grad(true), AutogradError);
+}
+
+TEST(Autograd, DeepChainDoesNotRecurse) {
+  // 100k nodes: the engine walks iteratively, so no stack overflow.
+  Tensor x = Tensor::scalar(1.0, DType::f64).set_requires_grad(true);
+  Tensor y = x;
+  for (int i = 0; i < 100000; ++i) y = y + Tensor::scalar(0.0, DType::f64);
+  y.backward();
+  EXPECT_EQ(x.grad().item(), 1.0);
+}
+
+struct BroadcastCase {
+  Shape a, b;
+};
+
+class ElementwiseGrad : public ::testing::TestWithParam<BroadcastCase> {};
+
+TEST_P(ElementwiseGrad, AllFourOpsGradcheck) {
+  const auto& c = GetParam();
+  Tensor a = test::rand(c.a, 11), b = test::rand(c.b, 12, 0.5, 2.0);  // b away from 0 for div
+  using V = std::vector<Tensor>;
+  EXPECT_TRUE(test::grads_ok([](const V& in) { return in[0] + in[1]; }, {a, b}));
+  EXPECT_TRUE(test::grads_ok([](const V& in) { return in[0] - in[1]; }, {a, b}));
+  EXPECT_TRUE(test::grads_ok([](const V& in) { return in[0] * in[1]; }, {a, b}));
+  EXPECT_TRUE(test::grads_ok([](const V& in) { return in[0] / in[1]; }, {a, b}));
+  EXPECT_TRUE(test::grads_ok([](const V& in) { return (in[0] * 3.0 + 1.0) * in[0]; }, {a}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ElementwiseGrad,
+                         ::testing::Values(BroadcastCase{{3, 4}, {3, 4}}, BroadcastCase{{3, 4}, {4}},
+                                           BroadcastCase{{3, 1}, {1, 4}}, BroadcastCase{{2, 3, 4}, {3, 1}},
+                                           BroadcastCase{{1}, {2, 2}}, BroadcastCase{{}, {3}},
+                                           BroadcastCase{{2, 1, 3}, {2, 4, 1}}, BroadcastCase{{1, 1}, {1, 1}}));
+
+TEST(Elementwise, ForwardValuesAndLargeMagnitudes) {
+  Tensor a = Tensor::from({1e30, -2, 3}, {3}, DType::f64);
+  Tensor b = Tensor::from({2}, {1}, DType::f64);
+  EXPECT_EQ((a * b).to_vector(), (std::vector<double>{2e30, -4, 6}));
+  EXPECT_EQ((a / b).to_vector(), (std::vector<double>{5e29, -1, 1.5}));
+  Tensor big = test::rand({4, 5}, 3, -1e6, 1e6);
+  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& in) { return in[0] * in[1]; }, {big, test::rand({5}, 4)},
+                             GradcheckOptions{1e-3, 1e-4, 1e-6, 1}));
+}
+
+TEST(Elementwise, MismatchedShapesNameBoth) {
+  Tensor a = Tensor::zeros({2, 3}), b = Tensor::zeros({4});
+  try {
+    ops::add(a, b);
+    FAIL() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("add"), std::string::npos) << m;
+    EXPECT_NE(m.find("[2, 3]"), std::string::npos) << m;
+    EXPECT_NE(m.find("[4]"), std::string::npos) << m;
+  }
+  EXPECT_THROW(ops::mul(Tensor::zeros({2}), Tensor::zeros({2}, DType::f64)), DTypeError);
+  EXPECT_THROW(ops::add(Tensor::zeros({2}, DType::i32), Tensor::zeros({2}, DType::i32)), DTypeError);
+}
+
+TEST(Elementwise, InPlaceUpdatesRecordNothing) {
+  Tensor a = Tensor::from({1, 2, 3, 4}, {2, 2}, DType::f64);
+  ops::add_(a, Tensor::from({10, 20}, {2}, DType::f64));
+  EXPECT_EQ(a.to_vector(), (std::vector<double>{11, 22, 13, 24}));
+  ops::axpy_(a, 2.0, Tensor::ones({2, 2}, DType::f64));
+  ops::scale_(a, 0.5);
+  EXPECT_EQ(a.to_vector(), (std::vector<double>{6.5, 12, 7.5, 13}));
+  EXPECT_THROW(ops::add_(a, Tensor::zeros({3}, DType::f64)), ShapeError);
+}
+
+}  // namespace gattn
