@@ -4,9 +4,12 @@
 
 #include <exception>
 #include <iostream>
+#include <vector>
 
+#include "framework/io/errors.h"
 #include "framework/runtime/build_info.h"
 #include "framework/tensor/error.h"
+#include "recipes/recipe.h"
 
 namespace {
 
@@ -22,6 +25,14 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   bool show_version = false;
   app.add_flag("--version", show_version, "print the build's version and libraries as key: value lines");
+  std::vector<std::pair<CLI::App*, gattn::recipes::Action>> recipes;
+  auto add = [&](gattn::recipes::Action (*adder)(CLI::App&)) {
+    std::size_t before = app.get_subcommands({}).size();
+    gattn::recipes::Action action = adder(app);
+    recipes.emplace_back(app.get_subcommands({}).at(before), std::move(action));
+  };
+  add(gattn::recipes::add_inspect);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -30,8 +41,13 @@ int main(int argc, char** argv) {
   }
   try {
     if (show_version) return print_version();
+    for (auto& [cmd, action] : recipes)
+      if (cmd->parsed()) return action();
     std::cout << app.help();
     return 0;
+  } catch (const gattn::CheckpointError& e) {
+    std::cerr << "gattn: " << e.what() << "\n";
+    return 3;
   } catch (const gattn::Error& e) {
     std::cerr << "gattn: " << e.what() << "\n";
     return 2;

@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-openmp-dev
   libopenmpi-dev openmpi-bin
+  python3-numpy
 )
 
 missing=()

@@ -1,5 +1,5 @@
 // Backward engine: dependency counting over the node graph, then a ready-queue walk so every
-// node runs once, after all gradients w.r.t. its output have been summed.
+// node runs once, after all gradients w.r.t. its outputs have been summed.
 #include "framework/autograd/engine.h"
 
 #include <unordered_map>
@@ -26,18 +26,30 @@ void accumulate_into_leaf(TensorImpl& leaf, const Tensor& g) {
   Tensor acc(leaf.grad);
   ops::add_(acc, grad);
 }
+
+Edge edge_to(const Tensor& x) {
+  Edge e;
+  if (!x.defined()) return e;
+  if (x.grad_fn()) {
+    e.fn = x.grad_fn();
+    e.output_nr = x.impl().output_nr;
+  } else if (x.requires_grad()) {
+    e.leaf = x.impl_ptr();
+  }
+  return e;
+}
 }  // namespace
 
 bool grad_enabled() { return g_grad_enabled; }
 void set_grad_enabled(bool on) { g_grad_enabled = on; }
 
-std::vector<Tensor> Node::apply(const Tensor& grad_output) {
+std::vector<Tensor> Node::apply(const std::vector<Tensor>& grad_outputs) {
   if (released_)
     throw AutogradError("backward: the graph through '" + name_ +
                         "' was already freed by an earlier backward; pass retain_graph=true to walk it twice");
   std::vector<bool> needs(inputs_.size());
   for (std::size_t i = 0; i < inputs_.size(); ++i) needs[i] = inputs_[i].needs_grad();
-  std::vector<Tensor> grads = fn_(grad_output, needs);
+  std::vector<Tensor> grads = fn_(grad_outputs, needs);
   if (grads.size() != inputs_.size())
     throw AutogradError("backward of '" + name_ + "' returned " + std::to_string(grads.size()) + " gradients for " +
                         std::to_string(inputs_.size()) + " inputs");
@@ -50,22 +62,39 @@ void Node::release() {
   released_ = true;
 }
 
+std::vector<Tensor> record_multi(const char* op_name, const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                                 MultiBackwardFn fn) {
+  if (!grad_enabled()) return outputs;
+  std::vector<Edge> edges;
+  edges.reserve(inputs.size());
+  bool any = false;
+  for (const Tensor& x : inputs) {
+    edges.push_back(edge_to(x));
+    any = any || edges.back().needs_grad();
+  }
+  if (!any) return outputs;
+  std::vector<OutputMeta> meta;
+  for (const Tensor& y : outputs) meta.push_back({y.shape(), y.dtype()});
+  auto node = std::make_shared<Node>(op_name, std::move(edges), std::move(fn), std::move(meta));
+  std::vector<Tensor> results;
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    // The output may alias an input's storage (views); it still gets its own impl and history.
+    Tensor r = outputs[k].detach();
+    r.impl().grad_fn = node;
+    r.impl().output_nr = static_cast<int>(k);
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
 Tensor record(const char* op_name, Tensor output, const std::vector<Tensor>& inputs, BackwardFn fn) {
   if (!grad_enabled()) return output;
-  std::vector<Edge> edges(inputs.size());
-  bool any = false;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& x = inputs[i];
-    if (!x.defined()) continue;
-    if (x.grad_fn()) edges[i].fn = x.grad_fn();
-    else if (x.requires_grad()) edges[i].leaf = x.impl_ptr();
-    any = any || edges[i].needs_grad();
-  }
-  if (!any) return output;
-  // The output may alias an input's storage (views); it still gets its own impl and history.
-  Tensor result = output.detach();
-  result.impl().grad_fn = std::make_shared<Node>(op_name, std::move(edges), std::move(fn), output.shape(), output.dtype());
-  return result;
+  Shape shape = output.shape();
+  DType dtype = output.dtype();
+  auto multi = [fn = std::move(fn), shape, dtype](const std::vector<Tensor>& g, const std::vector<bool>& needs) {
+    return fn(g[0].defined() ? g[0] : Tensor::zeros(shape, dtype), needs);
+  };
+  return record_multi(op_name, {output}, inputs, std::move(multi))[0];
 }
 
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
@@ -80,9 +109,10 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
   }
 
   // Count, for every node reachable from the root, how many edges point at it.
+  Node* root_node = root.grad_fn().get();
   std::unordered_map<Node*, int> pending;
-  std::vector<Node*> stack{root.grad_fn().get()};
-  pending[root.grad_fn().get()] = 0;
+  std::vector<Node*> stack{root_node};
+  pending[root_node] = 0;
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
@@ -96,41 +126,47 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
 
   // Keep every node alive while we walk, even after release() drops the edges that owned them.
   std::unordered_map<Node*, std::shared_ptr<Node>> alive;
-  std::unordered_map<Node*, Tensor> grads;
-  grads[root.grad_fn().get()] = gradient;
-  alive[root.grad_fn().get()] = root.grad_fn();
-  std::vector<Node*> ready{root.grad_fn().get()};
+  std::unordered_map<Node*, std::vector<Tensor>> grads;
+  grads[root_node].resize(root_node->outputs().size());
+  grads[root_node][static_cast<std::size_t>(root.impl().output_nr)] = gradient;
+  alive[root_node] = root.grad_fn();
+  std::vector<Node*> ready{root_node};
   while (!ready.empty()) {
     Node* n = ready.back();
     ready.pop_back();
-    Tensor g = std::move(grads[n]);
+    std::vector<Tensor> g = std::move(grads[n]);
     grads.erase(n);
-    std::vector<Tensor> input_grads = n->apply(g);
-    g = Tensor();
+    bool any_grad = false;
+    for (const Tensor& t : g) any_grad = any_grad || t.defined();
+    // A node none of whose consumers produced a gradient (e.g. only an integer-valued branch used
+    // it) is skipped; its inputs are still released from its count below.
+    std::vector<Tensor> input_grads;
+    if (any_grad) {
+      g.resize(n->outputs().size());
+      input_grads = n->apply(g);
+    }
+    g.clear();
     const std::vector<Edge> edges = n->inputs();
     if (!retain_graph) n->release();
     for (std::size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];
-      const Tensor& gi = input_grads[i];
+      Tensor gi = any_grad ? input_grads[i] : Tensor();
       if (e.leaf) {
         if (gi.defined()) accumulate_into_leaf(*e.leaf, gi);
       } else if (e.fn) {
         Node* next = e.fn.get();
+        std::vector<Tensor>& slot = grads[next];
+        slot.resize(next->outputs().size());
         if (gi.defined()) {
-          if (gi.shape() != next->output_shape())
+          const Shape& want = next->outputs()[static_cast<std::size_t>(e.output_nr)].shape;
+          if (gi.shape() != want)
             throw AutogradError("backward of '" + n->name() + "': gradient " + shape_str(gi.shape()) + " for input " +
-                                std::to_string(i) + " of shape " + shape_str(next->output_shape()));
-          auto it = grads.find(next);
-          if (it == grads.end()) grads.emplace(next, gi);
-          else it->second = ops::add(it->second, gi);
+                                std::to_string(i) + " of shape " + shape_str(want));
+          Tensor& acc = slot[static_cast<std::size_t>(e.output_nr)];
+          acc = acc.defined() ? ops::add(acc, gi) : gi;
         }
         alive.try_emplace(next, e.fn);
-        if (--pending[next] == 0) {
-          // A node none of whose consumers produced a gradient still runs with zeros, so that
-          // its own inputs are reached consistently; this is rare (integer-valued branches).
-          if (!grads.count(next)) grads.emplace(next, Tensor::zeros(next->output_shape(), next->output_dtype()));
-          ready.push_back(next);
-        }
+        if (--pending[next] == 0) ready.push_back(next);
       }
     }
   }

@@ -1,6 +1,8 @@
 // Generator fills: element i of a draw starting at offset o uses Philox word o + i.
 #include "framework/tensor/random.h"
 
+#include <cmath>
+
 #include "framework/tensor/philox.h"
 
 namespace gattn {
@@ -60,6 +62,20 @@ void Generator::normal_(Tensor& t, double mean, double std) {
       philox_normal_pair(r.v[0], r.v[1], &z[0], &z[1]);
       philox_normal_pair(r.v[2], r.v[3], &z[2], &z[3]);
       for (int w = 0; w < 4 && base + w < n; ++w) store_value<T>(t, base + w, mean + std * static_cast<double>(z[w]));
+    });
+  });
+}
+
+void Generator::logistic_(Tensor& t) {
+  std::int64_t n = t.numel();
+  std::uint64_t start = reserve(static_cast<std::uint64_t>(n));
+  dispatch_storage_float(t, "logistic_", [&]<class T>() {
+    for_each_word(state_, start, n, [&](std::int64_t base, const Philox4& r) {
+      for (int w = 0; w < 4 && base + w < n; ++w) {
+        // Same mapping as the fused pair kernel's in-tile noise: u = (word >> 8 + 0.5) / 2^24.
+        double u = (static_cast<double>(r.v[w] >> 8) + 0.5) * (1.0 / 16777216.0);
+        store_value<T>(t, base + w, std::log(u) - std::log1p(-u));
+      }
     });
   });
 }

@@ -27,6 +27,8 @@ class Generator {
   // In-place fills of a floating tensor (f32/f64/bf16) on the CPU.
   void uniform_(Tensor& t, double low = 0.0, double high = 1.0);
   void normal_(Tensor& t, double mean = 0.0, double std = 1.0);
+  // Standard logistic noise ln u − ln(1 − u), u uniform in (0, 1): the noise of gumbel_sigmoid.
+  void logistic_(Tensor& t);
   // Uniform integers in [0, n) into an i32 tensor (n <= 2^24 keeps them exactly uniform enough).
   void randint_(Tensor& t, std::int64_t n);
 

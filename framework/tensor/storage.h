@@ -1,6 +1,7 @@
 // Ref-counted, 64-byte aligned buffers that tensors share.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "framework/tensor/dtype.h"
@@ -24,5 +25,15 @@ class Storage {
   std::size_t bytes_ = 0;
   Device device_ = Device::cpu;
 };
+
+// Bytes of CPU tensor storage alive now and the most alive at once since the last reset: how the
+// benchmarks measure an op's peak memory (e.g. fused vs materialised attention).
+struct StorageMemoryStats {
+  std::int64_t current_bytes = 0;
+  std::int64_t peak_bytes = 0;
+};
+StorageMemoryStats storage_memory_stats();
+// Sets the peak to the current value.
+void reset_storage_peak();
 
 }  // namespace gattn

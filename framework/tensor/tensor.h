@@ -30,6 +30,7 @@ struct TensorImpl {
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;              // accumulated gradient of a leaf
   std::shared_ptr<autograd::Node> grad_fn;       // producer of a non-leaf
+  int output_nr = 0;                             // which of grad_fn's outputs this is
 };
 
 class Tensor {

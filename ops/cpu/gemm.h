@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "framework/tensor/error.h"
 #include "ops/cpu/parallel.h"

@@ -111,6 +111,39 @@ TEST(Autograd, DeepChainDoesNotRecurse) {
   EXPECT_EQ(x.grad().item(), 1.0);
 }
 
+// A test-only op with two outputs (2x, x²), to exercise multi-output nodes.
+std::vector<Tensor> twice_and_square(const Tensor& x) {
+  Tensor two = Tensor::empty(x.shape(), DType::f64), sq = Tensor::empty(x.shape(), DType::f64);
+  for (std::int64_t i = 0; i < x.numel(); ++i) {
+    two.data<double>()[i] = 2 * x.at(i);
+    sq.data<double>()[i] = x.at(i) * x.at(i);
+  }
+  return autograd::record_multi("twice_and_square", {two, sq}, {x},
+                                [x = x.detach()](const std::vector<Tensor>& g, const std::vector<bool>&) {
+                                  Tensor dx = Tensor::zeros(x.shape(), DType::f64);
+                                  if (g[0].defined()) dx = dx + g[0] * 2.0;
+                                  if (g[1].defined()) dx = dx + g[1] * x * 2.0;
+                                  return std::vector<Tensor>{dx};
+                                });
+}
+
+TEST(Autograd, MultiOutputNodeGetsEachOutputsGradient) {
+  Tensor x = Tensor::from({1, 3}, {2}, DType::f64).set_requires_grad(true);
+  auto outs = twice_and_square(x);
+  EXPECT_EQ(outs[0].grad_fn(), outs[1].grad_fn());
+  Tensor z = outs[0] * outs[1];  // 2x³: dz/dx = 6x²
+  z.backward(Tensor::ones({2}, DType::f64));
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<double>{6, 54}));
+  // Only one output used: the other's gradient arrives undefined and counts as zero.
+  Tensor y = Tensor::from({2}, {1}, DType::f64).set_requires_grad(true);
+  twice_and_square(y)[1].backward(Tensor::ones({1}, DType::f64));
+  EXPECT_EQ(y.grad().item(), 4.0);
+  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& in) {
+    auto o = twice_and_square(in[0]);
+    return o[0] * o[1] + o[1];
+  }, {test::rand({3}, 5)}));
+}
+
 struct BroadcastCase {
   Shape a, b;
 };
@@ -132,7 +165,17 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ElementwiseGrad,
                          ::testing::Values(BroadcastCase{{3, 4}, {3, 4}}, BroadcastCase{{3, 4}, {4}},
                                            BroadcastCase{{3, 1}, {1, 4}}, BroadcastCase{{2, 3, 4}, {3, 1}},
                                            BroadcastCase{{1}, {2, 2}}, BroadcastCase{{}, {3}},
-                                           BroadcastCase{{2, 1, 3}, {2, 4, 1}}, BroadcastCase{{1, 1}, {1, 1}}));
+                                           BroadcastCase{{2, 1, 3}, {2, 4, 1}}, BroadcastCase{{1, 1}, {1, 1}}),
+                         // Stable names (ctest runs each case by name): a_3x4_b_4, a_scalar_b_3, ...
+                         [](const ::testing::TestParamInfo<BroadcastCase>& info) {
+                           auto dims = [](const Shape& s) {
+                             if (s.empty()) return std::string("scalar");
+                             std::string out;
+                             for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+                             return out;
+                           };
+                           return "a_" + dims(info.param.a) + "_b_" + dims(info.param.b);
+                         });
 
 TEST(Elementwise, ForwardValuesAndLargeMagnitudes) {
   Tensor a = Tensor::from({1e30, -2, 3}, {3}, DType::f64);

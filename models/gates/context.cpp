@@ -1,0 +1,25 @@
+// Gate kind `context` (seed 000, paradigm 2): a gate from the head's query and attention output,
+// interpolating between them: y_n ← g ⊙ y_n + (1 − g) ⊙ q_n, with W [d, 2d] shared by the heads.
+#include "models/gates/activation.h"
+#include "models/gates/gates.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/shape.h"
+
+namespace gattn::models {
+
+ContextGate::ContextGate(const ModelConfig& config, Generator& init) : gate_(config.gate) {
+  const std::int64_t d = config.head_dim();
+  weight = register_parameter("weight", init_gate_weight({d, 2 * d}, config, init));
+  bias = register_parameter("bias", init_gate_bias({d}, config));
+}
+
+Tensor ContextGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
+  Tensor y = run_attention(in, {}, ctx).out;  // [B, H, T, d]
+  GateActivation g = activate_gate(ops::linear(ops::concat({in.q, y}, 3), weight, bias), gate_, ctx);
+  report_gate(g, ctx);
+  // g ⊙ y + (1 − g) ⊙ q written as q + g ⊙ (y − q): one product instead of two.
+  return merge_heads(in.q + g.value * (y - in.q));
+}
+
+}  // namespace gattn::models

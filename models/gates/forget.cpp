@@ -1,0 +1,26 @@
+// Gate kind `forget` (Forgetting Transformer, Lin et al. 2025): S_ij += c_i − c_j with
+// c_i = Σ_{l≤i} log σ(f_ln), so key j is down-weighted by the forget gates between j and i.
+#include "models/gates/activation.h"
+#include "models/gates/gates.h"
+#include "ops/matmul.h"
+#include "ops/scan.h"
+#include "ops/shape.h"
+#include "ops/unary.h"
+
+namespace gattn::models {
+
+ForgetGate::ForgetGate(const ModelConfig& config, Generator& init) : gate_(config.gate) {
+  weight = register_parameter("weight", init_gate_weight({config.n_head, config.n_embd}, config, init));
+  bias = register_parameter("bias", init_gate_bias({config.n_head}, config));
+}
+
+Tensor ForgetGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
+  GateActivation g = activate_gate(ops::linear(in.h, weight, bias), gate_, ctx);  // [B, T, H]
+  report_gate(g, ctx);
+  ops::AttentionGateTerms terms;
+  // The op takes the prefix sums c and forms c_i − c_j itself: O(T) memory, no T×T decay matrix.
+  terms.forget_cum = ops::cumsum(ops::transpose(ops::log_sigmoid(g.logit), 1, 2), 2);  // [B, H, T]
+  return merge_heads(run_attention(in, terms, ctx).out);
+}
+
+}  // namespace gattn::models

@@ -1,0 +1,169 @@
+// The GPT of SPEC §4: embeddings, pre-LN blocks with gated attention and a GELU MLP, the tied head,
+// the loss, the regularisers averaged over the whole model, and the per-layer statistics.
+#include "models/gpt.h"
+
+#include <cmath>
+
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/nn_functional.h"
+#include "ops/unary.h"
+
+namespace gattn::models {
+
+namespace {
+
+// The container that gives the MLP's layers their SPEC names, mlp.fc and mlp.proj.
+class Mlp : public nn::Module {
+ public:
+  Mlp(std::shared_ptr<nn::Linear> fc, std::shared_ptr<nn::Linear> proj) {
+    register_module("fc", std::move(fc));
+    register_module("proj", std::move(proj));
+  }
+};
+
+constexpr std::uint64_t kInitStream = 0;   // Philox stream of the initialisation
+constexpr std::uint64_t kNoiseStream = 1;  // Philox stream of the training noise (gumbel_sigmoid)
+
+}  // namespace
+
+Block::Block(const ModelConfig& config, std::int64_t layer, Generator& init) {
+  const std::int64_t C = config.n_embd;
+  ln1 = register_module("ln1", std::make_shared<nn::LayerNorm>(C, 1e-5, config.dtype));
+  attn = register_module("attn", std::make_shared<GatedAttention>(config, layer, init));
+  ln2 = register_module("ln2", std::make_shared<nn::LayerNorm>(C, 1e-5, config.dtype));
+  nn::LinearOptions fc_opt;
+  fc_opt.dtype = config.dtype;
+  nn::LinearOptions proj_opt = fc_opt;
+  proj_opt.init_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config.n_layer));  // GPT-2 residual scaling
+  fc = std::make_shared<nn::Linear>(C, 4 * C, init, fc_opt);
+  proj = std::make_shared<nn::Linear>(4 * C, C, init, proj_opt);
+  register_module("mlp", std::make_shared<Mlp>(fc, proj));
+}
+
+Tensor Block::forward(const Tensor& x, AttentionContext& ctx) {
+  Tensor y = x + attn->forward(ln1->forward(x), ctx);
+  return y + proj->forward(ops::gelu(fc->forward(ln2->forward(y))));
+}
+
+namespace {
+
+const ModelConfig& checked(const ModelConfig& config) {
+  config.validate();
+  if (config.vocab_size <= 0)
+    throw ValueError("model.vocab_size: must be set (> 0) to build the model, got " +
+                     std::to_string(config.vocab_size));
+  return config;
+}
+
+}  // namespace
+
+GPT::GPT(const ModelConfig& config, std::uint64_t seed) : config_(checked(config)), noise_(seed, kNoiseStream) {
+  Generator init(seed, kInitStream);
+  const std::int64_t C = config_.n_embd;
+  wte = register_module("wte", std::make_shared<nn::Embedding>(config_.vocab_size, C, init, 0.02, config_.dtype));
+  wpe = register_module("wpe", std::make_shared<nn::Embedding>(config_.block_size, C, init, 0.02, config_.dtype));
+  blocks = register_module("blocks", std::make_shared<nn::ModuleList<Block>>());
+  for (std::int64_t i = 0; i < config_.n_layer; ++i) blocks->push_back(std::make_shared<Block>(config_, i, init));
+  ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(C, 1e-5, config_.dtype));
+}
+
+ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const ForwardOptions& options) {
+  if (!idx.defined()) throw ValueError("GPT.forward: idx is undefined");
+  if (idx.dtype() != DType::i32) throw DTypeError("GPT.forward: idx must be i32 token ids, got " + idx.str());
+  if (idx.dim() != 2 || idx.size(0) == 0 || idx.size(1) == 0)
+    throw ShapeError("GPT.forward: idx must be a non-empty [B, T], got " + shape_str(idx.shape()));
+  const std::int64_t B = idx.size(0), T = idx.size(1);
+  if (T > config_.block_size)
+    throw ShapeError("GPT.forward: sequence length T=" + std::to_string(T) + " exceeds model.block_size=" +
+                     std::to_string(config_.block_size) + " (idx " + shape_str(idx.shape()) + ")");
+  const std::int32_t* ids = idx.data<std::int32_t>();
+  for (std::int64_t n = 0; n < B * T; ++n)
+    if (ids[n] < 0 || ids[n] >= config_.vocab_size)
+      throw ValueError("GPT.forward: token id " + std::to_string(ids[n]) + " at position " + std::to_string(n) +
+                       " is outside [0, model.vocab_size=" + std::to_string(config_.vocab_size) + ")");
+  if (targets.defined()) {
+    if (targets.dtype() != DType::i32) throw DTypeError("GPT.forward: targets must be i32, got " + targets.str());
+    if (targets.shape() != idx.shape())
+      throw ShapeError("GPT.forward: targets " + shape_str(targets.shape()) + " must match idx " +
+                       shape_str(idx.shape()));
+  }
+
+  Tensor x = wte->forward(idx) + wpe->forward(Tensor::arange(T, DType::i32));  // [B, T, C] + [T, C]
+
+  ForwardResult result;
+  AttentionContext ctx;
+  ctx.training = is_training();
+  ctx.noise = &noise_;
+  ctx.collect_stats = options.collect_stats;
+  ctx.gate_entropy = options.gate_entropy;
+  ctx.attn_entropy = options.attn_entropy;
+  ctx.router_balance = options.router_balance;
+  if (options.collect_stats) result.stats.resize(static_cast<std::size_t>(config_.n_layer));
+  for (std::size_t i = 0; i < blocks->size(); ++i) {
+    ctx.stats = options.collect_stats ? &result.stats[i] : nullptr;
+    x = (*blocks)[i].forward(x, ctx);
+  }
+  x = ln_f->forward(x);
+  result.logits = ops::linear(x, wte->weight);  // tied head: logits = x·wteᵀ
+  if (targets.defined()) result.loss = ops::cross_entropy(result.logits, targets);
+
+  // SPEC §5: the regularisers are means over all gate values / all attention rows of the model.
+  if (options.gate_entropy && ctx.gate_entropy_count > 0)
+    result.gate_entropy = ops::mul_scalar(ctx.gate_entropy_sum, 1.0 / ctx.gate_entropy_count);
+  if (options.attn_entropy && ctx.attn_entropy_count > 0)
+    result.attn_entropy = ops::mul_scalar(ctx.attn_entropy_sum, 1.0 / ctx.attn_entropy_count);
+  if (options.router_balance && ctx.router_balance_sum.defined()) result.router_balance = ctx.router_balance_sum;
+  return result;
+}
+
+double GPT::flops_per_token(std::int64_t T) const {
+  if (T <= 0) throw ValueError("GPT.flops_per_token: sequence length must be > 0, got " + std::to_string(T));
+  const auto V = static_cast<double>(config_.vocab_size), C = static_cast<double>(config_.n_embd);
+  const auto H = static_cast<double>(config_.n_head), d = static_cast<double>(config_.head_dim());
+  const auto Td = static_cast<double>(T);
+  // Average visible keys per query for a span w: T/2 for full causal, w − w²/(2T) for a window
+  // (w keys once past the first w queries), continuous in w at w = T.
+  auto mean_keys = [&](std::int64_t w) {
+    if (w == 0 || w >= T) return Td / 2;
+    const auto wd = static_cast<double>(w);
+    return wd - wd * wd / (2 * Td);
+  };
+  double n_matmul = V * C;  // the tied head
+  double attention = 0;
+  for (std::int64_t l = 0; l < config_.n_layer; ++l) {
+    n_matmul += 12 * C * C;  // qkv 3C², attn.proj C², mlp.fc 4C², mlp.proj 4C²
+    const GateConfig& g = config_.gate;
+    const GateKind kind = g.applies_to(l) ? g.kind : GateKind::none;
+    // Gate products, as multiply-adds per token (a weight shared by the heads counts once per head).
+    switch (kind) {
+      case GateKind::none:
+        break;
+      case GateKind::output:
+        n_matmul += (g.granularity == "headwise" ? H : C) * C;
+        break;
+      case GateKind::score:
+      case GateKind::forget:
+        n_matmul += H * C;
+        break;
+      case GateKind::pair:
+        n_matmul += 2 * C;
+        break;  // q·wq and k·wk per head
+      case GateKind::context:
+        n_matmul += H * 2 * d * d;
+        break;  // [q; y]·Wᵀ per head
+      case GateKind::routed:
+        n_matmul += static_cast<double>(g.windows.size()) * C;
+        break;
+    }
+    // QKᵀ and AV: 2 products × 2 FLOPs × keys × C forward, ×3 with backward.
+    if (kind == GateKind::routed) {
+      for (std::int64_t w : g.windows) attention += 12 * C * mean_keys(w);
+    } else {
+      attention += 12 * C * mean_keys(0);
+    }
+  }
+  return 6 * n_matmul + attention;
+}
+
+}  // namespace gattn::models

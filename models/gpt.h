@@ -1,0 +1,72 @@
+// The GPT of SPEC §4 with a gated attention in each block: exact parameter names, GPT-2
+// initialisation, tied embeddings, the loss, the regularisers and the statistics.
+#pragma once
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "framework/nn/layers.h"
+#include "framework/nn/module.h"
+#include "framework/tensor/random.h"
+#include "models/attention.h"
+#include "models/config.h"
+
+namespace gattn::models {
+
+class Block : public nn::Module {
+ public:
+  Block(const ModelConfig& config, std::int64_t layer, Generator& init);
+  // x [B, T, C] -> [B, T, C]
+  Tensor forward(const Tensor& x, AttentionContext& ctx);
+  std::shared_ptr<nn::LayerNorm> ln1, ln2;
+  std::shared_ptr<GatedAttention> attn;
+  std::shared_ptr<nn::Linear> fc, proj;  // registered under "mlp" as mlp.fc, mlp.proj
+};
+
+struct ForwardOptions {
+  bool collect_stats = false;   // fill ForwardResult::stats (a by-product of the forward)
+  bool gate_entropy = false;    // compute the differentiable gate-entropy regulariser
+  bool attn_entropy = false;    // compute the differentiable attention-entropy regulariser
+  bool router_balance = false;  // compute the router balance loss (routed only)
+};
+
+struct ForwardResult {
+  Tensor logits;          // [B, T, V]
+  Tensor loss;            // [] mean cross-entropy (defined when targets were given)
+  Tensor gate_entropy;    // [] mean binary entropy over all gate values (defined when asked and the model has gates)
+  Tensor attn_entropy;    // [] mean attention entropy over layers, heads, queries (when asked)
+  Tensor router_balance;  // [] Switch balance loss summed over routed layers (when asked and routed)
+  std::vector<LayerStats> stats;  // one per layer when collect_stats
+};
+
+class GPT : public nn::Module {
+ public:
+  // Builds and initialises the model from `config` (validated; vocab_size must be set) with the
+  // Philox stream seeded by `seed`.
+  GPT(const ModelConfig& config, std::uint64_t seed);
+
+  // idx: i32 [B, T] with T <= block_size; targets: i32 [B, T] or undefined.
+  ForwardResult forward(const Tensor& idx, const Tensor& targets = Tensor(), const ForwardOptions& options = {});
+
+  const ModelConfig& config() const { return config_; }
+  // Training-time noise (gumbel_sigmoid) draws from this generator; checkpoints save its state.
+  Generator& noise_generator() { return noise_; }
+
+  // Model FLOPs per token for one forward + backward (training) step at sequence length T:
+  // 6·N_matmul + 6·L·T·C (causal attention: QKᵀ and AV, halved for the mask, ×3 for backward),
+  // with N_matmul the parameters that enter matrix products (including the tied head and the gate
+  // weights; the context gate's W, shared by the heads, counts once per head). A routed layer
+  // counts each expert's attention, an expert with window 0 < w < T at w − w²/(2T) keys per query
+  // instead of T/2.
+  double flops_per_token(std::int64_t T) const;
+
+  std::shared_ptr<nn::Embedding> wte, wpe;
+  std::shared_ptr<nn::ModuleList<Block>> blocks;
+  std::shared_ptr<nn::LayerNorm> ln_f;
+
+ private:
+  ModelConfig config_;
+  Generator noise_;
+};
+
+}  // namespace gattn::models

@@ -1,0 +1,390 @@
+// CPU kernels of the fused gated causal attention (ops/attention.h has the math): FlashAttention-2
+// tiling with an online softmax. Forward parallelises over (batch·head, query tile); backward over
+// batch·head, walking key tiles outer and query tiles inner so dK, dV and dQ of one head are owned
+// by one thread (no atomics, deterministic). Tile products go through OpenBLAS (single-threaded
+// inside our parallel region).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "framework/tensor/philox.h"
+#include "ops/attention.h"
+#include "ops/cpu/gemm.h"
+
+namespace gattn::cpu {
+
+constexpr std::int64_t kAttnTileQ = 64;
+constexpr std::int64_t kAttnTileK = 64;
+
+template <class T>
+struct FlashAttentionParams {
+  std::int64_t B = 0, H = 0, T_len = 0, d = 0;
+  std::int64_t window = 0;  // 0 = full causal
+  T scale = 1;              // applied to q·k
+  const T* q = nullptr;     // [B, H, T, d]
+  const T* k = nullptr;
+  const T* v = nullptr;
+  const T* key_bias = nullptr;    // [B, H, T] or null
+  const T* forget_cum = nullptr;  // [B, H, T] or null
+  const T* pair_row = nullptr;    // [B, H, T] or null (pair off)
+  const T* pair_col = nullptr;
+  T alpha = 0;    // pair α = σ(alpha)
+  T inv_tau = 1;  // pair 1/τ
+  bool noise = false;  // logistic noise on the pair logits
+  std::uint64_t noise_seed = 0, noise_stream = 0, noise_offset = 0;
+};
+
+// Forward outputs. out/lse always; the rest may be null when not wanted.
+template <class T>
+struct FlashForwardOutputs {
+  T* out = nullptr;          // [B, H, T, d]
+  T* lse = nullptr;          // [B, H, T]: L_i = log Σ_j exp(S_ij)
+  T* row_entropy = nullptr;  // [B, H, T]: −Σ_j A_ij ln A_ij
+  T* row_asum = nullptr;     // [B, H, T]: Σ_j A_ij (1 without pair); needed with row_entropy for backward
+  T* row_sink = nullptr;     // [B, H, T]: A_i0 (0 where key 0 is outside the window)
+  T* gate_entropy = nullptr;         // [B, H]: Σ h(G_ij)
+  ops::GateMoments* gate_moments = nullptr;  // [B·H·query tiles] partial moments of G (merged by the caller)
+};
+
+template <class T>
+struct FlashBackwardInputs {
+  const T* out = nullptr;          // saved forward output
+  const T* lse = nullptr;
+  const T* d_out = nullptr;        // [B, H, T, d] or null (no gradient reached the output)
+  const T* d_row_entropy = nullptr;  // [B, H, T] or null
+  const T* row_entropy = nullptr;    // saved, needed with d_row_entropy
+  const T* row_asum = nullptr;
+  const T* d_gate_entropy = nullptr;  // [B, H] or null
+};
+
+// Gradients; each pointer may be null when not needed. All are overwritten (zeroed first).
+template <class T>
+struct FlashBackwardOutputs {
+  T* dq = nullptr;
+  T* dk = nullptr;
+  T* dv = nullptr;
+  T* d_key_bias = nullptr;
+  T* d_forget_cum = nullptr;
+  T* d_pair_row = nullptr;
+  T* d_pair_col = nullptr;
+  T* d_alpha_partial = nullptr;  // [B·H] partial sums of dL/dα (α = σ(alpha) value); summed in order by the caller
+};
+
+namespace attn_detail {
+
+inline bool key_visible(std::int64_t i, std::int64_t j, std::int64_t window) {
+  return j <= i && (window == 0 || i - j < window);
+}
+
+// First visible key of query i.
+inline std::int64_t first_key(std::int64_t i, std::int64_t window) {
+  return window == 0 ? 0 : std::max<std::int64_t>(0, i - window + 1);
+}
+
+template <class T> T sigmoid(T z) {
+  return z >= 0 ? T(1) / (T(1) + std::exp(-z)) : std::exp(z) / (T(1) + std::exp(z));
+}
+
+// log σ(z), stable for large |z|.
+template <class T> T log_sigmoid(T z) { return z >= 0 ? -std::log1p(std::exp(-z)) : z - std::log1p(std::exp(z)); }
+
+// Logistic noise for pair (b·h, i, j): ln u − ln(1 − u) with u in (0, 1) from one Philox word.
+template <class T>
+T logistic_noise(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i, std::int64_t j) {
+  std::uint64_t word = p.noise_offset + static_cast<std::uint64_t>((bh * p.T_len + i) * p.T_len + j);
+  Philox4 r = philox_block(p.noise_seed, p.noise_stream, word / 4);
+  double u = (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
+  return static_cast<T>(std::log(u) - std::log1p(-u));
+}
+
+// The pair gate's pre-activation u_ij = (a_i + c_j + n_ij)/τ for one (i, j).
+template <class T>
+T pair_logit(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i, std::int64_t j) {
+  const std::int64_t base = bh * p.T_len;
+  T z = p.pair_row[base + i] + p.pair_col[base + j];
+  if (p.noise) z += logistic_noise(p, bh, i, j);
+  return z * p.inv_tau;
+}
+
+// Fills S[r, c] (rows i0.., cols j0..) with the full logits: scale·q·k + key bias + forget terms.
+// Invisible entries are left as they are (callers only read visible ones).
+template <class T>
+void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i0, std::int64_t rows, std::int64_t j0,
+                 std::int64_t cols, T* S) {
+  const std::int64_t d = p.d, base = bh * p.T_len;
+  gemm<T>(false, true, rows, cols, d, p.scale, p.q + (base + i0) * d, d, p.k + (base + j0) * d, d, T(0), S, kAttnTileK);
+  if (!p.key_bias && !p.forget_cum) return;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    T* row = S + r * kAttnTileK;
+    const std::int64_t i = i0 + r;
+    const T ci = p.forget_cum ? p.forget_cum[base + i] : T(0);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const std::int64_t j = j0 + c;
+      T add = 0;
+      if (p.key_bias) add += p.key_bias[base + j];
+      if (p.forget_cum) add += ci - p.forget_cum[base + j];
+      row[c] += add;
+    }
+  }
+}
+
+// Binary entropy h(G) of G = σ(u): −G ln G − (1−G) ln(1−G), from u for stability.
+template <class T> T binary_entropy_from_logit(T u, T G) {
+  return -(G * log_sigmoid(u) + (T(1) - G) * log_sigmoid(-u));
+}
+
+}  // namespace attn_detail
+
+template <class T>
+void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwardOutputs<T>& o) {
+  using namespace attn_detail;
+  const std::int64_t Tn = p.T_len, d = p.d, BH = p.B * p.H;
+  const std::int64_t n_qt = (Tn + kAttnTileQ - 1) / kAttnTileQ;
+  const bool pair = p.pair_row != nullptr;
+  const bool want_entropy = o.row_entropy != nullptr;
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  // Per-task partial gate-entropy sums, added per head in task order (deterministic).
+  std::vector<T> gate_entropy_partial(o.gate_entropy ? static_cast<std::size_t>(BH * n_qt) : 0, T(0));
+
+  // Threads only when there are several tiles and enough work to pay for the team.
+  const bool parallel_fwd = BH * n_qt > 1 && worth_parallel(BH * Tn * Tn * d / 2);
+#pragma omp parallel if (parallel_fwd)
+  {
+    std::vector<T> S(kAttnTileQ * kAttnTileK), W(kAttnTileQ * kAttnTileK), acc(kAttnTileQ * d);
+    std::vector<T> m(kAttnTileQ), l(kAttnTileQ), e1(kAttnTileQ), e0(kAttnTileQ), s0(kAttnTileQ), M0(kAttnTileQ);
+#pragma omp for collapse(2) schedule(dynamic)
+    for (std::int64_t bh = 0; bh < BH; ++bh) {
+      for (std::int64_t qt = 0; qt < n_qt; ++qt) {
+        const std::int64_t i0 = qt * kAttnTileQ, rows = std::min(kAttnTileQ, Tn - i0), base = bh * Tn;
+        std::fill(m.begin(), m.end(), neg_inf);
+        std::fill(l.begin(), l.end(), T(0));
+        std::fill(e1.begin(), e1.end(), T(0));
+        std::fill(e0.begin(), e0.end(), T(0));
+        std::fill(s0.begin(), s0.end(), neg_inf);
+        std::fill(M0.begin(), M0.end(), T(1));
+        std::fill(acc.begin(), acc.begin() + rows * d, T(0));
+        ops::GateMoments moments;
+        T gate_ent = 0;
+        const std::int64_t j_lo = first_key(i0, p.window), j_hi = i0 + rows;  // keys [j_lo, j_hi)
+        for (std::int64_t j0 = j_lo / kAttnTileK * kAttnTileK; j0 < j_hi; j0 += kAttnTileK) {
+          const std::int64_t cols = std::min(kAttnTileK, Tn - j0);
+          tile_logits(p, bh, i0, rows, j0, cols, S.data());
+          for (std::int64_t r = 0; r < rows; ++r) {
+            const std::int64_t i = i0 + r;
+            const std::int64_t c_lo = std::max<std::int64_t>(first_key(i, p.window) - j0, 0);
+            const std::int64_t c_hi = std::min<std::int64_t>(i - j0 + 1, cols);
+            T* srow = S.data() + r * kAttnTileK;
+            T* wrow = W.data() + r * kAttnTileK;
+            if (c_lo >= c_hi) {  // no visible key of this row in this tile
+              std::fill(wrow, wrow + cols, T(0));
+              continue;
+            }
+            T tile_max = neg_inf;
+            for (std::int64_t c = c_lo; c < c_hi; ++c) tile_max = std::max(tile_max, srow[c]);
+            const T m_new = std::max(m[r], tile_max);
+            const T m_old = m[r];
+            const T corr = std::exp(m_old - m_new);  // 0 on the row's first tile (m = −inf)
+            m[r] = m_new;
+            T row_l = 0, row_e1 = 0, row_e0 = 0;
+            std::fill(wrow, wrow + c_lo, T(0));
+            for (std::int64_t c = c_lo; c < c_hi; ++c) {
+              const T pij = std::exp(srow[c] - m_new);
+              row_l += pij;
+              T M = 1;
+              if (pair) {
+                const T u = pair_logit(p, bh, i, j0 + c);
+                const T G = sigmoid(u);
+                M = p.alpha * G + (T(1) - p.alpha);
+                if (o.gate_moments) moments.add(static_cast<double>(G));
+                if (o.gate_entropy) gate_ent += binary_entropy_from_logit(u, G);
+              }
+              const T w = pij * M;
+              wrow[c] = w;
+              if (want_entropy && w > T(0)) {  // 0·ln 0 = 0: an entry with no weight adds nothing
+                row_e0 += w;
+                // ln A = (S − m) − ln l + ln M; S − m stays small, so f32 keeps its precision, and
+                // the − ln l part is applied at the end with the final l.
+                row_e1 += w * ((srow[c] - m_new) + (pair ? std::log(M) : T(0)));
+              }
+              if (j0 + c == 0) {
+                s0[r] = srow[c];
+                M0[r] = M;
+              }
+            }
+            std::fill(wrow + c_hi, wrow + cols, T(0));
+            // e1 is kept relative to the running max: moving the max from m to m' rescales by corr
+            // and shifts each (S − m) by (m − m'), i.e. adds (m − m')·e0 before rescaling.
+            if (corr != T(0)) e1[r] = corr * (e1[r] + (m_old - m_new) * e0[r]);
+            e1[r] += row_e1;
+            e0[r] = e0[r] * corr + row_e0;
+            l[r] = l[r] * corr + row_l;
+            if (corr != T(1))
+              for (std::int64_t x = 0; x < d; ++x) acc[r * d + x] *= corr;
+          }
+          // acc += W · V for this key tile.
+          gemm<T>(false, false, rows, d, cols, T(1), W.data(), kAttnTileK, p.v + (base + j0) * d, d, T(1), acc.data(), d);
+        }
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const std::int64_t i = i0 + r;
+          const T log_l = std::log(l[r]);
+          const T L = m[r] + log_l;
+          const T inv_l = T(1) / l[r];
+          T* out_row = o.out + (base + i) * d;
+          for (std::int64_t x = 0; x < d; ++x) out_row[x] = acc[r * d + x] * inv_l;
+          o.lse[base + i] = L;
+          if (want_entropy) {
+            const T asum = e0[r] * inv_l;
+            o.row_entropy[base + i] = log_l * asum - e1[r] * inv_l;
+            if (o.row_asum) o.row_asum[base + i] = asum;
+          }
+          if (o.row_sink) o.row_sink[base + i] = s0[r] == neg_inf ? T(0) : std::exp(s0[r] - L) * M0[r];
+        }
+        if (o.gate_moments) o.gate_moments[bh * n_qt + qt] = moments;
+        if (o.gate_entropy) gate_entropy_partial[static_cast<std::size_t>(bh * n_qt + qt)] = gate_ent;
+      }
+    }
+  }
+  if (o.gate_entropy)
+    for (std::int64_t bh = 0; bh < BH; ++bh) {
+      T s = 0;
+      for (std::int64_t qt = 0; qt < n_qt; ++qt) s += gate_entropy_partial[static_cast<std::size_t>(bh * n_qt + qt)];
+      o.gate_entropy[bh] = s;
+    }
+}
+
+// Backward. With A = P ⊙ M, y = A v, H_i = −Σ_j A_ij ln A_ij and E = Σ h(G_ij):
+//   dA_ij = dO_i·v_j − dH_i (ln A_ij + 1)                         (entropy output's gradient)
+//   dv_j  = Σ_i A_ij dO_i
+//   dP = dA ⊙ M,  dM = dA ⊙ P
+//   D_i = Σ_j P_ij dP_ij = rowsum(dO ∘ O)_i + dH_i (H_i − Σ_j A_ij)  (so only O(T) is saved)
+//   dS_ij = P_ij (dP_ij − D_i)
+//   dq_i = scale Σ_j dS_ij k_j,  dk_j = scale Σ_i dS_ij q_i
+//   score: d key_bias_j = Σ_i dS_ij;  forget: d c_i += Σ_j dS_ij, d c_j −= Σ_i dS_ij
+//   pair (M = αG + 1 − α, G = σ(u), u = (a_i + c_j + n)/τ):
+//     du_ij = (α dM_ij − dE · u_ij) G(1−G)    (dh/du = −u G(1−G));  da_i = Σ_j du_ij/τ, dc_j = Σ_i du_ij/τ
+//     dα = Σ_ij dM_ij (G_ij − 1)
+template <class T>
+void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
+                              const FlashBackwardOutputs<T>& g) {
+  using namespace attn_detail;
+  const std::int64_t Tn = p.T_len, d = p.d, BH = p.B * p.H;
+  const bool pair = p.pair_row != nullptr;
+  const std::int64_t n_kt = (Tn + kAttnTileK - 1) / kAttnTileK;
+
+  const bool parallel_bwd = BH > 1 && worth_parallel(BH * Tn * Tn * d);
+#pragma omp parallel if (parallel_bwd)
+  {
+    std::vector<T> S(kAttnTileQ * kAttnTileK), A(kAttnTileQ * kAttnTileK);
+    std::vector<T> dA(kAttnTileQ * kAttnTileK), dS(kAttnTileQ * kAttnTileK);
+    std::vector<T> D(static_cast<std::size_t>(Tn));
+    std::vector<T> dq_local, dk_local, dv_local;
+#pragma omp for schedule(dynamic)
+    for (std::int64_t bh = 0; bh < BH; ++bh) {
+      const std::int64_t base = bh * Tn;
+      // Gradients of q, k, v are written to the outputs when wanted, else to scratch (the other
+      // terms still need dS).
+      auto target = [&](T* out, std::vector<T>& local, std::int64_t n) -> T* {
+        if (out) {
+          std::fill(out + base * d, out + base * d + n, T(0));
+          return out + base * d;
+        }
+        local.assign(static_cast<std::size_t>(n), T(0));
+        return local.data();
+      };
+      T* dq = target(g.dq, dq_local, Tn * d);
+      T* dk = target(g.dk, dk_local, Tn * d);
+      T* dv = target(g.dv, dv_local, Tn * d);
+      if (g.d_key_bias) std::fill(g.d_key_bias + base, g.d_key_bias + base + Tn, T(0));
+      if (g.d_forget_cum) std::fill(g.d_forget_cum + base, g.d_forget_cum + base + Tn, T(0));
+      if (g.d_pair_row) std::fill(g.d_pair_row + base, g.d_pair_row + base + Tn, T(0));
+      if (g.d_pair_col) std::fill(g.d_pair_col + base, g.d_pair_col + base + Tn, T(0));
+      T d_alpha = 0;
+      const T dE = in.d_gate_entropy ? in.d_gate_entropy[bh] : T(0);
+
+      for (std::int64_t i = 0; i < Tn; ++i) {
+        T dot = 0;
+        if (in.d_out)
+          for (std::int64_t x = 0; x < d; ++x) dot += in.d_out[(base + i) * d + x] * in.out[(base + i) * d + x];
+        if (in.d_row_entropy) dot += in.d_row_entropy[base + i] * (in.row_entropy[base + i] - in.row_asum[base + i]);
+        D[static_cast<std::size_t>(i)] = dot;
+      }
+
+      for (std::int64_t kt = 0; kt < n_kt; ++kt) {
+        const std::int64_t j0 = kt * kAttnTileK, cols = std::min(kAttnTileK, Tn - j0);
+        // Queries that can see some key of this tile: i ≥ j0 and i − w < j0 + cols.
+        const std::int64_t i_hi = p.window == 0 ? Tn : std::min(Tn, j0 + cols - 1 + p.window);
+        for (std::int64_t i0 = j0 / kAttnTileQ * kAttnTileQ; i0 < i_hi; i0 += kAttnTileQ) {
+          const std::int64_t rows = std::min(kAttnTileQ, Tn - i0);
+          tile_logits(p, bh, i0, rows, j0, cols, S.data());
+          if (in.d_out)
+            gemm<T>(false, true, rows, cols, d, T(1), in.d_out + (base + i0) * d, d, p.v + (base + j0) * d, d, T(0),
+                    dA.data(), kAttnTileK);
+          else
+            std::fill(dA.begin(), dA.end(), T(0));
+          bool any = false;
+          for (std::int64_t r = 0; r < rows; ++r) {
+            const std::int64_t i = i0 + r;
+            const T L = in.lse[base + i];
+            const T dH = in.d_row_entropy ? in.d_row_entropy[base + i] : T(0);
+            const T Di = D[static_cast<std::size_t>(i)];
+            T* srow = S.data() + r * kAttnTileK;
+            T* arow = A.data() + r * kAttnTileK;
+            T* darow = dA.data() + r * kAttnTileK;
+            T* dsrow = dS.data() + r * kAttnTileK;
+            T d_row = 0;  // Σ_j du_ij for the pair row term
+            T ds_row = 0;
+            for (std::int64_t c = 0; c < cols; ++c) {
+              const std::int64_t j = j0 + c;
+              if (!key_visible(i, j, p.window)) {
+                arow[c] = dsrow[c] = T(0);
+                continue;
+              }
+              any = true;
+              const T pij = std::exp(srow[c] - L);
+              T M = 1, G = 0, u = 0;
+              if (pair) {
+                u = pair_logit(p, bh, i, j);
+                G = sigmoid(u);
+                M = p.alpha * G + (T(1) - p.alpha);
+              }
+              const T a = pij * M;
+              T da = darow[c];
+              if (dH != T(0) && a > T(0)) da -= dH * ((srow[c] - L) + (pair ? std::log(M) : T(0)) + T(1));
+              arow[c] = a;
+              const T dP = da * M;
+              const T ds = pij * (dP - Di);
+              dsrow[c] = ds;
+              ds_row += ds;
+              if (pair) {
+                const T dM = da * pij;
+                d_alpha += dM * (G - T(1));
+                const T du = (p.alpha * dM - dE * u) * G * (T(1) - G) * p.inv_tau;
+                d_row += du;
+                if (g.d_pair_col) g.d_pair_col[base + j] += du;
+              }
+              if (g.d_key_bias) g.d_key_bias[base + j] += ds;
+              if (g.d_forget_cum) g.d_forget_cum[base + j] -= ds;
+            }
+            if (g.d_pair_row) g.d_pair_row[base + i] += d_row;
+            if (g.d_forget_cum) g.d_forget_cum[base + i] += ds_row;
+          }
+          if (!any) continue;
+          // dv += Aᵀ dO; dq += scale dS k; dk += scale dSᵀ q.
+          if (in.d_out)
+            gemm<T>(true, false, cols, d, rows, T(1), A.data(), kAttnTileK, in.d_out + (base + i0) * d, d, T(1),
+                    dv + j0 * d, d);
+          gemm<T>(false, false, rows, d, cols, p.scale, dS.data(), kAttnTileK, p.k + (base + j0) * d, d, T(1),
+                  dq + i0 * d, d);
+          gemm<T>(true, false, cols, d, rows, p.scale, dS.data(), kAttnTileK, p.q + (base + i0) * d, d, T(1),
+                  dk + j0 * d, d);
+        }
+      }
+      if (g.d_alpha_partial) g.d_alpha_partial[bh] = d_alpha;
+    }
+  }
+}
+
+}  // namespace gattn::cpu

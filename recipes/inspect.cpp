@@ -1,0 +1,138 @@
+// `gattn inspect --checkpoint DIR`: the checkpoint's tensors, shapes, config, and the gate
+// statistics of the model on a sample text (SPEC §1).
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/io/module_io.h"
+#include "framework/io/safetensors.h"
+#include "models/gpt.h"
+#include "recipes/recipe.h"
+
+namespace gattn::recipes {
+
+namespace {
+
+struct InspectArgs {
+  std::string checkpoint;
+  std::int64_t sample_tokens = 0;  // 0: the model's block size
+};
+
+// Mean and standard deviation of a tensor's values, for the tensor listing.
+std::pair<double, double> moments(const Tensor& t) {
+  std::vector<double> v = t.to_vector();
+  if (v.empty()) return {0, 0};
+  double s = 0, s2 = 0;
+  for (double x : v) {
+    s += x;
+    s2 += x * x;
+  }
+  double m = s / static_cast<double>(v.size());
+  return {m, std::sqrt(std::max(0.0, s2 / static_cast<double>(v.size()) - m * m))};
+}
+
+// The sample the statistics are measured on: the start of the validation split of the run's text
+// when the config names a readable text file and the checkpoint has its vocabulary, else a fixed
+// pseudo-random token sequence (Philox seed 0).
+std::pair<Tensor, std::string> sample_tokens(const nlohmann::json& config, const std::map<std::string, std::string>& meta,
+                                             std::int64_t vocab_size, std::int64_t n) {
+  Tensor idx = Tensor::empty({1, n}, DType::i32);
+  auto vocab_it = meta.find("vocab");
+  if (vocab_it != meta.end() && config.contains("data") && config["data"].value("kind", "") == "text") {
+    std::string path = config["data"].value("path", "");
+    std::ifstream in(path, std::ios::binary);
+    nlohmann::json vocab = nlohmann::json::parse(vocab_it->second, nullptr, false);
+    if (in && vocab.is_array()) {
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::array<int, 256> id{};
+      id.fill(-1);
+      for (std::size_t t = 0; t < vocab.size(); ++t)
+        if (vocab[t].is_number_integer() && vocab[t].get<int>() >= 0 && vocab[t].get<int>() < 256) id[vocab[t].get<int>()] = static_cast<int>(t);
+      std::size_t start = text.size() * 9 / 10;
+      if (text.size() >= start + static_cast<std::size_t>(n)) {
+        bool ok = true;
+        for (std::int64_t i = 0; i < n && ok; ++i) {
+          int t = id[static_cast<unsigned char>(text[start + static_cast<std::size_t>(i)])];
+          ok = t >= 0;
+          idx.data<std::int32_t>()[i] = t;
+        }
+        if (ok) return {idx, "the first " + std::to_string(n) + " tokens of the validation split of " + path};
+      }
+    }
+  }
+  Generator gen(0);
+  gen.randint_(idx, vocab_size);
+  return {idx, std::to_string(n) + " pseudo-random tokens (Philox seed 0)"};
+}
+
+int run_inspect(const InspectArgs& args) {
+  namespace fs = std::filesystem;
+  fs::path model_path = fs::path(args.checkpoint) / "model.safetensors";
+  if (!fs::exists(model_path)) throw CheckpointError("inspect: " + model_path.string() + " does not exist");
+  SafetensorsFile file = load_safetensors(model_path.string());
+
+  std::cout << "checkpoint: " << args.checkpoint << "\n";
+  auto format_it = file.metadata.find("format");
+  std::cout << "format: " << (format_it == file.metadata.end() ? "(none)" : format_it->second) << "\n";
+  std::int64_t total = 0;
+  for (const auto& [name, t] : file.tensors) total += t.numel();
+  std::cout << "tensors: " << file.tensors.size() << " (" << total << " values)\n";
+  for (const auto& [name, t] : file.tensors) {
+    auto [m, s] = moments(t);
+    std::cout << "  " << std::left << std::setw(36) << name << " " << std::setw(16) << t.str() << " mean " << std::setw(11)
+              << m << " std " << s << "\n";
+  }
+
+  auto config_it = file.metadata.find("config");
+  if (config_it == file.metadata.end()) {
+    std::cout << "config: (none in metadata; no gate statistics)\n";
+    return 0;
+  }
+  nlohmann::json config = nlohmann::json::parse(config_it->second, nullptr, false);
+  if (config.is_discarded() || !config.is_object() || !config.contains("model"))
+    throw CheckpointError("inspect: " + model_path.string() + ": metadata 'config' is not a JSON object with a 'model' key");
+  std::cout << "config: " << config.dump() << "\n";
+
+  models::ModelConfig mc = models::model_config_from_json(config["model"]);
+  models::GPT model(mc, 0);
+  load_module(model_path.string(), model);
+  model.eval();
+  std::int64_t n = args.sample_tokens > 0 ? std::min(args.sample_tokens, mc.block_size) : mc.block_size;
+  auto [idx, described] = sample_tokens(config, file.metadata, mc.vocab_size, n);
+  NoGradGuard no_grad;
+  models::ForwardOptions opts;
+  opts.collect_stats = true;
+  models::ForwardResult r = model.forward(idx, Tensor(), opts);
+  std::cout << "gate statistics on " << described << ":\n";
+  std::cout << "  layer  gate_mean  gate_std  frac<0.1  frac>0.9  attn_entropy  sink_ratio\n";
+  for (std::size_t l = 0; l < r.stats.size(); ++l) {
+    const auto& s = r.stats[l];
+    std::cout << "  " << std::setw(5) << l << std::fixed << std::setprecision(4);
+    if (s.gate.count > 0)
+      std::cout << "  " << std::setw(9) << s.gate.mean() << "  " << std::setw(8) << s.gate.std() << "  " << std::setw(8)
+                << s.gate.frac_below_0_1() << "  " << std::setw(8) << s.gate.frac_above_0_9();
+    else
+      std::cout << "  " << std::setw(9) << "-" << "  " << std::setw(8) << "-" << "  " << std::setw(8) << "-" << "  "
+                << std::setw(8) << "-";
+    std::cout << "  " << std::setw(12) << s.attn_entropy() << "  " << std::setw(10) << s.sink_ratio() << "\n";
+    std::cout << std::defaultfloat << std::setprecision(6);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action add_inspect(CLI::App& app) {
+  auto args = std::make_shared<InspectArgs>();
+  CLI::App* cmd = app.add_subcommand("inspect", "print a checkpoint's tensors, shapes, config and gate statistics");
+  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory (holds model.safetensors)")->required();
+  cmd->add_option("--sample-tokens", args->sample_tokens, "tokens of the statistics sample (default: block size)");
+  return [args] { return run_inspect(*args); };
+}
+
+}  // namespace gattn::recipes

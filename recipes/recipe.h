@@ -1,0 +1,15 @@
+// How a recipe (sub-command) plugs into the gattn CLI: it adds its options to a CLI11 sub-app and
+// returns the action main() runs when that sub-command was chosen.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace gattn::recipes {
+
+using Action = std::function<int()>;
+
+// Each returns the action to run if its sub-command is selected.
+Action add_inspect(CLI::App& app);
+
+}  // namespace gattn::recipes

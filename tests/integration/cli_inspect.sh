@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# `gattn inspect`: prints tensors, config and per-layer gate statistics of a checkpoint; refuses a
+# missing or damaged checkpoint with exit 3 and one line naming the file; usage errors exit 2.
+set -u
+gattn="$1"
+make_checkpoint="$2"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+for kind in none output score forget pair context routed; do
+  "$make_checkpoint" "$tmp/$kind" "$kind" || fail "could not make a $kind checkpoint"
+  out=$("$gattn" inspect --checkpoint "$tmp/$kind" 2>&1) || fail "inspect of $kind exited $?: $out"
+  grep -q "format: gattn/1" <<<"$out" || fail "$kind: no format line"
+  grep -q "blocks.1.attn.qkv.weight" <<<"$out" || fail "$kind: no qkv tensor listed"
+  grep -q "gate statistics" <<<"$out" || fail "$kind: no gate statistics"
+  grep -Eq "^ +1 " <<<"$out" || fail "$kind: no row for layer 1"
+done
+# A gated kind lists its gate parameters and a gate mean.
+"$gattn" inspect --checkpoint "$tmp/output" | grep -q "blocks.0.attn.gate.weight" || fail "output gate weight not listed"
+"$gattn" inspect --checkpoint "$tmp/routed" | grep -q "blocks.0.attn.router.weight" || fail "router weight not listed"
+
+# Statistics on a text sample when the config names one.
+printf 'abcdefghijklmnop%.0s' $(seq 1 40) >"$tmp/text.txt"
+"$make_checkpoint" "$tmp/withtext" output "$tmp/text.txt" || fail "could not make checkpoint with text"
+"$gattn" inspect --checkpoint "$tmp/withtext" | grep -q "validation split" || fail "text sample not used"
+
+# Missing checkpoint: exit 3, one line.
+err=$("$gattn" inspect --checkpoint "$tmp/nope" 2>&1 >/dev/null); rc=$?
+[[ $rc -eq 3 ]] || fail "missing checkpoint exited $rc, expected 3"
+[[ $(wc -l <<<"$err") -eq 1 ]] || fail "missing checkpoint printed more than one line: $err"
+
+# Truncated file: exit 3 naming the file, and the file is left as it was.
+cp -r "$tmp/none" "$tmp/trunc"
+truncate -s 100 "$tmp/trunc/model.safetensors"
+err=$("$gattn" inspect --checkpoint "$tmp/trunc" 2>&1 >/dev/null); rc=$?
+[[ $rc -eq 3 ]] || fail "truncated checkpoint exited $rc, expected 3"
+grep -q "model.safetensors" <<<"$err" || fail "error does not name the file: $err"
+
+# A flipped byte in the header.
+cp -r "$tmp/none" "$tmp/flip"
+printf '\x00' | dd of="$tmp/flip/model.safetensors" bs=1 seek=12 conv=notrunc 2>/dev/null
+"$gattn" inspect --checkpoint "$tmp/flip" >/dev/null 2>&1; rc=$?
+[[ $rc -eq 3 ]] || fail "corrupted header exited $rc, expected 3"
+
+# Usage errors: exit 2.
+"$gattn" inspect >/dev/null 2>&1; rc=$?
+[[ $rc -eq 2 ]] || fail "inspect without --checkpoint exited $rc, expected 2"
+echo ok

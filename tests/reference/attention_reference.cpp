@@ -1,0 +1,140 @@
+// The composite reference attention: ops/attention.h's math written term by term with the
+// primitive autograd ops, so its gradients come from those ops' (separately gradchecked) backwards.
+#include "reference/attention_reference.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/tensor/philox.h"
+#include "framework/tensor/random.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/nn_functional.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+#include "ops/unary.h"
+
+namespace gattn::test {
+
+namespace {
+
+void check_row_term(const Tensor& t, const Tensor& q, const char* name) {
+  if (!t.defined()) return;
+  const Shape want{q.size(0), q.size(1), q.size(2)};
+  if (t.shape() != want)
+    throw ShapeError(std::string("reference_attention: ") + name + " has shape " + shape_str(t.shape()) +
+                     ", expected " + shape_str(want));
+}
+
+// The pair gate's logistic noise n_ij for every (b·h, i, j), drawn exactly as the fused kernel does
+// (ops/cpu/flash_attention.h, logistic_noise): the op reserves B·H·T·T words of the generator and
+// pair (bh, i, j) uses word offset + (bh·T + i)·T + j, u = (top 24 bits + ½)/2²⁴, n = ln u − ln(1 − u).
+Tensor pair_noise(Generator& gen, std::int64_t BH, std::int64_t T, const Shape& shape, DType dtype) {
+  const GeneratorState state = gen.state();
+  const std::uint64_t offset = gen.reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(T * T));
+  std::vector<double> values(static_cast<std::size_t>(BH * T * T));
+  for (std::size_t idx = 0; idx < values.size(); ++idx) {
+    const std::uint64_t word = offset + idx;
+    const Philox4 r = philox_block(state.seed, state.stream, word / 4);
+    const double u = (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
+    values[idx] = std::log(u) - std::log1p(-u);
+  }
+  return Tensor::from(values, shape, dtype);
+}
+
+}  // namespace
+
+Tensor attention_hidden_mask(std::int64_t T, std::int64_t window) {
+  std::vector<std::int32_t> hidden(static_cast<std::size_t>(T * T));
+  for (std::int64_t i = 0; i < T; ++i)
+    for (std::int64_t j = 0; j < T; ++j)
+      hidden[static_cast<std::size_t>(i * T + j)] = j > i || (window > 0 && i - j >= window);
+  return Tensor::from_ints(hidden, {T, T});
+}
+
+ops::AttentionResult reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                         const ops::AttentionGateTerms& gate, const ops::AttentionOptions& options) {
+  if (!q.defined() || !k.defined() || !v.defined()) throw ValueError("reference_attention: q, k, v must be defined");
+  if (q.dim() != 4 || k.shape() != q.shape() || v.shape() != q.shape())
+    throw ShapeError("reference_attention: q, k, v must all be [B, H, T, d], got " + shape_str(q.shape()) + ", " +
+                     shape_str(k.shape()) + ", " + shape_str(v.shape()));
+  if (options.window < 0) throw ValueError("reference_attention: window must be >= 0");
+  check_row_term(gate.key_bias, q, "key_bias");
+  check_row_term(gate.forget_cum, q, "forget_cum");
+  check_row_term(gate.pair_row, q, "pair_row");
+  check_row_term(gate.pair_col, q, "pair_col");
+  const bool pair = gate.pair_row.defined();
+  if (pair != gate.pair_col.defined() || pair != gate.pair_alpha.defined())
+    throw ValueError("reference_attention: pair needs pair_row, pair_col and pair_alpha together");
+  if (options.pair_gate_entropy && !pair) throw ValueError("reference_attention: pair_gate_entropy without pair terms");
+
+  const std::int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3);
+  const Tensor hidden = attention_hidden_mask(T, options.window);
+
+  // S = q kᵀ/√d + key_bias_j + (c_i − c_j), hidden entries −∞.
+  Tensor S = ops::mul_scalar(ops::matmul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(d)));
+  if (gate.key_bias.defined()) S = S + ops::unsqueeze(gate.key_bias, 2);
+  if (gate.forget_cum.defined()) S = S + (ops::unsqueeze(gate.forget_cum, 3) - ops::unsqueeze(gate.forget_cum, 2));
+  S = ops::masked_fill(S, hidden, -std::numeric_limits<double>::infinity());
+  const Tensor P = ops::softmax(S);
+
+  // A = P ⊙ M with M = α·σ(u) + 1 − α, u = (a_i + c_j + n_ij)/τ.
+  Tensor A = P, u, G, M;
+  if (pair) {
+    u = ops::unsqueeze(gate.pair_row, 3) + ops::unsqueeze(gate.pair_col, 2);
+    if (gate.pair_noise) u = u + pair_noise(*gate.pair_noise, B * H, T, u.shape(), q.dtype());
+    u = ops::mul_scalar(u, 1.0 / gate.pair_temperature);
+    G = ops::sigmoid(u);
+    M = ops::add_scalar(ops::mul(G, gate.pair_alpha) - gate.pair_alpha, 1.0);
+    A = P * M;
+  }
+
+  ops::AttentionResult result;
+  result.out = ops::matmul(A, v);
+
+  // H_i = −Σ_j A_ij ln A_ij with ln A = log_softmax(S) + ln M, zeroed where hidden before the
+  // product (there A = 0 and ln A = −∞, whose product would be NaN, value and gradient).
+  Tensor row_entropy;
+  if (options.entropy_output || options.stats) {
+    Tensor log_A = ops::log_softmax(S);
+    if (pair) log_A = log_A + ops::log(M);
+    log_A = ops::masked_fill(log_A, hidden, 0.0);
+    row_entropy = -ops::sum(A * log_A, {-1});
+    if (options.entropy_output) result.row_entropy = row_entropy;
+  }
+
+  // Σ over visible pairs of h(G) = −G ln G − (1−G) ln(1−G) = −(G log σ(u) + (1−G) log σ(−u)).
+  if (options.pair_gate_entropy) {
+    const Tensor one_minus_G = ops::add_scalar(-G, 1.0);
+    Tensor h = -(G * ops::log_sigmoid(u) + one_minus_G * ops::log_sigmoid(-u));
+    result.gate_entropy = ops::sum(ops::masked_fill(h, hidden, 0.0), {2, 3});
+  }
+
+  if (options.stats) {
+    NoGradGuard no_grad;
+    ops::AttentionStats st;
+    const std::vector<double> ent = row_entropy.to_vector(), a = A.to_vector();
+    const std::vector<double> g = pair ? G.to_vector() : std::vector<double>();
+    const std::vector<double> hid = hidden.to_vector();
+    for (std::int64_t bh = 0; bh < B * H; ++bh)
+      for (std::int64_t i = 0; i < T; ++i) {
+        st.entropy_sum += ent[static_cast<std::size_t>(bh * T + i)];
+        ++st.entropy_count;
+        if (i >= 1) {  // A_i0 is 0 where key 0 is hidden (outside the window)
+          st.sink_sum += a[static_cast<std::size_t>((bh * T + i) * T)];
+          ++st.sink_count;
+        }
+        if (pair)
+          for (std::int64_t j = 0; j < T; ++j)
+            if (hid[static_cast<std::size_t>(i * T + j)] == 0)
+              st.pair_gate.add(g[static_cast<std::size_t>((bh * T + i) * T + j)]);
+      }
+    options.stats->merge(st);
+  }
+  return result;
+}
+
+}  // namespace gattn::test

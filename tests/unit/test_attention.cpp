@@ -1,0 +1,693 @@
+// The fused gated attention (ops::flash_attention) against the composite reference
+// (tests/reference/attention_reference.h) for every gate term and window, forward and all
+// gradients (through out, row_entropy and gate_entropy); gradchecks of the fused op; statistics;
+// the neutral settings that must reduce to plain attention; f32 vs f64; the pair noise; the errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "framework/autograd/grad_mode.h"
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/scan.h"
+#include "ops/shape.h"
+#include "ops/unary.h"
+#include "reference/attention_reference.h"
+#include "test_util.h"
+
+namespace gattn {
+namespace {
+
+// Which gate terms an input set carries (bit flags, combinable).
+constexpr unsigned kNone = 0, kScore = 1, kForget = 2, kPair = 4, kAll = kScore | kForget | kPair;
+
+struct Dims {
+  std::int64_t B, H, T, d;
+};
+
+std::string dims_str(const Dims& s) {
+  return "B=" + std::to_string(s.B) + " H=" + std::to_string(s.H) + " T=" + std::to_string(s.T) +
+         " d=" + std::to_string(s.d);
+}
+
+// Leaf tensors for q, k, v and the chosen gate terms, each requiring grad. The gate terms have the
+// shapes and ranges the model produces: key_bias = log σ(f) ≤ 0, forget_cum a cumulative sum of
+// log σ(f) (decreasing), pair logits of either sign, α in (0, 1).
+struct Inputs {
+  Tensor q, k, v, key_bias, forget_cum, pair_row, pair_col, pair_alpha;
+  double tau = 1.0;
+
+  ops::AttentionGateTerms gate(Generator* noise = nullptr) const {
+    ops::AttentionGateTerms g;
+    g.key_bias = key_bias;
+    g.forget_cum = forget_cum;
+    g.pair_row = pair_row;
+    g.pair_col = pair_col;
+    g.pair_alpha = pair_alpha;
+    g.pair_temperature = tau;
+    g.pair_noise = noise;
+    return g;
+  }
+  std::vector<Tensor> leaves() const { return {q, k, v, key_bias, forget_cum, pair_row, pair_col, pair_alpha}; }
+  bool pair() const { return pair_row.defined(); }
+};
+
+const char* const kLeafNames[] = {"q", "k", "v", "key_bias", "forget_cum", "pair_row", "pair_col", "pair_alpha"};
+
+Inputs make_inputs(const Dims& s, unsigned terms, std::uint64_t seed, double tau = 1.0, double alpha = 0.7) {
+  NoGradGuard no_grad;
+  Inputs in;
+  const Shape qs{s.B, s.H, s.T, s.d}, rs{s.B, s.H, s.T};
+  in.q = test::randn(qs, seed, 1.2);
+  in.k = test::randn(qs, seed + 1, 1.2);
+  in.v = test::randn(qs, seed + 2);
+  if (terms & kScore) in.key_bias = ops::log_sigmoid(test::randn(rs, seed + 3, 2.0));
+  if (terms & kForget)
+    in.forget_cum = ops::cumsum(ops::log_sigmoid(ops::add_scalar(test::randn(rs, seed + 4), 2.0)), 2);
+  if (terms & kPair) {
+    in.pair_row = test::randn(rs, seed + 5, 1.5);
+    in.pair_col = test::randn(rs, seed + 6, 1.5);
+    in.pair_alpha = Tensor::from({alpha}, {1}, DType::f64);
+    in.tau = tau;
+  }
+  for (Tensor t : in.leaves())
+    if (t.defined()) t.set_requires_grad(true);
+  return in;
+}
+
+Inputs to_dtype(const Inputs& in, DType dt) {
+  Inputs out = in;
+  Tensor* fields[] = {&out.q,          &out.k,        &out.v,        &out.key_bias,
+                      &out.forget_cum, &out.pair_row, &out.pair_col, &out.pair_alpha};
+  for (Tensor* t : fields)
+    if (t->defined()) *t = t->detach().to(dt).clone();
+  return out;
+}
+
+using AttentionFn = ops::AttentionResult (*)(const Tensor&, const Tensor&, const Tensor&,
+                                             const ops::AttentionGateTerms&, const ops::AttentionOptions&);
+
+// Which outputs feed the scalar loss Σ out⊙W1 + Σ row_entropy⊙W2 + Σ gate_entropy⊙W3.
+struct LossParts {
+  bool out = true, entropy = true, gate = true;
+};
+
+struct RunResult {
+  ops::AttentionResult result;
+  std::vector<Tensor> grads;  // .grad of each leaf (undefined where absent or not reached)
+};
+
+// Runs one attention implementation on `in`, backpropagates the weighted loss and collects (then
+// clears) the leaves' gradients.
+RunResult run(AttentionFn fn, const Inputs& in, const ops::AttentionOptions& opt, LossParts parts = {},
+              std::uint64_t seed = 99, Generator* noise = nullptr) {
+  RunResult r;
+  r.result = fn(in.q, in.k, in.v, in.gate(noise), opt);
+  const Shape& qs = in.q.shape();
+  const DType dt = in.q.dtype();
+  Tensor loss;
+  auto add = [&](const Tensor& term) { loss = loss.defined() ? loss + term : term; };
+  if (parts.out) add(ops::sum(r.result.out * test::randn(qs, seed, 1.0, dt)));
+  if (parts.entropy && r.result.row_entropy.defined())
+    add(ops::sum(r.result.row_entropy * test::randn({qs[0], qs[1], qs[2]}, seed + 1, 1.0, dt)));
+  if (parts.gate && r.result.gate_entropy.defined())
+    add(ops::sum(r.result.gate_entropy * test::randn({qs[0], qs[1]}, seed + 2, 1.0, dt)));
+  if (loss.defined() && loss.grad_fn()) loss.backward();
+  for (Tensor t : in.leaves()) {
+    r.grads.push_back(t.defined() ? t.grad() : Tensor());
+    if (t.defined()) t.zero_grad();
+  }
+  return r;
+}
+
+ops::AttentionOptions options_for(const Inputs& in, std::int64_t window) {
+  ops::AttentionOptions o;
+  o.window = window;
+  o.entropy_output = true;
+  o.pair_gate_entropy = in.pair();
+  return o;
+}
+
+// The fused op and the reference agree on every output and every leaf's gradient.
+void expect_matches_reference(const Inputs& in, const ops::AttentionOptions& opt, const std::string& what,
+                              LossParts parts = {}, double tol = 1e-9) {
+  SCOPED_TRACE(what);
+  RunResult fused = run(ops::flash_attention, in, opt, parts);
+  RunResult ref = run(test::reference_attention, in, opt, parts);
+  EXPECT_TRUE(test::all_close(fused.result.out, ref.result.out, tol, tol)) << "out";
+  ASSERT_EQ(fused.result.row_entropy.defined(), ref.result.row_entropy.defined());
+  if (ref.result.row_entropy.defined()) {
+    EXPECT_TRUE(test::all_close(fused.result.row_entropy, ref.result.row_entropy, tol, tol)) << "row_entropy";
+  }
+  ASSERT_EQ(fused.result.gate_entropy.defined(), ref.result.gate_entropy.defined());
+  if (ref.result.gate_entropy.defined()) {
+    EXPECT_TRUE(test::all_close(fused.result.gate_entropy, ref.result.gate_entropy, tol, tol)) << "gate_entropy";
+  }
+  for (std::size_t i = 0; i < fused.grads.size(); ++i) {
+    const Tensor& a = fused.grads[i];
+    const Tensor& b = ref.grads[i];
+    if (!b.defined()) {
+      // Absent leaf, or a leaf the loss does not depend on: the fused op may report zeros.
+      if (a.defined()) {
+        EXPECT_TRUE(test::all_close(a, Tensor::zeros(a.shape(), a.dtype()), tol, 0)) << "d" << kLeafNames[i];
+      }
+      continue;
+    }
+    ASSERT_TRUE(a.defined()) << "d" << kLeafNames[i] << " missing from the fused op";
+    EXPECT_TRUE(test::all_close(a, b, tol, tol)) << "d" << kLeafNames[i];
+  }
+}
+
+// The shapes every kind is checked on: T = 1, T below, at and above the 64 tile, two tiles and a
+// bit; B·H > 1; every head size the model uses.
+const std::vector<Dims> kShapes = {{1, 1, 1, 16},  {2, 3, 3, 16},   {1, 2, 63, 32},
+                                   {1, 2, 64, 64}, {1, 2, 65, 128}, {1, 2, 130, 32}};
+
+void check_kind(unsigned terms, const std::vector<std::int64_t>& windows, double tau = 1.0, std::uint64_t seed = 1000) {
+  for (const Dims& s : kShapes)
+    for (std::int64_t w : windows) {
+      Inputs in = make_inputs(s, terms, seed, tau);
+      expect_matches_reference(in, options_for(in, w), dims_str(s) + " window=" + std::to_string(w));
+      seed += 10;
+    }
+}
+
+// ---- the reference itself, against scalar loops written straight from ops/attention.h ----
+
+TEST(AttentionReference, MatchesScalarLoops) {
+  const Dims s{1, 2, 7, 3};
+  const std::int64_t window = 4;
+  Inputs in = make_inputs(s, kAll, 7, /*tau=*/0.8, /*alpha=*/0.6);
+  ops::AttentionOptions opt = options_for(in, window);
+  ops::AttentionResult r = test::reference_attention(in.q, in.k, in.v, in.gate(), opt);
+  const std::vector<double> q = in.q.to_vector(), k = in.k.to_vector(), v = in.v.to_vector();
+  const std::vector<double> kb = in.key_bias.to_vector(), fc = in.forget_cum.to_vector();
+  const std::vector<double> pr = in.pair_row.to_vector(), pc = in.pair_col.to_vector();
+  const double alpha = 0.6, tau = 0.8;
+  const std::vector<double> out = r.out.to_vector(), ent = r.row_entropy.to_vector(), gent = r.gate_entropy.to_vector();
+  for (std::int64_t bh = 0; bh < s.B * s.H; ++bh) {
+    double gate_entropy = 0;
+    for (std::int64_t i = 0; i < s.T; ++i) {
+      std::vector<double> S(static_cast<std::size_t>(s.T), -INFINITY);
+      double mx = -INFINITY;
+      for (std::int64_t j = 0; j <= i; ++j) {
+        if (i - j >= window) continue;
+        double dot = 0;
+        for (std::int64_t x = 0; x < s.d; ++x) dot += q[((bh * s.T) + i) * s.d + x] * k[((bh * s.T) + j) * s.d + x];
+        S[j] = dot / std::sqrt(3.0) + kb[bh * s.T + j] + fc[bh * s.T + i] - fc[bh * s.T + j];
+        mx = std::max(mx, S[j]);
+      }
+      double Z = 0;
+      for (double x : S) Z += std::exp(x - mx);
+      double H = 0;
+      std::vector<double> y(static_cast<std::size_t>(s.d), 0.0);
+      for (std::int64_t j = 0; j < s.T; ++j) {
+        if (S[j] == -INFINITY) continue;
+        const double P = std::exp(S[j] - mx) / Z;
+        const double G = 1 / (1 + std::exp(-(pr[bh * s.T + i] + pc[bh * s.T + j]) / tau));
+        const double A = P * (alpha * G + 1 - alpha);
+        H -= A * std::log(A);
+        gate_entropy -= G * std::log(G) + (1 - G) * std::log(1 - G);
+        for (std::int64_t x = 0; x < s.d; ++x) y[x] += A * v[((bh * s.T) + j) * s.d + x];
+      }
+      for (std::int64_t x = 0; x < s.d; ++x) EXPECT_NEAR(out[(bh * s.T + i) * s.d + x], y[x], 1e-12);
+      EXPECT_NEAR(ent[bh * s.T + i], H, 1e-12);
+    }
+    EXPECT_NEAR(gent[bh], gate_entropy, 1e-11);
+  }
+}
+
+// ---- fused vs reference, forward and every gradient, f64 ----
+
+TEST(AttentionVsReference, NoGate) { check_kind(kNone, {0}); }
+TEST(AttentionVsReference, Score) { check_kind(kScore, {0}); }
+TEST(AttentionVsReference, Forget) { check_kind(kForget, {0}); }
+TEST(AttentionVsReference, Pair) { check_kind(kPair, {0}); }
+TEST(AttentionVsReference, PairTemperature) {
+  check_kind(kPair, {0}, /*tau=*/0.5, 2000);
+  check_kind(kPair, {0}, /*tau=*/2.5, 3000);
+}
+TEST(AttentionVsReference, ScoreForget) { check_kind(kScore | kForget, {0}); }
+TEST(AttentionVsReference, ScorePair) { check_kind(kScore | kPair, {0}); }
+TEST(AttentionVsReference, AllTerms) { check_kind(kAll, {0}, 0.7); }
+TEST(AttentionVsReference, Windows) { check_kind(kNone, {1, 5, 16}); }
+TEST(AttentionVsReference, WindowsWithScoreForget) { check_kind(kScore | kForget, {1, 5, 16}); }
+TEST(AttentionVsReference, WindowsWithPair) { check_kind(kPair, {1, 5, 16}, 1.3); }
+TEST(AttentionVsReference, WindowsWithAllTerms) { check_kind(kAll, {1, 5, 16, 64, 65, 200}); }
+
+TEST(AttentionVsReference, BatchAndHeadsAcrossTiles) {
+  // B·H = 6 heads, each spanning three query tiles, so tiles of different heads run side by side.
+  const Dims s{2, 3, 140, 16};
+  for (std::int64_t w : {0, 70}) {
+    Inputs in = make_inputs(s, kAll, 4000 + static_cast<std::uint64_t>(w), 1.0);
+    expect_matches_reference(in, options_for(in, w), "window=" + std::to_string(w));
+  }
+}
+
+TEST(AttentionVsReference, LossFromEachOutputAlone) {
+  // Only row_entropy or only gate_entropy reaches the loss: the op's backward runs without dO.
+  for (unsigned terms : {kNone, kPair, kAll})
+    for (std::int64_t w : {0, 5}) {
+      Inputs in = make_inputs({1, 2, 67, 16}, terms, 5000 + terms * 10 + static_cast<std::uint64_t>(w));
+      const std::string what = "terms=" + std::to_string(terms) + " window=" + std::to_string(w);
+      expect_matches_reference(in, options_for(in, w), what + " entropy only", {false, true, false});
+      expect_matches_reference(in, options_for(in, w), what + " out only", {true, false, false});
+      if (in.pair()) expect_matches_reference(in, options_for(in, w), what + " gate only", {false, false, true});
+    }
+}
+
+TEST(AttentionVsReference, OptionalOutputsOff) {
+  // Without entropy outputs only out exists, and its gradients still match.
+  Inputs in = make_inputs({1, 2, 65, 32}, kAll, 5500);
+  ops::AttentionOptions opt;
+  opt.window = 9;
+  ops::AttentionResult r = ops::flash_attention(in.q, in.k, in.v, in.gate(), opt);
+  EXPECT_FALSE(r.row_entropy.defined());
+  EXPECT_FALSE(r.gate_entropy.defined());
+  expect_matches_reference(in, opt, "no optional outputs");
+  opt.pair_gate_entropy = true;  // gate entropy without row entropy
+  expect_matches_reference(in, opt, "gate entropy only");
+}
+
+TEST(AttentionVsReference, SomeInputsWithoutGrad) {
+  // Leaves that do not require grad get none; the others are unaffected.
+  Inputs in = make_inputs({1, 2, 66, 16}, kAll, 5600);
+  in.q.set_requires_grad(false);
+  in.forget_cum.set_requires_grad(false);
+  in.pair_alpha.set_requires_grad(false);
+  RunResult fused = run(ops::flash_attention, in, options_for(in, 0));
+  EXPECT_FALSE(fused.grads[0].defined());
+  EXPECT_FALSE(fused.grads[4].defined());
+  EXPECT_FALSE(fused.grads[7].defined());
+  expect_matches_reference(in, options_for(in, 0), "q, forget_cum, alpha constant");
+  Inputs only_v = make_inputs({1, 1, 20, 16}, kScore, 5700);
+  for (Tensor t : only_v.leaves())
+    if (t.defined()) t.set_requires_grad(false);
+  only_v.v.set_requires_grad(true);
+  expect_matches_reference(only_v, options_for(only_v, 0), "only v");
+}
+
+TEST(AttentionVsReference, PairNoiseMatchesReference) {
+  // The reference draws the same Philox words, so noisy forward and backward are comparable.
+  Inputs in = make_inputs({2, 2, 70, 16}, kAll, 5800, 0.9);
+  for (std::int64_t w : {0, 7}) {
+    ops::AttentionOptions opt = options_for(in, w);
+    Generator g_fused(77, 3), g_ref(77, 3);
+    g_fused.reserve(8);  // start mid-stream
+    g_ref.reserve(8);
+    RunResult fused = run(ops::flash_attention, in, opt, {}, 99, &g_fused);
+    RunResult ref = run(test::reference_attention, in, opt, {}, 99, &g_ref);
+    EXPECT_EQ(g_fused.state().offset, g_ref.state().offset);
+    EXPECT_TRUE(test::all_close(fused.result.out, ref.result.out, 1e-9, 1e-9));
+    EXPECT_TRUE(test::all_close(fused.result.row_entropy, ref.result.row_entropy, 1e-9, 1e-9));
+    EXPECT_TRUE(test::all_close(fused.result.gate_entropy, ref.result.gate_entropy, 1e-9, 1e-9));
+    for (std::size_t i = 0; i < fused.grads.size(); ++i)
+      EXPECT_TRUE(test::all_close(fused.grads[i], ref.grads[i], 1e-9, 1e-9)) << "d" << kLeafNames[i] << " window " << w;
+  }
+}
+
+// ---- statistics ----
+
+void expect_same_stats(const ops::AttentionStats& a, const ops::AttentionStats& b) {
+  EXPECT_EQ(a.entropy_count, b.entropy_count);
+  EXPECT_NEAR(a.entropy_sum, b.entropy_sum, 1e-9 * (1 + std::abs(b.entropy_sum)));
+  EXPECT_EQ(a.sink_count, b.sink_count);
+  EXPECT_NEAR(a.sink_sum, b.sink_sum, 1e-9 * (1 + std::abs(b.sink_sum)));
+  EXPECT_EQ(a.pair_gate.count, b.pair_gate.count);
+  EXPECT_NEAR(a.pair_gate.sum, b.pair_gate.sum, 1e-9 * (1 + std::abs(b.pair_gate.sum)));
+  EXPECT_NEAR(a.pair_gate.sum_sq, b.pair_gate.sum_sq, 1e-9 * (1 + std::abs(b.pair_gate.sum_sq)));
+  EXPECT_EQ(a.pair_gate.below_0_1, b.pair_gate.below_0_1);
+  EXPECT_EQ(a.pair_gate.above_0_9, b.pair_gate.above_0_9);
+}
+
+TEST(AttentionStats, MatchReference) {
+  for (unsigned terms : {kNone, kScore | kForget, kPair, kAll})
+    for (std::int64_t w : {0, 1, 5, 16})
+      for (const Dims& s : {Dims{1, 1, 1, 16}, Dims{2, 2, 9, 16}, Dims{1, 2, 130, 16}}) {
+        SCOPED_TRACE("terms=" + std::to_string(terms) + " window=" + std::to_string(w) + " " + dims_str(s));
+        Inputs in = make_inputs(s, terms, 6000 + terms + static_cast<std::uint64_t>(w));
+        ops::AttentionStats fused, ref;
+        ops::AttentionOptions opt;  // stats alone: no entropy output asked
+        opt.window = w;
+        opt.stats = &fused;
+        ops::flash_attention(in.q, in.k, in.v, in.gate(), opt);
+        opt.stats = &ref;
+        test::reference_attention(in.q, in.k, in.v, in.gate(), opt);
+        expect_same_stats(fused, ref);
+        EXPECT_EQ(fused.entropy_count, s.B * s.H * s.T);
+        EXPECT_EQ(fused.sink_count, s.B * s.H * (s.T - 1));
+      }
+}
+
+TEST(AttentionStats, AccumulateAcrossCalls) {
+  Inputs in = make_inputs({1, 2, 10, 16}, kPair, 6100);
+  ops::AttentionStats once, twice;
+  ops::AttentionOptions opt;
+  opt.stats = &once;
+  ops::flash_attention(in.q, in.k, in.v, in.gate(), opt);
+  opt.stats = &twice;
+  ops::flash_attention(in.q, in.k, in.v, in.gate(), opt);
+  ops::flash_attention(in.q, in.k, in.v, in.gate(), opt);
+  EXPECT_EQ(twice.entropy_count, 2 * once.entropy_count);
+  EXPECT_EQ(twice.pair_gate.count, 2 * once.pair_gate.count);
+  EXPECT_NEAR(twice.sink_sum, 2 * once.sink_sum, 1e-12);
+}
+
+TEST(AttentionStats, PlainCausalKnownValues) {
+  // Equal scores (q = 0): row i is uniform over i + 1 keys, entropy ln(i + 1), A_i0 = 1/(i + 1).
+  const std::int64_t T = 5;
+  Tensor q = Tensor::zeros({1, 1, T, 4}, DType::f64), kv = test::randn({1, 1, T, 4}, 6200);
+  ops::AttentionStats st;
+  ops::AttentionOptions opt;
+  opt.stats = &st;
+  ops::flash_attention(q, kv, kv, {}, opt);
+  double ent = 0, sink = 0;
+  for (std::int64_t i = 0; i < T; ++i) {
+    ent += std::log(static_cast<double>(i + 1));
+    if (i >= 1) sink += 1.0 / static_cast<double>(i + 1);
+  }
+  EXPECT_NEAR(st.entropy_sum, ent, 1e-12);
+  EXPECT_NEAR(st.sink_sum, sink, 1e-12);
+  EXPECT_EQ(st.pair_gate.count, 0);
+}
+
+// ---- gradcheck of the fused op itself (central differences), through all three outputs ----
+
+// Flattens out, row_entropy and gate_entropy into one vector for gradcheck's random projection.
+Tensor all_outputs(const ops::AttentionResult& r) {
+  std::vector<Tensor> parts{ops::reshape(r.out, {-1})};
+  if (r.row_entropy.defined()) parts.push_back(ops::reshape(r.row_entropy, {-1}));
+  if (r.gate_entropy.defined()) parts.push_back(ops::reshape(r.gate_entropy, {-1}));
+  return ops::concat(parts, 0);
+}
+
+void gradcheck_kind(const Dims& s, unsigned terms, std::int64_t window, double tau = 1.0,
+                    std::uint64_t noise_seed = 0) {
+  SCOPED_TRACE(dims_str(s) + " terms=" + std::to_string(terms) + " window=" + std::to_string(window));
+  Inputs in = make_inputs(s, terms, 7000 + terms, tau);
+  std::vector<Tensor> xs;
+  for (const Tensor& t : in.leaves())
+    if (t.defined()) xs.push_back(t.detach());
+  auto f = [&](const std::vector<Tensor>& x) {
+    Inputs cur;
+    std::size_t n = 0;
+    cur.q = x[n++];
+    cur.k = x[n++];
+    cur.v = x[n++];
+    if (in.key_bias.defined()) cur.key_bias = x[n++];
+    if (in.forget_cum.defined()) cur.forget_cum = x[n++];
+    if (in.pair()) {
+      cur.pair_row = x[n++];
+      cur.pair_col = x[n++];
+      cur.pair_alpha = x[n++];
+    }
+    cur.tau = tau;
+    // A fresh generator per call: every evaluation sees the same noise.
+    Generator noise(noise_seed);
+    ops::AttentionOptions opt = options_for(cur, window);
+    return all_outputs(ops::flash_attention(cur.q, cur.k, cur.v, cur.gate(noise_seed ? &noise : nullptr), opt));
+  };
+  GradcheckOptions go;
+  go.atol = 1e-6;
+  go.rtol = 1e-5;
+  EXPECT_TRUE(test::grads_ok(f, xs, go));
+}
+
+TEST(AttentionGradcheck, None) {
+  gradcheck_kind({1, 2, 5, 3}, kNone, 0);
+  gradcheck_kind({1, 1, 1, 2}, kNone, 0);
+}
+TEST(AttentionGradcheck, Score) { gradcheck_kind({1, 2, 5, 3}, kScore, 0); }
+TEST(AttentionGradcheck, Forget) { gradcheck_kind({1, 2, 5, 3}, kForget, 0); }
+TEST(AttentionGradcheck, Pair) { gradcheck_kind({2, 1, 5, 3}, kPair, 0); }
+TEST(AttentionGradcheck, PairTemperature) { gradcheck_kind({1, 2, 5, 3}, kPair, 0, 0.6); }
+TEST(AttentionGradcheck, PairNoise) { gradcheck_kind({1, 2, 5, 3}, kPair, 0, 1.5, 42); }
+TEST(AttentionGradcheck, Window) {
+  gradcheck_kind({1, 2, 6, 3}, kNone, 1);
+  gradcheck_kind({1, 2, 6, 3}, kAll, 2);
+}
+TEST(AttentionGradcheck, AllTermsAcrossTiles) { gradcheck_kind({1, 1, 66, 1}, kAll, 0, 0.9); }
+TEST(AttentionGradcheck, AllTermsWindowAcrossTiles) { gradcheck_kind({1, 1, 67, 1}, kAll, 10); }
+
+// ---- neutral settings reduce to plain attention ----
+
+// out and row_entropy of `gated` equal those of plain attention on the same q, k, v, and the q, k, v
+// gradients agree.
+void expect_same_as_plain(const Inputs& gated, std::int64_t window, const std::string& what, double tol = 1e-12) {
+  SCOPED_TRACE(what);
+  Inputs plain;
+  plain.q = gated.q;
+  plain.k = gated.k;
+  plain.v = gated.v;
+  ops::AttentionOptions opt;
+  opt.window = window;
+  opt.entropy_output = true;
+  RunResult a = run(ops::flash_attention, gated, opt, {true, true, false});
+  RunResult b = run(ops::flash_attention, plain, opt, {true, true, false});
+  EXPECT_TRUE(test::all_close(a.result.out, b.result.out, tol, tol));
+  EXPECT_TRUE(test::all_close(a.result.row_entropy, b.result.row_entropy, tol, tol));
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_TRUE(test::all_close(a.grads[i], b.grads[i], tol, tol)) << "d" << kLeafNames[i];
+}
+
+TEST(AttentionIdentity, PairWithAlphaZeroIsNone) {
+  for (std::int64_t w : {0, 5}) {
+    Inputs in = make_inputs({1, 2, 70, 32}, kPair, 8000, 0.7, /*alpha=*/0.0);
+    expect_same_as_plain(in, w, "alpha=0 window=" + std::to_string(w));
+  }
+}
+
+TEST(AttentionIdentity, ScoreWithEqualKeyBiasIsNone) {
+  // A bias shared by all keys of a head shifts every logit of a row equally: softmax ignores it.
+  Inputs in = make_inputs({2, 2, 70, 16}, kNone, 8100);
+  in.key_bias = Tensor::full({2, 2, 70}, -1.7, DType::f64).set_requires_grad(true);
+  expect_same_as_plain(in, 0, "key_bias = -1.7");
+  expect_same_as_plain(in, 16, "key_bias = -1.7, window 16");
+}
+
+TEST(AttentionIdentity, ForgetWithZeroLogSigmoidIsNone) {
+  Inputs in = make_inputs({1, 2, 70, 16}, kNone, 8200);
+  in.forget_cum = ops::cumsum(Tensor::zeros({1, 2, 70}, DType::f64), 2).detach().set_requires_grad(true);
+  expect_same_as_plain(in, 0, "c = 0");
+  // Equally neutral: any c constant along the sequence (c_i − c_j = 0).
+  in.forget_cum = Tensor::full({1, 2, 70}, 3.5, DType::f64).set_requires_grad(true);
+  expect_same_as_plain(in, 5, "c = 3.5, window 5");
+}
+
+TEST(AttentionIdentity, Float32MatchesFloat64) {
+  for (unsigned terms : {kNone, kAll})
+    for (std::int64_t w : {0, 16}) {
+      SCOPED_TRACE("terms=" + std::to_string(terms) + " window=" + std::to_string(w));
+      Inputs in64 = make_inputs({1, 2, 100, 64}, terms, 8300 + terms);
+      Inputs in32 = to_dtype(in64, DType::f32);
+      for (Tensor t : in32.leaves())
+        if (t.defined()) t.set_requires_grad(true);
+      RunResult a = run(ops::flash_attention, in32, options_for(in32, w));
+      RunResult b = run(ops::flash_attention, in64, options_for(in64, w));
+      EXPECT_EQ(a.result.out.dtype(), DType::f32);
+      EXPECT_TRUE(test::all_close(a.result.out, b.result.out, 1e-5, 1e-4));
+      EXPECT_TRUE(test::all_close(a.result.row_entropy, b.result.row_entropy, 1e-5, 1e-4));
+      if (terms & kPair) {
+        EXPECT_TRUE(test::all_close(a.result.gate_entropy, b.result.gate_entropy, 1e-3, 1e-5));
+      }
+      for (std::size_t i = 0; i < a.grads.size(); ++i) {
+        if (!b.grads[i].defined()) continue;
+        // Gradients that sum over many rows (α, key/col terms) get a looser absolute tolerance.
+        EXPECT_TRUE(test::all_close(a.grads[i], b.grads[i], i == 7 ? 1e-3 : 2e-5, 1e-4)) << "d" << kLeafNames[i];
+      }
+    }
+}
+
+TEST(AttentionEntropy, ZeroWeightEntriesContributeNothing) {
+  // α = 1 and G underflowing to 0 make M = 0 on every pair: A = 0, and 0·ln 0 counts as 0, so the
+  // entropy and its gradient stay finite instead of NaN.
+  Tensor q = test::randn({1, 1, 4, 8}, 31), k = test::randn({1, 1, 4, 8}, 32), v = test::randn({1, 1, 4, 8}, 33);
+  ops::AttentionGateTerms g;
+  g.pair_row = Tensor::full({1, 1, 4}, -400, DType::f64).set_requires_grad(true);
+  g.pair_col = Tensor::full({1, 1, 4}, -400, DType::f64);
+  g.pair_alpha = Tensor::full({1}, 1.0, DType::f64);
+  q.set_requires_grad(true);
+  ops::AttentionStats stats;
+  ops::AttentionOptions opt;
+  opt.entropy_output = true;
+  opt.stats = &stats;
+  ops::AttentionResult r = ops::flash_attention(q, k, v, g, opt);
+  for (double h : r.row_entropy.to_vector()) EXPECT_EQ(h, 0.0);
+  EXPECT_EQ(stats.entropy_sum, 0.0);
+  ops::sum(r.row_entropy).backward();
+  for (double x : q.grad().to_vector()) EXPECT_TRUE(std::isfinite(x));
+}
+
+TEST(AttentionEntropy, Float32StaysAccurateWithLargeLogits) {
+  // The entropy is accumulated relative to the running max, so large logits do not cancel away
+  // f32's precision (|S| ≈ 500 here).
+  Inputs in64 = make_inputs({1, 2, 100, 16}, kScore, 77);
+  in64.key_bias = Tensor::full({1, 2, 100}, -500, DType::f64);
+  Inputs in32 = to_dtype(in64, DType::f32);
+  ops::AttentionOptions opt;
+  opt.entropy_output = true;
+  NoGradGuard no_grad;
+  Tensor h32 = ops::flash_attention(in32.q, in32.k, in32.v, in32.gate(), opt).row_entropy;
+  Tensor h64 = ops::flash_attention(in64.q, in64.k, in64.v, in64.gate(), opt).row_entropy;
+  EXPECT_TRUE(test::all_close(h32, h64, 2e-5, 1e-5));
+}
+
+// ---- the pair gate's logistic noise ----
+
+TEST(AttentionNoise, SameStateSameOutput) {
+  Inputs in = make_inputs({1, 2, 40, 16}, kPair, 9000);
+  Generator g1(5, 1), g2(5, 1);
+  ops::AttentionResult a = ops::flash_attention(in.q, in.k, in.v, in.gate(&g1), options_for(in, 0));
+  ops::AttentionResult b = ops::flash_attention(in.q, in.k, in.v, in.gate(&g2), options_for(in, 0));
+  EXPECT_TRUE(test::all_close(a.out, b.out, 0, 0));
+  EXPECT_TRUE(test::all_close(a.gate_entropy, b.gate_entropy, 0, 0));
+}
+
+TEST(AttentionNoise, DiffersFromNoNoiseAndAdvancesTheGenerator) {
+  Inputs in = make_inputs({1, 2, 40, 16}, kPair, 9100);
+  Generator g(5, 1);
+  const std::uint64_t before = g.state().offset;
+  ops::AttentionResult noisy = ops::flash_attention(in.q, in.k, in.v, in.gate(&g), options_for(in, 0));
+  EXPECT_GE(g.state().offset, before + 2 * 40 * 40);  // one word per (head, i, j)
+  ops::AttentionResult again = ops::flash_attention(in.q, in.k, in.v, in.gate(&g), options_for(in, 0));
+  ops::AttentionResult clean = ops::flash_attention(in.q, in.k, in.v, in.gate(), options_for(in, 0));
+  EXPECT_FALSE(test::all_close(noisy.out, clean.out, 1e-6, 0));
+  EXPECT_FALSE(test::all_close(noisy.out, again.out, 1e-6, 0));
+  // Without a pair gate the noise source is unused.
+  Inputs plain = make_inputs({1, 1, 8, 16}, kNone, 9200);
+  Generator unused(5, 1);
+  ops::flash_attention(plain.q, plain.k, plain.v, plain.gate(&unused), {});
+  EXPECT_EQ(unused.state().offset, 0u);
+}
+
+// ---- determinism and no-grad ----
+
+TEST(AttentionDeterminism, RepeatedRunsAreBitwiseEqual) {
+  Inputs in = make_inputs({2, 2, 150, 32}, kAll, 9300);
+  RunResult a = run(ops::flash_attention, in, options_for(in, 0));
+  RunResult b = run(ops::flash_attention, in, options_for(in, 0));
+  EXPECT_TRUE(test::all_close(a.result.out, b.result.out, 0, 0));
+  for (std::size_t i = 0; i < a.grads.size(); ++i)
+    EXPECT_TRUE(test::all_close(a.grads[i], b.grads[i], 0, 0)) << kLeafNames[i];
+}
+
+TEST(AttentionNoGrad, RecordsNothing) {
+  Inputs in = make_inputs({1, 1, 4, 8}, kAll, 9400);
+  NoGradGuard guard;
+  ops::AttentionResult r = ops::flash_attention(in.q, in.k, in.v, in.gate(), options_for(in, 0));
+  EXPECT_TRUE(r.out.is_leaf());
+  EXPECT_TRUE(r.row_entropy.is_leaf());
+  EXPECT_TRUE(r.gate_entropy.is_leaf());
+}
+
+// ---- bad input: typed errors naming the op and the shapes ----
+
+// Expects `fn` to throw E with a message containing every one of `needles`.
+template <class E, class Fn>
+void expect_error(Fn&& fn, const std::vector<std::string>& needles) {
+  try {
+    fn();
+    ADD_FAILURE() << "no exception thrown";
+  } catch (const E& e) {
+    const std::string msg = e.what();
+    for (const std::string& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type: " << e.what();
+  }
+}
+
+TEST(AttentionErrors, WrongRank) {
+  Tensor x3 = test::randn({2, 4, 8}, 1);
+  expect_error<ShapeError>([&] { ops::flash_attention(x3, x3, x3); }, {"flash_attention", "[2, 4, 8]"});
+  Tensor x5 = test::randn({1, 1, 1, 4, 8}, 2);
+  expect_error<ShapeError>([&] { ops::flash_attention(x5, x5, x5); }, {"flash_attention", "[1, 1, 1, 4, 8]"});
+}
+
+TEST(AttentionErrors, QkvShapeMismatch) {
+  Tensor q = test::randn({1, 2, 5, 8}, 3), k = test::randn({1, 2, 6, 8}, 4), v = test::randn({1, 2, 5, 4}, 5);
+  expect_error<ShapeError>([&] { ops::flash_attention(q, k, q); }, {"flash_attention", "[1, 2, 5, 8]", "[1, 2, 6, 8]"});
+  expect_error<ShapeError>([&] { ops::flash_attention(q, q, v); }, {"flash_attention", "[1, 2, 5, 4]"});
+}
+
+TEST(AttentionErrors, EmptySequence) {
+  Tensor q = Tensor::zeros({1, 2, 0, 8}, DType::f64);
+  expect_error<ShapeError>([&] { ops::flash_attention(q, q, q); }, {"flash_attention", "[1, 2, 0, 8]"});
+}
+
+TEST(AttentionErrors, GateTermWrongShape) {
+  Inputs in = make_inputs({1, 2, 5, 8}, kNone, 10);
+  ops::AttentionGateTerms g;
+  g.key_bias = test::randn({1, 2, 4}, 11);
+  expect_error<ShapeError>([&] { ops::flash_attention(in.q, in.k, in.v, g); },
+                           {"flash_attention", "key_bias", "[1, 2, 4]", "[1, 2, 5]"});
+  g = {};
+  g.forget_cum = test::randn({2, 5}, 12);
+  expect_error<ShapeError>([&] { ops::flash_attention(in.q, in.k, in.v, g); },
+                           {"flash_attention", "forget_cum", "[2, 5]"});
+  Inputs p = make_inputs({1, 2, 5, 8}, kPair, 13);
+  g = p.gate();
+  g.pair_col = test::randn({1, 2, 5, 1}, 14);
+  expect_error<ShapeError>([&] { ops::flash_attention(p.q, p.k, p.v, g); },
+                           {"flash_attention", "pair_col", "[1, 2, 5, 1]"});
+  g = p.gate();
+  g.pair_alpha = Tensor::from({0.5, 0.5}, {2}, DType::f64);
+  expect_error<ShapeError>([&] { ops::flash_attention(p.q, p.k, p.v, g); }, {"flash_attention", "pair_alpha", "[2]"});
+}
+
+TEST(AttentionErrors, PairNeedsAllItsTerms) {
+  Inputs p = make_inputs({1, 2, 5, 8}, kPair, 15);
+  ops::AttentionGateTerms g = p.gate();
+  g.pair_col = Tensor();
+  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, g); }, {"flash_attention", "pair"});
+  g = p.gate();
+  g.pair_row = Tensor();
+  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, g); }, {"flash_attention", "pair"});
+  g = p.gate();
+  g.pair_alpha = Tensor();
+  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, g); }, {"flash_attention", "pair"});
+  ops::AttentionGateTerms alpha_only;
+  alpha_only.pair_alpha = p.gate().pair_alpha;  // α without the terms it would mix in
+  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, alpha_only); }, {"flash_attention", "pair"});
+  ops::AttentionOptions opt;
+  opt.pair_gate_entropy = true;  // asks for the gate entropy of a gate that is not there
+  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, {}, opt); }, {"flash_attention", "pair"});
+}
+
+TEST(AttentionErrors, PairTemperatureMustBePositive) {
+  Inputs p = make_inputs({1, 1, 3, 4}, kPair, 16);
+  for (double tau : {0.0, -1.0, std::numeric_limits<double>::quiet_NaN()}) {
+    ops::AttentionGateTerms g = p.gate();
+    g.pair_temperature = tau;
+    expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, g); }, {"flash_attention", "temperature"});
+  }
+}
+
+TEST(AttentionErrors, DTypeMismatch) {
+  Tensor q = test::randn({1, 1, 3, 4}, 17), q32 = test::randn({1, 1, 3, 4}, 17, 1.0, DType::f32);
+  expect_error<DTypeError>([&] { ops::flash_attention(q, q32, q); }, {"flash_attention", "f64", "f32"});
+  ops::AttentionGateTerms g;
+  g.key_bias = test::randn({1, 1, 3}, 18, 1.0, DType::f32);
+  expect_error<DTypeError>([&] { ops::flash_attention(q, q, q, g); }, {"flash_attention", "f32"});
+  Tensor qi = Tensor::from_ints(std::vector<std::int32_t>(12, 1), {1, 1, 3, 4});
+  expect_error<DTypeError>([&] { ops::flash_attention(qi, qi, qi); }, {"flash_attention", "i32"});
+}
+
+TEST(AttentionErrors, NegativeWindow) {
+  Tensor q = test::randn({1, 1, 3, 4}, 19);
+  ops::AttentionOptions opt;
+  opt.window = -1;
+  expect_error<ValueError>([&] { ops::flash_attention(q, q, q, {}, opt); }, {"flash_attention", "window", "-1"});
+}
+
+TEST(AttentionErrors, UndefinedInput) {
+  Tensor q = test::randn({1, 1, 3, 4}, 20);
+  expect_error<ValueError>([&] { ops::flash_attention(q, Tensor(), q); }, {"flash_attention"});
+}
+
+}  // namespace
+}  // namespace gattn
