@@ -171,7 +171,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ElementwiseGrad,
                            auto dims = [](const Shape& s) {
                              if (s.empty()) return std::string("scalar");
                              std::string out;
-                             for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+                             for (std::size_t i = 0; i < s.size(); ++i) {
+                               if (i) out += 'x';
+                               out.append(std::to_string(s[i]));
+                             }
                              return out;
                            };
                            return "a_" + dims(info.param.a) + "_b_" + dims(info.param.b);
