@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/fast_math.h"
 #include "ops/cpu/softmax.h"
 
 namespace gattn::cpu {
@@ -64,7 +65,8 @@ void cross_entropy_backward(const T* logits, const std::int32_t* t, const T* lse
       continue;
     }
     const T l = lse[r];
-    for (std::int64_t j = 0; j < V; ++j) dr[j] = std::exp(xr[j] - l) * scale;
+#pragma omp simd
+    for (std::int64_t j = 0; j < V; ++j) dr[j] = vexp(xr[j] - l) * scale;
     dr[t[r]] -= scale;
   }
 }

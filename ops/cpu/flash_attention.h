@@ -12,6 +12,7 @@
 
 #include "framework/tensor/philox.h"
 #include "ops/attention.h"
+#include "ops/cpu/fast_math.h"
 #include "ops/cpu/gemm.h"
 
 namespace gattn::cpu {
@@ -191,7 +192,7 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
             T row_l = 0, row_e1 = 0, row_e0 = 0;
             std::fill(wrow, wrow + c_lo, T(0));
             for (std::int64_t c = c_lo; c < c_hi; ++c) {
-              const T pij = std::exp(srow[c] - m_new);
+              const T pij = vexp(srow[c] - m_new);
               row_l += pij;
               T M = 1;
               if (pair) {
@@ -343,7 +344,7 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
                 continue;
               }
               any = true;
-              const T pij = std::exp(srow[c] - L);
+              const T pij = vexp(srow[c] - L);
               T M = 1, G = 0, u = 0;
               if (pair) {
                 u = pair_logit(p, bh, i, j);

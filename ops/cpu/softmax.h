@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "ops/cpu/fast_math.h"
 #include "ops/cpu/parallel.h"
 
 namespace gattn::cpu {
@@ -15,6 +16,8 @@ namespace gattn::cpu {
 template <class T>
 inline T row_shift(const T* x, std::int64_t C) {
   T m = -std::numeric_limits<T>::infinity();
+  // omp simd: lets the compiler vectorise the reduction without -ffast-math.
+#pragma omp simd reduction(max : m)
   for (std::int64_t j = 0; j < C; ++j) m = x[j] > m ? x[j] : m;
   return m == -std::numeric_limits<T>::infinity() ? T(0) : m;
 }
@@ -24,7 +27,8 @@ template <class T>
 inline T row_logsumexp(const T* x, std::int64_t C) {
   const T m = row_shift(x, C);
   T s = T(0);
-  for (std::int64_t j = 0; j < C; ++j) s += std::exp(x[j] - m);
+#pragma omp simd reduction(+ : s)
+  for (std::int64_t j = 0; j < C; ++j) s += vexp(x[j] - m);
   return m + std::log(s);
 }
 
@@ -38,8 +42,9 @@ void softmax_forward(const T* x, T* y, std::int64_t rows, std::int64_t C) {
     T* yr = y + r * C;
     const T m = row_shift(xr, C);
     T s = T(0);
+#pragma omp simd reduction(+ : s)
     for (std::int64_t j = 0; j < C; ++j) {
-      yr[j] = std::exp(xr[j] - m);
+      yr[j] = vexp(xr[j] - m);
       s += yr[j];
     }
     const T inv = s > T(0) ? T(1) / s : T(0);
@@ -73,6 +78,7 @@ void softmax_backward(const T* y, const T* g, T* dx, std::int64_t rows, std::int
     const T* gr = g + r * C;
     T* dr = dx + r * C;
     T dot = T(0);
+#pragma omp simd reduction(+ : dot)
     for (std::int64_t j = 0; j < C; ++j) dot += gr[j] * yr[j];
     for (std::int64_t j = 0; j < C; ++j) dr[j] = yr[j] * (gr[j] - dot);
   }
@@ -87,8 +93,9 @@ void log_softmax_backward(const T* y, const T* g, T* dx, std::int64_t rows, std:
     const T* gr = g + r * C;
     T* dr = dx + r * C;
     T sum = T(0);
+#pragma omp simd reduction(+ : sum)
     for (std::int64_t j = 0; j < C; ++j) sum += gr[j];
-    for (std::int64_t j = 0; j < C; ++j) dr[j] = gr[j] - std::exp(yr[j]) * sum;
+    for (std::int64_t j = 0; j < C; ++j) dr[j] = gr[j] - vexp(yr[j]) * sum;
   }
 }
 

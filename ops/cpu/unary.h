@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "ops/cpu/fast_math.h"
 #include "ops/cpu/parallel.h"
 
 namespace gattn::cpu {
@@ -14,7 +15,7 @@ namespace gattn::cpu {
 struct ExpFn {
   static constexpr bool kSavesOutput = true;
   static constexpr std::int64_t kCost = 8;  // rough cost per element relative to an add
-  template <class T> static T f(T x) { return std::exp(x); }
+  template <class T> static T f(T x) { return vexp(x); }
   template <class T> static T df(T g, T y) { return g * y; }
 };
 
@@ -40,7 +41,7 @@ struct SigmoidFn {
   static constexpr bool kSavesOutput = true;
   static constexpr std::int64_t kCost = 10;
   template <class T> static T f(T x) {
-    const T e = std::exp(-std::abs(x));
+    const T e = vexp(-std::abs(x));
     const T r = T(1) / (T(1) + e);
     return x >= T(0) ? r : e * r;
   }
@@ -55,7 +56,7 @@ struct LogSigmoidFn {
   static constexpr std::int64_t kCost = 16;
   template <class T> static T f(T x) { return std::fmin(x, T(0)) - std::log1p(std::exp(-std::abs(x))); }
   template <class T> static T df(T g, T x) {
-    const T e = std::exp(-std::abs(x));
+    const T e = vexp(-std::abs(x));
     const T r = T(1) / (T(1) + e);
     return g * (x >= T(0) ? e * r : r);
   }
@@ -78,12 +79,12 @@ struct GeluFn {
   static constexpr double kC = 0.7978845608028654;  // √(2/π)
   static constexpr double kA = 0.044715;
   template <class T> static T f(T x) {
-    const T t = std::tanh(T(kC) * (x + T(kA) * x * x * x));
+    const T t = vtanh(T(kC) * (x + T(kA) * x * x * x));
     return T(0.5) * x * (T(1) + t);
   }
   template <class T> static T df(T g, T x) {
     const T x2 = x * x;
-    const T t = std::tanh(T(kC) * (x + T(kA) * x2 * x));
+    const T t = vtanh(T(kC) * (x + T(kA) * x2 * x));
     const T du = T(kC) * (T(1) + T(3 * kA) * x2);
     return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du);
   }

@@ -1,0 +1,43 @@
+// Vectorisable exp and tanh for f32 CPU kernels. glibc's expf/tanhf are scalar calls, so loops over
+// them never vectorise; these are branch-free (Cephes' expf polynomial, ~2 ulp), which lets GCC emit
+// AVX code for softmax, cross-entropy, GELU and the attention tiles. f64 keeps std::exp/std::tanh:
+// gradchecks run in f64 and want the exact library functions.
+#pragma once
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+namespace gattn::cpu {
+
+// e^x for float: x = n·ln2 + r with |r| ≤ ln2/2, e^r by a degree-6 polynomial, 2^n by building the
+// exponent bits. Underflows to exactly 0 below −87.3 (so exp(−inf) = 0, as masking needs), overflows
+// to +inf above 88.7, and propagates NaN.
+inline float fast_exp(float x) {
+  constexpr float kHi = 88.7228391f, kLo = -87.3365479f;
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kC1 = 0.693359375f, kC2 = -2.12194440e-4f;  // ln 2 split for an exact n·C1
+  const float xc = x > kHi ? kHi : (x < kLo ? kLo : x);
+  const float n = std::floor(xc * kLog2e + 0.5f);
+  const float r = xc - n * kC1 - n * kC2;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
+  float result = p * std::bit_cast<float>(bits);
+  result = x < kLo ? 0.0f : result;
+  result = x > kHi ? INFINITY : result;
+  return x != x ? x : result;
+}
+
+template <class T> inline T vexp(T x) { return std::exp(x); }
+template <> inline float vexp<float>(float x) { return fast_exp(x); }
+
+// tanh(x) = 1 − 2/(e^{2x} + 1): exact limits ±1 for large |x|; absolute error ~1e-7 near 0.
+template <class T> inline T vtanh(T x) { return std::tanh(x); }
+template <> inline float vtanh<float>(float x) { return 1.0f - 2.0f / (fast_exp(2.0f * x) + 1.0f); }
+
+}  // namespace gattn::cpu
