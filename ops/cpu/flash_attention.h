@@ -184,6 +184,7 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
               continue;
             }
             T tile_max = neg_inf;
+#pragma omp simd reduction(max : tile_max)
             for (std::int64_t c = c_lo; c < c_hi; ++c) tile_max = std::max(tile_max, srow[c]);
             const T m_new = std::max(m[r], tile_max);
             const T m_old = m[r];
@@ -191,29 +192,42 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
             m[r] = m_new;
             T row_l = 0, row_e1 = 0, row_e0 = 0;
             std::fill(wrow, wrow + c_lo, T(0));
-            for (std::int64_t c = c_lo; c < c_hi; ++c) {
-              const T pij = vexp(srow[c] - m_new);
-              row_l += pij;
-              T M = 1;
-              if (pair) {
+            if (!pair) {
+              // The common case, branch-free so it vectorises: w = P up to the row's scale.
+#pragma omp simd reduction(+ : row_l)
+              for (std::int64_t c = c_lo; c < c_hi; ++c) {
+                const T w = vexp(srow[c] - m_new);
+                wrow[c] = w;
+                row_l += w;
+              }
+              if (want_entropy) {
+                // ln A = (S − m) − ln l; S − m stays small, so f32 keeps its precision, and the
+                // − ln l part is applied at the end with the final l. (S is finite: w·(S − m) = 0
+                // where w underflows.)
+#pragma omp simd reduction(+ : row_e1)
+                for (std::int64_t c = c_lo; c < c_hi; ++c) row_e1 += wrow[c] * (srow[c] - m_new);
+                row_e0 = row_l;
+              }
+            } else {
+              for (std::int64_t c = c_lo; c < c_hi; ++c) {
+                const T pij = vexp(srow[c] - m_new);
+                row_l += pij;
                 const T u = pair_logit(p, bh, i, j0 + c);
                 const T G = sigmoid(u);
-                M = p.alpha * G + (T(1) - p.alpha);
+                const T M = p.alpha * G + (T(1) - p.alpha);
                 if (o.gate_moments) moments.add(static_cast<double>(G));
                 if (o.gate_entropy) gate_ent += binary_entropy_from_logit(u, G);
+                const T w = pij * M;
+                wrow[c] = w;
+                if (want_entropy && w > T(0)) {  // 0·ln 0 = 0: an entry with no weight adds nothing
+                  row_e0 += w;
+                  row_e1 += w * ((srow[c] - m_new) + std::log(M));  // ln A = (S − m) − ln l + ln M
+                }
               }
-              const T w = pij * M;
-              wrow[c] = w;
-              if (want_entropy && w > T(0)) {  // 0·ln 0 = 0: an entry with no weight adds nothing
-                row_e0 += w;
-                // ln A = (S − m) − ln l + ln M; S − m stays small, so f32 keeps its precision, and
-                // the − ln l part is applied at the end with the final l.
-                row_e1 += w * ((srow[c] - m_new) + (pair ? std::log(M) : T(0)));
-              }
-              if (j0 + c == 0) {
-                s0[r] = srow[c];
-                M0[r] = M;
-              }
+            }
+            if (j0 == 0 && c_lo == 0) {  // key 0 is visible: remember its logit and modulation for the sink
+              s0[r] = srow[0];
+              M0[r] = pair ? p.alpha * sigmoid(pair_logit(p, bh, i, 0)) + (T(1) - p.alpha) : T(1);
             }
             std::fill(wrow + c_hi, wrow + cols, T(0));
             // e1 is kept relative to the running max: moving the max from m to m' rescales by corr
@@ -337,38 +351,55 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
             T* dsrow = dS.data() + r * kAttnTileK;
             T d_row = 0;  // Σ_j du_ij for the pair row term
             T ds_row = 0;
-            for (std::int64_t c = 0; c < cols; ++c) {
-              const std::int64_t j = j0 + c;
-              if (!key_visible(i, j, p.window)) {
-                arow[c] = dsrow[c] = T(0);
-                continue;
+            // Visible keys of query i in this tile: columns [c_lo, c_hi); the rest contribute 0.
+            const std::int64_t c_lo = std::max<std::int64_t>(first_key(i, p.window) - j0, 0);
+            const std::int64_t c_hi = std::min<std::int64_t>(i - j0 + 1, cols);
+            if (c_lo >= c_hi) {
+              std::fill(arow, arow + cols, T(0));
+              std::fill(dsrow, dsrow + cols, T(0));
+              continue;
+            }
+            any = true;
+            std::fill(arow, arow + c_lo, T(0));
+            std::fill(dsrow, dsrow + c_lo, T(0));
+            std::fill(arow + c_hi, arow + cols, T(0));
+            std::fill(dsrow + c_hi, dsrow + cols, T(0));
+            if (!pair) {
+              // Branch-free so it vectorises. Where P underflows to 0, dS is 0 whatever dA is.
+#pragma omp simd reduction(+ : ds_row)
+              for (std::int64_t c = c_lo; c < c_hi; ++c) {
+                const T pij = vexp(srow[c] - L);
+                const T da = darow[c] - dH * ((srow[c] - L) + T(1));
+                arow[c] = pij;
+                const T ds = pij * (da - Di);
+                dsrow[c] = ds;
+                ds_row += ds;
               }
-              any = true;
-              const T pij = vexp(srow[c] - L);
-              T M = 1, G = 0, u = 0;
-              if (pair) {
-                u = pair_logit(p, bh, i, j);
-                G = sigmoid(u);
-                M = p.alpha * G + (T(1) - p.alpha);
-              }
-              const T a = pij * M;
-              T da = darow[c];
-              if (dH != T(0) && a > T(0)) da -= dH * ((srow[c] - L) + (pair ? std::log(M) : T(0)) + T(1));
-              arow[c] = a;
-              const T dP = da * M;
-              const T ds = pij * (dP - Di);
-              dsrow[c] = ds;
-              ds_row += ds;
-              if (pair) {
+            } else {
+              for (std::int64_t c = c_lo; c < c_hi; ++c) {
+                const std::int64_t j = j0 + c;
+                const T pij = vexp(srow[c] - L);
+                const T u = pair_logit(p, bh, i, j);
+                const T G = sigmoid(u);
+                const T M = p.alpha * G + (T(1) - p.alpha);
+                const T a = pij * M;
+                T da = darow[c];
+                if (dH != T(0) && a > T(0)) da -= dH * ((srow[c] - L) + std::log(M) + T(1));
+                arow[c] = a;
+                const T ds = pij * (da * M - Di);
+                dsrow[c] = ds;
+                ds_row += ds;
                 const T dM = da * pij;
                 d_alpha += dM * (G - T(1));
                 const T du = (p.alpha * dM - dE * u) * G * (T(1) - G) * p.inv_tau;
                 d_row += du;
                 if (g.d_pair_col) g.d_pair_col[base + j] += du;
               }
-              if (g.d_key_bias) g.d_key_bias[base + j] += ds;
-              if (g.d_forget_cum) g.d_forget_cum[base + j] -= ds;
             }
+            if (g.d_key_bias)
+              for (std::int64_t c = c_lo; c < c_hi; ++c) g.d_key_bias[base + j0 + c] += dsrow[c];
+            if (g.d_forget_cum)
+              for (std::int64_t c = c_lo; c < c_hi; ++c) g.d_forget_cum[base + j0 + c] -= dsrow[c];
             if (g.d_pair_row) g.d_pair_row[base + i] += d_row;
             if (g.d_forget_cum) g.d_forget_cum[base + i] += ds_row;
           }

@@ -42,14 +42,7 @@ Shape stored(Shape batch, std::int64_t rows, std::int64_t cols, bool trans) {
   return batch;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 }  // namespace
 

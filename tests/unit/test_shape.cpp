@@ -28,14 +28,7 @@ Tensor ref_permute(const Tensor& x, const std::vector<std::int64_t>& dims) {
   return Tensor::from(vo, os, x.dtype());
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 bool has(const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; }
 
