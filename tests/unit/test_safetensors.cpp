@@ -24,12 +24,7 @@ namespace fs = std::filesystem;
 
 using test::TempDir;
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_bytes(const std::string& path) { return test::read_file(path); }
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   // A new file rather than a truncated one: ext4 flushes truncated-and-rewritten files on close,
