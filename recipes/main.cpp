@@ -6,6 +6,7 @@
 #include <iostream>
 #include <vector>
 
+#include "framework/data/errors.h"
 #include "framework/io/errors.h"
 #include "framework/runtime/build_info.h"
 #include "framework/tensor/error.h"
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
     gattn::recipes::Action action = adder(app);
     recipes.emplace_back(app.get_subcommands({}).at(before), std::move(action));
   };
+  add(gattn::recipes::add_train);
   add(gattn::recipes::add_inspect);
 
   try {
@@ -48,6 +50,12 @@ int main(int argc, char** argv) {
   } catch (const gattn::CheckpointError& e) {
     std::cerr << "gattn: " << e.what() << "\n";
     return 3;
+  } catch (const gattn::DataError& e) {
+    std::cerr << "gattn: " << e.what() << "\n";
+    return 3;
+  } catch (const gattn::NumericalError& e) {
+    std::cerr << "gattn: " << e.what() << "\n";
+    return 4;
   } catch (const gattn::Error& e) {
     std::cerr << "gattn: " << e.what() << "\n";
     return 2;

@@ -36,4 +36,11 @@ class AutogradError : public Error {
   using Error::Error;
 };
 
+// A numerical failure the run could not recover from (NaN/Inf losses or gradients beyond
+// train.max_bad_steps): exit code 4 in the CLI.
+class NumericalError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace gattn

@@ -1,0 +1,80 @@
+// `data.kind: text`: a file read as bytes, char-level over its distinct bytes, split 90/10 (SPEC §5).
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "framework/data/windowed_dataset.h"
+
+namespace gattn::data_detail {
+namespace {
+
+std::string read_file_bytes(const std::string& path) {
+  std::error_code ec;
+  if (path.empty()) throw DataError("data.path is empty: a text dataset needs a file");
+  if (!std::filesystem::exists(path, ec)) throw DataError("text data file not found: " + path);
+  if (std::filesystem::is_directory(path, ec)) throw DataError("text data path is a directory, not a file: " + path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError("cannot open text data file " + path + ": " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw DataError("error while reading text data file " + path);
+  std::string bytes = ss.str();
+  if (bytes.empty()) throw DataError("text data file is empty: " + path);
+  return bytes;
+}
+
+class TextDataset : public WindowedDataset {
+ public:
+  TextDataset(const std::string& path, std::int64_t block_size) {
+    source_ = path;
+    const std::string bytes = read_file_bytes(path);
+    std::array<bool, 256> present{};
+    for (unsigned char c : bytes) present[c] = true;
+    std::array<std::uint16_t, 256> id_of{};
+    for (int b = 0; b < 256; ++b)
+      if (present[static_cast<std::size_t>(b)]) {
+        id_of[static_cast<std::size_t>(b)] = static_cast<std::uint16_t>(vocab_.size());
+        vocab_.push_back(static_cast<unsigned char>(b));
+      }
+    const std::size_t n = bytes.size(), n_train = n * 9 / 10;  // ⌊0.9·N⌋ in exact integer arithmetic
+    train_.reserve(n_train);
+    val_.reserve(n - n_train);
+    for (std::size_t i = 0; i < n; ++i)
+      (i < n_train ? train_ : val_).push_back(id_of[static_cast<unsigned char>(bytes[i])]);
+    check_fits(block_size);
+  }
+
+  std::int64_t vocab_size() const override { return static_cast<std::int64_t>(vocab_.size()); }
+
+  std::string vocab_json() const override {
+    std::string json = "[";
+    for (std::size_t i = 0; i < vocab_.size(); ++i) {
+      if (i) json.append(",");
+      json.append(std::to_string(static_cast<int>(vocab_[i])));
+    }
+    json.append("]");
+    return json;
+  }
+
+  std::string describe() const override {
+    std::string s = "text ";
+    s.append(source_).append(": vocab ").append(std::to_string(vocab_.size()));
+    s.append(" bytes, ").append(std::to_string(train_.size())).append(" train / ");
+    s.append(std::to_string(val_.size())).append(" val tokens");
+    return s;
+  }
+
+ private:
+  std::vector<unsigned char> vocab_;  // token id -> byte value, ascending
+};
+
+}  // namespace
+
+std::unique_ptr<Dataset> make_text_dataset(const DataOptions& options, std::int64_t block_size) {
+  return std::make_unique<TextDataset>(options.path, block_size);
+}
+
+}  // namespace gattn::data_detail

@@ -1,0 +1,253 @@
+// AdamW: group assignment and validation at construction, then a fused one-pass update per tensor.
+#include "framework/optim/adamw.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "framework/optim/glob.h"
+#include "ops/cpu/parallel.h"
+#include "ops/elementwise.h"
+
+namespace gattn::optim {
+
+namespace {
+
+// Elements per partial sum in clip_grad_norm: fixed (not per thread) so the sum's order, and so
+// its bits, do not depend on the thread count.
+constexpr std::int64_t kNormBlock = 1 << 14;
+
+std::int64_t num_blocks(std::int64_t n) { return (n + kNormBlock - 1) / kNormBlock; }
+
+std::string group_key(std::size_t i, const std::string& name) {
+  std::string key = "optim.param_groups[";
+  key.append(std::to_string(i)).append("] (").append(name).append(")");
+  return key;
+}
+
+void require(bool ok, const std::string& key, const std::string& what, double value) {
+  if (!ok) throw OptimizerConfigError(key + ": " + what + ", got " + std::to_string(value));
+}
+
+struct UpdateCoeffs {
+  double decay;  // 1 − lr·wd
+  double beta1, beta2;
+  double step_size;     // lr / (1 − β1ᵗ)
+  double inv_sqrt_bc2;  // 1 / √(1 − β2ᵗ)
+  double eps;
+};
+
+// One pass over p, g, m, v; elements are independent, so threading does not change the result.
+template <class T>
+void adamw_update(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, std::int64_t n,
+                  const UpdateCoeffs& c) {
+  const T decay = static_cast<T>(c.decay), b1 = static_cast<T>(c.beta1), b2 = static_cast<T>(c.beta2);
+  const T one_b1 = static_cast<T>(1.0 - c.beta1), one_b2 = static_cast<T>(1.0 - c.beta2);
+  const T step = static_cast<T>(c.step_size), inv_bc2 = static_cast<T>(c.inv_sqrt_bc2), eps = static_cast<T>(c.eps);
+#pragma omp parallel for schedule(static) if (cpu::worth_parallel(n * 8))
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T gi = g[i];
+    const T mi = b1 * m[i] + one_b1 * gi;
+    const T vi = b2 * v[i] + one_b2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] * decay - step * mi / (std::sqrt(vi) * inv_bc2 + eps);
+  }
+}
+
+template <class T>
+void block_sums_of_squares(const T* g, std::int64_t n, double* partials) {
+  const std::int64_t blocks = num_blocks(n);
+#pragma omp parallel for schedule(static) if (cpu::worth_parallel(n))
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t end = std::min(n, (b + 1) * kNormBlock);
+    double s = 0.0;
+    for (std::int64_t i = b * kNormBlock; i < end; ++i) s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+    partials[b] = s;
+  }
+}
+
+// The parameter's grad, checked against it; undefined when there is none.
+Tensor checked_grad(const std::string& name, const Tensor& p) {
+  Tensor g = p.grad();
+  if (!g.defined()) return g;
+  if (g.dtype() != p.dtype())
+    throw DTypeError("AdamW: grad of " + name + " is " + dtype_name(g.dtype()) + " but the parameter is " +
+                     dtype_name(p.dtype()));
+  if (g.shape() != p.shape())
+    throw ShapeError("AdamW: grad of " + name + " has shape " + shape_str(g.shape()) + " but the parameter has " +
+                     shape_str(p.shape()));
+  return g;
+}
+
+}  // namespace
+
+AdamW::AdamW(NamedParameters params, AdamWOptions options) : options_(std::move(options)), params_(std::move(params)) {
+  const AdamWOptions& o = options_;
+  options_.schedule.lr = o.lr;
+  try {
+    validate(options_.schedule);
+  } catch (const ValueError& e) {
+    throw OptimizerConfigError(e.what());
+  }
+  require(o.beta1 >= 0.0 && o.beta1 < 1.0, "optim.betas[0]", "must be in [0, 1)", o.beta1);
+  require(o.beta2 >= 0.0 && o.beta2 < 1.0, "optim.betas[1]", "must be in [0, 1)", o.beta2);
+  require(o.eps > 0.0 && std::isfinite(o.eps), "optim.eps", "must be a finite number > 0", o.eps);
+  require(o.weight_decay >= 0.0 && std::isfinite(o.weight_decay), "optim.weight_decay", "must be a finite number >= 0",
+          o.weight_decay);
+  require(o.grad_clip >= 0.0 && std::isfinite(o.grad_clip), "optim.grad_clip", "must be a finite number >= 0 (0 = off)",
+          o.grad_clip);
+
+  groups_.push_back(Group{kDefaultGroup, std::nullopt, std::nullopt, o.weight_decay, 0, {}});
+  for (std::size_t gi = 0; gi < o.groups.size(); ++gi) {
+    const ParamGroupOptions& g = o.groups[gi];
+    const std::string key = group_key(gi, g.name);
+    if (g.name.empty()) throw OptimizerConfigError(key + ": a group needs a name");
+    for (const Group& other : groups_)
+      if (other.name == g.name)
+        throw OptimizerConfigError(key + ": the name '" + g.name + "' is " +
+                                   (g.name == kDefaultGroup ? "reserved for the ungrouped parameters" : "used twice"));
+    if (g.match.empty()) throw OptimizerConfigError(key + ": match is empty");
+    if (g.lr) require(*g.lr >= 0.0 && std::isfinite(*g.lr), key + ".lr", "must be a finite number >= 0", *g.lr);
+    if (g.lr_scale)
+      require(*g.lr_scale >= 0.0 && std::isfinite(*g.lr_scale), key + ".lr_scale", "must be a finite number >= 0",
+              *g.lr_scale);
+    if (g.weight_decay)
+      require(*g.weight_decay >= 0.0 && std::isfinite(*g.weight_decay), key + ".weight_decay",
+              "must be a finite number >= 0", *g.weight_decay);
+    require(g.freeze_steps >= 0, key + ".freeze_steps", "must be >= 0", static_cast<double>(g.freeze_steps));
+    groups_.push_back(Group{g.name, g.lr, g.lr_scale, g.weight_decay.value_or(o.weight_decay), g.freeze_steps, {}});
+  }
+
+  // Every glob must match some parameter, even one an earlier group already took: a typo is an
+  // error either way, and a shadowed glob is not a typo.
+  for (std::size_t gi = 0; gi < o.groups.size(); ++gi)
+    for (const std::string& pattern : o.groups[gi].match) {
+      bool any = false;
+      for (const auto& [name, p] : params_) any = any || glob_match(pattern, name);
+      if (!any)
+        throw OptimizerConfigError(group_key(gi, o.groups[gi].name) + ": glob '" + pattern + "' matches no parameter");
+    }
+
+  std::size_t total_blocks = 0;
+  states_.reserve(params_.size());
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const auto& [name, p] = params_[i];
+    if (!index_.emplace(name, i).second)
+      throw OptimizerConfigError("AdamW: parameter name '" + name + "' appears twice");
+    if (!p.defined()) throw OptimizerConfigError("AdamW: parameter '" + name + "' is an undefined tensor");
+    if (p.device() != Device::cpu)
+      throw DeviceError("AdamW: parameter " + name + " is on " + device_name(p.device()) +
+                        "; only CPU tensors are supported");
+    if (p.dtype() != DType::f32 && p.dtype() != DType::f64)
+      throw DTypeError("AdamW: parameter " + name + " is " + dtype_name(p.dtype()) + "; expected f32 or f64");
+
+    std::size_t owner = 0;
+    for (std::size_t gi = 0; gi < o.groups.size() && owner == 0; ++gi)
+      for (const std::string& pattern : o.groups[gi].match)
+        if (glob_match(pattern, name)) {
+          owner = gi + 1;
+          break;
+        }
+    group_index_.push_back(owner);
+    groups_[owner].members.push_back(i);
+    states_.push_back(ParamState{Tensor::zeros(p.shape(), p.dtype()), Tensor::zeros(p.shape(), p.dtype()), 0});
+    block_begin_.push_back(total_blocks);
+    total_blocks += static_cast<std::size_t>(num_blocks(p.numel()));
+  }
+  norm_partials_.assign(total_blocks, 0.0);
+}
+
+double AdamW::clip_grad_norm() {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Tensor g = checked_grad(params_[i].first, params_[i].second);
+    if (!g.defined()) continue;
+    double* partials = norm_partials_.data() + block_begin_[i];
+    if (g.dtype() == DType::f32)
+      block_sums_of_squares(g.data<float>(), g.numel(), partials);
+    else
+      block_sums_of_squares(g.data<double>(), g.numel(), partials);
+    for (std::int64_t b = 0; b < num_blocks(g.numel()); ++b) sum += partials[b];
+  }
+  const double norm = std::sqrt(sum);
+  if (options_.grad_clip > 0.0 && std::isfinite(norm) && norm > options_.grad_clip) {
+    const double scale = options_.grad_clip / norm;
+    for (auto& [name, p] : params_) {
+      Tensor g = p.grad();
+      if (g.defined()) ops::scale_(g, scale);
+    }
+  }
+  return norm;
+}
+
+void AdamW::step(std::int64_t global_step) {
+  for (const Group& group : groups_) {
+    if (global_step < group.freeze_steps) continue;  // frozen: not even t moves
+    const double lr = group_lr(group, global_step);
+    for (std::size_t i : group.members) {
+      Tensor& p = params_[i].second;
+      Tensor g = checked_grad(params_[i].first, p);
+      if (!g.defined()) continue;
+      ParamState& s = states_[i];
+      s.t += 1;
+      const double t = static_cast<double>(s.t);
+      const UpdateCoeffs c{1.0 - lr * group.weight_decay,
+                           options_.beta1,
+                           options_.beta2,
+                           lr / (1.0 - std::pow(options_.beta1, t)),
+                           1.0 / std::sqrt(1.0 - std::pow(options_.beta2, t)),
+                           options_.eps};
+      if (p.dtype() == DType::f32)
+        adamw_update(p.data<float>(), g.data<float>(), s.exp_avg.data<float>(), s.exp_avg_sq.data<float>(), p.numel(),
+                     c);
+      else
+        adamw_update(p.data<double>(), g.data<double>(), s.exp_avg.data<double>(), s.exp_avg_sq.data<double>(),
+                     p.numel(), c);
+    }
+  }
+}
+
+void AdamW::zero_grad() {
+  for (auto& [name, p] : params_) p.zero_grad();
+}
+
+std::size_t AdamW::index_of(const std::string& name) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) throw ValueError("AdamW: no parameter named '" + name + "'");
+  return it->second;
+}
+
+const std::string& AdamW::group_of(const std::string& name) const { return groups_[group_index_[index_of(name)]].name; }
+
+std::vector<std::string> AdamW::group_names() const {
+  std::vector<std::string> names;
+  for (const Group& g : groups_) names.push_back(g.name);
+  return names;
+}
+
+const AdamW::Group& AdamW::group_named(const std::string& group) const {
+  for (const Group& g : groups_)
+    if (g.name == group) return g;
+  throw ValueError("AdamW: no parameter group named '" + group + "'");
+}
+
+double AdamW::group_lr(const Group& g, std::int64_t step) const {
+  if (step < g.freeze_steps) return 0.0;
+  return g.lr ? *g.lr : g.lr_scale.value_or(1.0) * scheduled_lr(options_.schedule, step);
+}
+
+double AdamW::lr_of_group(const std::string& group, std::int64_t step) const {
+  return group_lr(group_named(group), step);
+}
+
+std::vector<std::pair<std::string, double>> AdamW::current_lrs(std::int64_t step) const {
+  std::vector<std::pair<std::string, double>> out;
+  for (const Group& g : groups_) out.emplace_back(g.name, group_lr(g, step));
+  return out;
+}
+
+const ParamState& AdamW::state(const std::string& name) const { return states_[index_of(name)]; }
+ParamState& AdamW::state(const std::string& name) { return states_[index_of(name)]; }
+
+}  // namespace gattn::optim

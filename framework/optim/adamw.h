@@ -1,0 +1,123 @@
+// AdamW with decoupled weight decay, glob-matched parameter groups (per-group lr / lr_scale /
+// weight_decay / freeze_steps), a learning-rate schedule and global-norm gradient clipping (SPEC §5).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "framework/optim/schedule.h"
+#include "framework/tensor/error.h"
+#include "framework/tensor/tensor.h"
+
+namespace gattn::optim {
+
+// A bad optimizer configuration (a glob matching nothing, a negative rate); the message names the
+// config key, e.g. "optim.param_groups[1] (gates): glob 'blocks.*.attn.gatee.*' matches no parameter".
+class OptimizerConfigError : public ValueError {
+ public:
+  using ValueError::ValueError;
+};
+
+// One entry of `optim.param_groups`. Unset optionals fall back to the top-level values.
+struct ParamGroupOptions {
+  std::string name;
+  std::vector<std::string> match;  // globs over dotted parameter names (glob.h)
+  std::optional<double> lr;        // absolute rate: replaces the schedule entirely
+  std::optional<double> lr_scale;  // multiplies the scheduled rate (ignored when lr is set)
+  std::optional<double> weight_decay;
+  // Steps 0 … freeze_steps−1 leave this group's parameters, moments and step counts untouched.
+  std::int64_t freeze_steps = 0;
+};
+
+struct AdamWOptions {
+  double lr = 3e-4;  // peak rate; copied into schedule.lr by the AdamW constructor
+  double beta1 = 0.9;
+  double beta2 = 0.99;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;   // global L2 norm bound; 0 = no clipping
+  ScheduleConfig schedule;  // its lr field is overwritten with `lr`
+  std::vector<ParamGroupOptions> groups;
+};
+
+// Optimizer state of one parameter. Moments have the parameter's dtype (f32 in training; f64
+// models, used by tests, keep f64 moments). t counts this parameter's own updates, so a group that
+// was frozen starts its bias correction at 1 when it unfreezes.
+struct ParamState {
+  Tensor exp_avg;
+  Tensor exp_avg_sq;
+  std::int64_t t = 0;
+};
+
+class AdamW {
+ public:
+  using NamedParameters = std::vector<std::pair<std::string, Tensor>>;
+  static constexpr const char* kDefaultGroup = "default";
+
+  // `params` is usually model.named_parameters(); the tensors are shared, so updates reach the
+  // model. Each parameter joins the first group with a matching glob, the rest form the default
+  // group (named "default", top-level values). Throws OptimizerConfigError for a glob that matches
+  // no parameter, a duplicate name or a bad value, and DTypeError / DeviceError for a parameter
+  // that is not an f32/f64 CPU tensor.
+  AdamW(NamedParameters params, AdamWOptions options);
+
+  // Global L2 norm (accumulated in double, in a fixed order: the same bits for any thread count)
+  // over every parameter that has a grad. When grad_clip > 0 and norm > grad_clip, scales all
+  // grads by grad_clip / norm. Returns the norm before clipping; a NaN/Inf norm is returned as is
+  // and leaves the grads unscaled, for the caller's bad-step guard to act on.
+  double clip_grad_norm();
+
+  // One update for optimizer step `global_step` (0-based; it drives the schedule and the freeze).
+  // Per group: lr_now = group lr, else lr_scale (default 1) × scheduled_lr(global_step). A group
+  // with global_step < freeze_steps is skipped whole. Otherwise, per parameter that has a grad:
+  //   t += 1;  p −= lr_now·wd·p;  m = β1 m + (1−β1) g;  v = β2 v + (1−β2) g²;
+  //   p −= lr_now/(1−β1ᵗ) · m / (√v / √(1−β2ᵗ) + eps)
+  // (PyTorch's AdamW). Parameters without a grad are skipped, their state unchanged.
+  void step(std::int64_t global_step);
+
+  // Clears every parameter's grad.
+  void zero_grad();
+
+  // ---- inspection (checkpoints, logging, tests) ----
+  const NamedParameters& named_parameters() const { return params_; }
+  const AdamWOptions& options() const { return options_; }
+  // The name of the group that owns parameter `name` (kDefaultGroup for the default group).
+  const std::string& group_of(const std::string& name) const;
+  // Group names in order: the default group first, then options.groups.
+  std::vector<std::string> group_names() const;
+  // The learning rate group `group` (a name from group_names()) uses at `step`; 0 while frozen.
+  double lr_of_group(const std::string& group, std::int64_t step) const;
+  // (group name, lr at step) for every group, in group_names() order: for the metrics log.
+  std::vector<std::pair<std::string, double>> current_lrs(std::int64_t step) const;
+  // A parameter's moments and step count; the mutable overload lets a checkpoint restore them.
+  const ParamState& state(const std::string& name) const;
+  ParamState& state(const std::string& name);
+
+ private:
+  struct Group {
+    std::string name;
+    std::optional<double> lr, lr_scale;
+    double weight_decay = 0.0;
+    std::int64_t freeze_steps = 0;
+    std::vector<std::size_t> members;  // indices into params_
+  };
+  std::size_t index_of(const std::string& name) const;
+  const Group& group_named(const std::string& group) const;
+  double group_lr(const Group& g, std::int64_t step) const;
+
+  AdamWOptions options_;
+  NamedParameters params_;
+  std::vector<ParamState> states_;
+  std::vector<std::size_t> group_index_;  // per parameter: index into groups_
+  std::vector<Group> groups_;             // groups_[0] is the default group
+  std::unordered_map<std::string, std::size_t> index_;
+  // clip_grad_norm's scratch: one partial sum per fixed-size block of every parameter, allocated
+  // once; block_begin_[i] is parameter i's first block.
+  std::vector<double> norm_partials_;
+  std::vector<std::size_t> block_begin_;
+};
+
+}  // namespace gattn::optim

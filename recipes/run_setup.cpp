@@ -1,0 +1,181 @@
+// Run preparation, evaluation, checkpoint metadata and sampling shared by the recipes.
+#include "recipes/run_setup.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/io/checkpoint.h"
+#include "framework/io/errors.h"
+#include "framework/io/safetensors.h"
+#include "framework/runtime/threads.h"
+#include "ops/nn_functional.h"
+
+namespace gattn::recipes {
+
+namespace fs = std::filesystem;
+
+DataOptions data_options(const Config& cfg) {
+  DataOptions o;
+  o.kind = cfg.get_string("data.kind");
+  o.path = cfg.get_string("data.path");
+  o.task = cfg.get_string("data.task");
+  o.vocab_size = cfg.get_int("data.vocab_size");
+  o.n_pairs = cfg.get_int("data.n_pairs");
+  o.n_distractors = cfg.get_int("data.n_distractors");
+  o.seed = static_cast<std::uint64_t>(cfg.get_int("seed"));
+  return o;
+}
+
+optim::AdamWOptions adamw_options(const Config& cfg) {
+  optim::AdamWOptions o;
+  o.lr = cfg.get_double("optim.lr");
+  std::vector<double> betas = cfg.get_double_list("optim.betas");
+  o.beta1 = betas.at(0);
+  o.beta2 = betas.at(1);
+  o.eps = cfg.get_double("optim.eps");
+  o.weight_decay = cfg.get_double("optim.weight_decay");
+  o.grad_clip = cfg.get_double("optim.grad_clip");
+  o.schedule.kind = cfg.get_string("optim.schedule");
+  o.schedule.lr = o.lr;
+  o.schedule.warmup_steps = cfg.get_int("optim.warmup_steps");
+  o.schedule.min_lr = cfg.get_double("optim.min_lr");
+  o.schedule.max_steps = cfg.get_int("train.max_steps");
+  for (const ParamGroupSpec& g : cfg.param_groups()) {
+    optim::ParamGroupOptions p;
+    p.name = g.name;
+    p.match = g.match;
+    p.lr = g.lr;
+    p.lr_scale = g.lr_scale;
+    p.weight_decay = g.weight_decay;
+    p.freeze_steps = g.freeze_steps;
+    o.groups.push_back(std::move(p));
+  }
+  return o;
+}
+
+RunSetup prepare_run(const std::string& config_path, const std::vector<std::string>& overrides) {
+  Config cfg = Config::load(config_path, overrides);
+  const std::string device = cfg.get_string("device");
+  if (device == "cuda")
+    throw ConfigError(cfg.where("device") + ": device 'cuda': training on a GPU is not in this build yet; use cpu or auto");
+  set_num_threads(static_cast<int>(cfg.get_int("train.threads")));
+
+  RunSetup run{std::move(cfg), "", nullptr, nullptr};
+  models::ModelConfig mc = run.config.model_config();
+  run.data = make_dataset(data_options(run.config), mc.block_size);
+  const std::int64_t data_vocab = run.data->vocab_size();
+  if (mc.vocab_size == 0) {
+    mc.vocab_size = data_vocab;
+    // Record the vocabulary the run really uses in the resolved config.
+    run.config = Config::from_string(run.config.to_yaml(), {"model.vocab_size=" + std::to_string(data_vocab)},
+                                     run.config.origin());
+  } else if (mc.vocab_size < data_vocab) {
+    throw ConfigError(run.config.where("model.vocab_size") + ": model.vocab_size " + std::to_string(mc.vocab_size) +
+                      " is smaller than the data's vocabulary (" + std::to_string(data_vocab) + " tokens)");
+  }
+  mc.validate();
+  run.model = std::make_unique<models::GPT>(mc, static_cast<std::uint64_t>(run.config.get_int("seed")));
+
+  run.dir = run.config.run_dir();
+  if (fs::exists(fs::path(run.dir) / "metrics.jsonl") || fs::exists(fs::path(run.dir) / "checkpoints"))
+    throw ConfigError("run.dir: " + run.dir + " already holds a run; choose another run.name or run.dir");
+  return run;
+}
+
+void start_run_directory(const RunSetup& run) {
+  std::error_code ec;
+  fs::create_directories(run.dir, ec);
+  if (ec) throw CheckpointError("cannot create the run directory " + run.dir + ": " + ec.message());
+  write_file_atomically((fs::path(run.dir) / "config.yaml").string(), run.config.to_yaml());
+}
+
+EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t batch_size) {
+  NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  const std::int64_t T = model.config().block_size;
+  const std::int64_t windows = data.eval_windows(T, cfg.get_int("eval.max_windows"));
+  double loss_sum = 0, correct = 0;
+  std::int64_t tokens = 0;
+  for (std::int64_t first = 0; first < windows; first += batch_size) {
+    const std::int64_t count = std::min(batch_size, windows - first);
+    Batch batch = data.eval_batch(first, count, T);
+    models::ForwardResult r = model.forward(batch.x, batch.y);
+    std::int64_t n = 0;
+    for (double t : batch.y.to_vector()) n += t >= 0;
+    loss_sum += r.loss.item() * static_cast<double>(n);
+    if (data.reports_accuracy()) correct += Dataset::answer_accuracy(r.logits, batch) * static_cast<double>(n);
+    tokens += n;
+  }
+  model.train(was_training);
+  EvalResult e;
+  e.tokens = tokens;
+  e.loss = tokens ? loss_sum / static_cast<double>(tokens) : 0.0;
+  if (data.reports_accuracy()) e.accuracy = tokens ? correct / static_cast<double>(tokens) : 0.0;
+  return e;
+}
+
+std::string format_eval(std::int64_t step, const EvalResult& e) {
+  char buf[160];
+  if (e.accuracy)
+    std::snprintf(buf, sizeof buf, "eval at step %lld: val loss %.4f, answer accuracy %.1f%% (%lld answers)",
+                  static_cast<long long>(step), e.loss, 100.0 * *e.accuracy, static_cast<long long>(e.tokens));
+  else
+    std::snprintf(buf, sizeof buf, "eval at step %lld: val loss %.4f (%lld tokens)", static_cast<long long>(step), e.loss,
+                  static_cast<long long>(e.tokens));
+  return buf;
+}
+
+std::string save_checkpoint(const RunSetup& run, std::int64_t step) {
+  std::map<std::string, std::string> meta{{"format", kCheckpointFormat}, {"config", run.config.to_json().dump()}};
+  if (!run.data->vocab_json().empty()) meta["vocab"] = run.data->vocab_json();
+  nlohmann::json state = {{"step", step}, {"world_size", 1}};
+  return write_checkpoint(run.dir, step, *run.model, meta, state);
+}
+
+std::string sample_text(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t n) {
+  nlohmann::json vocab = nlohmann::json::parse(data.vocab_json(), nullptr, false);
+  if (!vocab.is_array() || vocab.empty()) return "";
+  NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  std::vector<std::int32_t> tokens;
+  for (std::size_t t = 0; t < vocab.size(); ++t)
+    if (vocab[t] == '\n') tokens.push_back(static_cast<std::int32_t>(t));
+  if (tokens.empty()) tokens.push_back(0);
+  const std::int64_t T = model.config().block_size;
+  Generator gen(static_cast<std::uint64_t>(cfg.get_int("seed")), /*stream=*/7);
+  std::string out;
+  for (std::int64_t k = 0; k < n; ++k) {
+    // Without a KV cache each token re-reads the last T tokens: fine for the short end-of-run sample.
+    const std::size_t from = tokens.size() > static_cast<std::size_t>(T) ? tokens.size() - static_cast<std::size_t>(T) : 0;
+    std::vector<std::int32_t> window(tokens.begin() + static_cast<std::ptrdiff_t>(from), tokens.end());
+    Tensor idx = Tensor::from_ints(window, {1, static_cast<std::int64_t>(window.size())});
+    Tensor logits = model.forward(idx).logits;
+    const std::int64_t V = logits.size(-1), last = (static_cast<std::int64_t>(window.size()) - 1) * V;
+    std::vector<double> p(static_cast<std::size_t>(V));
+    double m = -INFINITY;
+    for (std::int64_t v = 0; v < V; ++v) m = std::max(m, logits.at(last + v) / 0.8);
+    double s = 0;
+    for (std::int64_t v = 0; v < V; ++v) s += p[static_cast<std::size_t>(v)] = std::exp(logits.at(last + v) / 0.8 - m);
+    double u = gen.next_uniform() * s;
+    std::int32_t pick = static_cast<std::int32_t>(V - 1);
+    for (std::int64_t v = 0; v < V; ++v) {
+      u -= p[static_cast<std::size_t>(v)];
+      if (u < 0) {
+        pick = static_cast<std::int32_t>(v);
+        break;
+      }
+    }
+    tokens.push_back(pick);
+    out.push_back(static_cast<char>(vocab[static_cast<std::size_t>(pick)].get<int>()));
+  }
+  model.train(was_training);
+  return out;
+}
+
+}  // namespace gattn::recipes

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `gattn train`: a tiny real run writes config.yaml, metrics.jsonl (train and val lines with the
+# SPEC §2 keys and gate statistics) and a checkpoint that `gattn inspect` reads; bad input exits 2
+# or 3 with one line and writes nothing; a run that keeps producing NaN exits 4.
+set -u
+gattn="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# A small text corpus: 3000 bytes of a repeated verse.
+for i in $(seq 1 60); do echo "To be, or not to be, that is the question: $i"; done >"$tmp/text.txt"
+cat >"$tmp/tiny.yaml" <<YAML
+run: {name: tiny, dir: $tmp/run}
+seed: 3
+device: cpu
+data: {kind: text, path: $tmp/text.txt}
+model: {block_size: 16, n_layer: 2, n_head: 2, n_embd: 16, gate: {kind: output}}
+train: {batch_size: 4, max_steps: 20, log_every: 5, threads: 1}
+optim:
+  lr: 3.0e-3
+  warmup_steps: 2
+  param_groups:
+    - {name: gates, match: ["*.attn.gate.*"], lr_scale: 0.1, weight_decay: 0.0}
+eval: {every: 10, max_windows: 8}
+checkpoint: {every: 10}
+YAML
+
+out=$("$gattn" train --config "$tmp/tiny.yaml" 2>&1) || fail "tiny run exited $?: $out"
+[[ -f "$tmp/run/config.yaml" ]] || fail "no config.yaml"
+grep -q "vocab_size: " "$tmp/run/config.yaml" || fail "config.yaml lacks the resolved vocab_size"
+m="$tmp/run/metrics.jsonl"
+[[ $(grep -c '"split":"train"' "$m") -eq 5 ]] || fail "expected 5 train lines (steps 1,5,10,15,20): $(cat "$m")"
+[[ $(grep -c '"split":"val"' "$m") -eq 2 ]] || fail "expected 2 val lines (steps 10, 20)"
+for key in '"step"' '"loss"' '"lr"' '"grad_norm"' '"tokens_per_s"' '"elapsed_s"' '"gate_mean"' '"gate_std"' \
+           '"gate_frac_lt_0.1"' '"gate_frac_gt_0.9"' '"attn_entropy"' '"sink_ratio"' '"gate_mean_by_layer"'; do
+  grep '"split":"train"' "$m" | tail -1 | grep -q "$key" || fail "train line lacks $key"
+done
+[[ $(cat "$tmp/run/checkpoints/latest") == "step_00000020" ]] || fail "latest does not point at step_00000020"
+[[ -f "$tmp/run/checkpoints/step_00000010/model.safetensors" ]] || fail "no step 10 checkpoint"
+"$gattn" inspect --checkpoint "$tmp/run/checkpoints/step_00000020" | grep -q "validation split" || fail "inspect of the run"
+grep -q "run directory: $tmp/run" <<<"$out" || fail "the run directory is not printed"
+grep -q "sample:" <<<"$out" || fail "no sample at the end"
+
+# The same run again into the same directory: refused, nothing changed.
+before=$(md5sum "$m")
+"$gattn" train --config "$tmp/tiny.yaml" >/dev/null 2>&1; rc=$?
+[[ $rc -eq 2 ]] || fail "re-run into an existing run dir exited $rc, expected 2"
+[[ $(md5sum "$m") == "$before" ]] || fail "the existing run was modified"
+
+# Bad input: each exits 2 or 3 with one line, and creates no run directory.
+expect() {  # expect CODE WHAT ARGS...
+  local code=$1 what=$2
+  shift 2
+  local err rc
+  err=$("$gattn" train --config "$tmp/tiny.yaml" run.dir="$tmp/bad" "$@" 2>&1 >/dev/null); rc=$?
+  [[ $rc -eq $code ]] || fail "$what: exit $rc, expected $code ($err)"
+  [[ $(wc -l <<<"$err") -eq 1 ]] || fail "$what: more than one line: $err"
+  [[ ! -e "$tmp/bad" ]] || fail "$what: wrote $tmp/bad"
+}
+expect 3 "missing data file" data.path="$tmp/nope.txt"
+: >"$tmp/empty.txt"
+expect 3 "empty data file" data.path="$tmp/empty.txt"
+expect 3 "block larger than the data" model.block_size=4096
+expect 2 "glob matching nothing" 'optim.param_groups=[{name: g, match: ["*.nothing.*"]}]'
+expect 2 "lr <= 0" optim.lr=0
+expect 2 "unknown key" optim.lrr=1
+expect 2 "n_embd not divisible by n_head" model.n_head=3
+"$gattn" train --config "$tmp/missing.yaml" >/dev/null 2>&1; rc=$?
+[[ $rc -eq 2 ]] || fail "missing config exited $rc, expected 2"
+
+# A learning rate that blows the weights up: NaN losses, exit 4 after max_bad_steps.
+"$gattn" train --config "$tmp/tiny.yaml" run.dir="$tmp/nan" optim.lr=1e30 optim.grad_clip=0 optim.warmup_steps=0 \
+  train.max_bad_steps=2 >/dev/null 2>&1; rc=$?
+[[ $rc -eq 4 ]] || fail "diverging run exited $rc, expected 4"
+echo ok

@@ -1,0 +1,387 @@
+// The config layer: schema defaults, file + override resolution, every error class (with its line
+// or override and its key), param groups, the YAML round trip and the ModelConfig it builds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "framework/config/config.h"
+#include "framework/config/schema.h"
+#include "test_util.h"
+
+namespace gattn {
+
+namespace {
+
+// The message of the ConfigError that f throws (other errors fail the test), or "" for none.
+template <class F>
+std::string config_error(F&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Expects a ConfigError whose message holds every one of `parts`.
+::testing::AssertionResult rejects(const std::string& yaml, const std::vector<std::string>& parts,
+                                   const std::vector<std::string>& overrides = {}) {
+  std::string msg = config_error([&] { Config::from_string(yaml, overrides, "config.yaml"); });
+  if (msg.empty()) return ::testing::AssertionFailure() << "accepted:\n" << yaml;
+  for (const std::string& p : parts)
+    if (msg.find(p) == std::string::npos)
+      return ::testing::AssertionFailure() << "message lacks '" << p << "': " << msg;
+  return ::testing::AssertionSuccess() << msg;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+std::filesystem::path repo_root() { return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path(); }
+
+const char* kFull = R"(run:
+  name: gated
+  dir: /tmp/somewhere
+seed: 7
+device: cpu
+model:
+  vocab_size: 65
+  block_size: 64
+  n_layer: 3
+  n_head: 2
+  n_embd: 32
+  gate:
+    kind: routed
+    layers: [0, 2]
+    activation: gumbel_sigmoid
+    temperature: 0.5
+    init_bias: -1.5
+    init_weight: zero
+    windows: [0, 8, 16]
+    top_k: 2
+data:
+  kind: text
+  path: data/tiny.txt
+train:
+  batch_size: 4
+  max_steps: 10
+  precision: bf16
+  deterministic: false
+optim:
+  lr: 3e-4
+  betas: [0.8, 0.95]
+  schedule: constant
+  param_groups:
+    - name: gates
+      match: ["*.attn.router.*"]
+      lr_scale: 2
+      freeze_steps: 5
+    - name: embeddings
+      match: [wte.weight, wpe.weight]
+      lr: 1e-4
+      weight_decay: 0
+regularization:
+  router_balance: 0.01
+dist:
+  zero: 1
+)";
+
+}  // namespace
+
+TEST(ConfigDefaults, EmptyFileFillsEveryKey) {
+  Config c = Config::from_string("");
+  EXPECT_EQ(c, Config::defaults());
+  EXPECT_EQ(c.get_string("run.name"), "run");
+  EXPECT_EQ(c.run_dir(), "runs/run");
+  EXPECT_EQ(c.get_int("seed"), 0);
+  EXPECT_EQ(c.get_string("device"), "auto");
+  EXPECT_EQ(c.get_int("model.block_size"), 128);
+  EXPECT_EQ(c.get_string("model.gate.kind"), "none");
+  EXPECT_EQ(c.get_string("model.gate.layers"), "all");
+  EXPECT_EQ(c.get_int_list("model.gate.windows"), (std::vector<std::int64_t>{0, 32}));
+  EXPECT_FALSE(c.has("model.gate.init_bias"));
+  EXPECT_TRUE(c.has("optim.lr"));
+  EXPECT_DOUBLE_EQ(c.get_double("optim.lr"), 1e-3);
+  EXPECT_EQ(c.get_double_list("optim.betas"), (std::vector<double>{0.9, 0.99}));
+  EXPECT_EQ(c.get_string("optim.schedule"), "cosine");
+  EXPECT_EQ(c.get_int("train.batch_size"), 12);
+  EXPECT_EQ(c.get_int("train.max_steps"), 2000);
+  EXPECT_TRUE(c.get_bool("train.deterministic"));
+  EXPECT_EQ(c.get_int("eval.every"), 250);
+  EXPECT_EQ(c.get_int("checkpoint.every"), 500);
+  EXPECT_TRUE(c.param_groups().empty());
+  // Every schema key has a value.
+  for (const auto& s : config::schema()) EXPECT_NO_THROW(c.value(s.key)) << s.key;
+}
+
+TEST(ConfigDefaults, EmptySectionsAreAllowed) {
+  EXPECT_EQ(Config::from_string("model:\noptim:\n"), Config::defaults());
+}
+
+TEST(ConfigLoad, FullFile) {
+  test::TempDir dir;
+  write_file(dir.file("config.yaml"), kFull);
+  Config c = Config::load(dir.file("config.yaml"));
+  EXPECT_EQ(c.origin(), dir.file("config.yaml"));
+  EXPECT_EQ(c.run_dir(), "/tmp/somewhere");
+  EXPECT_EQ(c.get_int("seed"), 7);
+  EXPECT_EQ(c.get_string("device"), "cpu");
+  EXPECT_EQ(c.get_int("model.vocab_size"), 65);
+  EXPECT_EQ(c.get_int_list("model.gate.layers"), (std::vector<std::int64_t>{0, 2}));
+  EXPECT_TRUE(c.has("model.gate.init_bias"));
+  EXPECT_DOUBLE_EQ(c.get_double("model.gate.init_bias"), -1.5);
+  EXPECT_EQ(c.get_string("data.path"), "data/tiny.txt");
+  EXPECT_EQ(c.get_string("train.precision"), "bf16");
+  EXPECT_FALSE(c.get_bool("train.deterministic"));
+  EXPECT_DOUBLE_EQ(c.get_double("optim.lr"), 3e-4);
+  EXPECT_EQ(c.get_double_list("optim.betas"), (std::vector<double>{0.8, 0.95}));
+  EXPECT_DOUBLE_EQ(c.get_double("regularization.router_balance"), 0.01);
+  EXPECT_EQ(c.get_int("dist.zero"), 1);
+  // Untouched keys keep their defaults.
+  EXPECT_EQ(c.get_int("train.log_every"), 10);
+  EXPECT_EQ(c.where("optim.lr"), dir.file("config.yaml") + ":30");
+}
+
+TEST(ConfigLoad, ExampleFullIsEveryKeyAtItsDefault) {
+  const auto path = repo_root() / "configs" / "example_full.yaml";
+  Config c = Config::load(path.string());
+  EXPECT_EQ(c, Config::defaults());
+  // It really lists every key: each was set by the file, not filled in.
+  for (const auto& s : config::schema()) EXPECT_NE(c.where(s.key), c.origin()) << s.key << " missing from the example";
+}
+
+TEST(ConfigLoad, QuickstartLoads) {
+  Config c = Config::load((repo_root() / "configs" / "quickstart.yaml").string());
+  EXPECT_EQ(c.get_string("model.gate.kind"), "output");
+  EXPECT_EQ(c.run_dir(), "runs/quickstart");
+}
+
+TEST(ConfigOverrides, WinOverTheFile) {
+  test::TempDir dir;
+  write_file(dir.file("config.yaml"), kFull);
+  Config c = Config::load(dir.file("config.yaml"),
+                          {"model.n_layer=5", "optim.lr=1e-2", "model.gate.windows=[0,16]", "model.gate.top_k=1",
+                           "model.gate.kind=output", "model.gate={granularity: headwise, layers: all}",
+                           "run.name=other", "train.deterministic=true", "model.gate.init_bias=null"});
+  EXPECT_EQ(c.get_int("model.n_layer"), 5);
+  EXPECT_DOUBLE_EQ(c.get_double("optim.lr"), 1e-2);
+  EXPECT_EQ(c.get_int_list("model.gate.windows"), (std::vector<std::int64_t>{0, 16}));
+  EXPECT_EQ(c.get_string("model.gate.kind"), "output");
+  EXPECT_EQ(c.get_string("model.gate.granularity"), "headwise");
+  EXPECT_EQ(c.get_string("model.gate.layers"), "all");
+  EXPECT_EQ(c.get_string("run.name"), "other");
+  EXPECT_TRUE(c.get_bool("train.deterministic"));
+  EXPECT_FALSE(c.has("model.gate.init_bias"));
+  EXPECT_EQ(c.where("optim.lr"), "override 'optim.lr=1e-2'");
+  // Later overrides win over earlier ones.
+  Config d = Config::from_string("", {"seed=1", "seed=2"});
+  EXPECT_EQ(d.get_int("seed"), 2);
+}
+
+TEST(ConfigErrors, MissingFileNamesIt) {
+  test::TempDir dir;
+  std::string msg = config_error([&] { Config::load(dir.file("nope.yaml")); });
+  EXPECT_NE(msg.find("nope.yaml"), std::string::npos) << msg;
+  msg = config_error([&] { Config::load(dir.path().string()); });
+  EXPECT_NE(msg.find("directory"), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, YamlSyntaxNamesFileAndLine) {
+  test::TempDir dir;
+  write_file(dir.file("bad.yaml"), "seed: 1\nmodel:\n  n_layer: [1, 2\n");
+  std::string msg = config_error([&] { Config::load(dir.file("bad.yaml")); });
+  EXPECT_NE(msg.find("bad.yaml:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("YAML syntax error"), std::string::npos) << msg;
+  EXPECT_TRUE(rejects("a: b: c\n", {"config.yaml:1", "YAML syntax error"}));
+}
+
+TEST(ConfigErrors, UnknownKeyWithLineAndSuggestion) {
+  EXPECT_TRUE(rejects("seed: 1\noptim:\n  lr: 1e-3\n  lrr: 2\n",
+                      {"config.yaml:4", "unknown key 'optim.lrr'", "(did you mean 'optim.lr'?)"}));
+  EXPECT_TRUE(rejects("optm:\n  lr: 1\n", {"config.yaml:1", "unknown key 'optm'", "did you mean 'optim'?"}));
+  EXPECT_TRUE(
+      rejects("model:\n  gate:\n    knd: output\n", {"config.yaml:3", "'model.gate.knd'", "'model.gate.kind'"}));
+  // Far from every key: no suggestion.
+  std::string msg = config_error([] { Config::from_string("totally_unrelated: 1\n"); });
+  EXPECT_NE(msg.find("unknown key 'totally_unrelated'"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("did you mean"), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, OutOfRangeNamesLineKeyAndValue) {
+  EXPECT_TRUE(rejects("seed: 0\noptim:\n  lr: -1\n", {"config.yaml:3: optim.lr must be > 0, got -1"}));
+  EXPECT_TRUE(rejects("train:\n  grad_accum: 0\n", {"config.yaml:2", "train.grad_accum must be >= 1, got 0"}));
+  EXPECT_TRUE(rejects("model:\n  n_layer: 0\n", {"model.n_layer must be > 0"}));
+  EXPECT_TRUE(rejects("dist:\n  zero: 2\n", {"dist.zero must be in [0, 1], got 2"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    temperature: 0\n", {"config.yaml:3", "model.gate.temperature"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    windows: [0, -4]\n", {"model.gate.windows[1] must be >= 0, got -4"}));
+  EXPECT_TRUE(rejects("optim:\n  betas: [0.9, 1.0]\n", {"optim.betas[1] must be in [0, 1), got 1.0"}));
+  EXPECT_TRUE(rejects("optim:\n  betas: [0.9]\n", {"optim.betas must have 2 elements, got 1"}));
+}
+
+TEST(ConfigErrors, WrongTypeNamesLineAndKey) {
+  EXPECT_TRUE(
+      rejects("train:\n  batch_size: 1.5\n", {"config.yaml:2", "train.batch_size must be an integer, got 1.5"}));
+  EXPECT_TRUE(rejects("train:\n  batch_size: '8'\n", {"train.batch_size must be an integer, got '8'"}));
+  EXPECT_TRUE(rejects("optim:\n  lr: fast\n", {"optim.lr must be a finite number, got fast"}));
+  EXPECT_TRUE(rejects("optim:\n  lr: .nan\n", {"optim.lr must be a finite number"}));
+  EXPECT_TRUE(rejects("train:\n  deterministic: 1\n", {"train.deterministic must be true or false, got 1"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    windows: 3\n", {"model.gate.windows must be a list of integers, got 3"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    layers: some\n", {"model.gate.layers must be 'all' or a list"}));
+  EXPECT_TRUE(rejects("model: 3\n", {"config.yaml:1", "'model' must be a map"}));
+  EXPECT_TRUE(rejects("- 1\n- 2\n", {"the config must be a map"}));
+  EXPECT_TRUE(rejects("run:\n  name: [a]\n", {"run.name must be a string"}));
+}
+
+TEST(ConfigErrors, BadChoiceListsTheValidOnes) {
+  EXPECT_TRUE(rejects("device: gpu\n", {"config.yaml:1", "device must be one of auto, cpu, cuda, got gpu"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: outptu\n",
+                      {"config.yaml:3", "model.gate.kind must be one of none, output", "did you mean 'output'?"}));
+}
+
+TEST(ConfigErrors, CrossKeyRulesNameTheLine) {
+  EXPECT_TRUE(rejects("model:\n  n_head: 3\n  n_embd: 32\n", {"config.yaml:3", "model.n_embd", "divisible"}));
+  EXPECT_TRUE(rejects("model:\n  n_layer: 2\n  gate:\n    layers: [0, 5]\n", {"config.yaml:4", "model.gate.layers"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    top_k: 3\n", {"config.yaml:3", "model.gate.top_k"}));
+  EXPECT_TRUE(rejects("data:\n  kind: text\n", {"config.yaml:2", "data.path must be set"}));
+}
+
+TEST(ConfigErrors, DuplicateKey) {
+  EXPECT_TRUE(rejects("seed: 1\nseed: 2\n", {"config.yaml:2", "duplicate key 'seed'"}));
+}
+
+TEST(ConfigErrors, OverrideErrorsNameTheOverride) {
+  EXPECT_TRUE(
+      rejects("", {"override 'optim.lrr=1'", "unknown key 'optim.lrr'", "did you mean 'optim.lr'?"}, {"optim.lrr=1"}));
+  EXPECT_TRUE(rejects("", {"malformed override 'optim.lr'", "key.path=value"}, {"optim.lr"}));
+  EXPECT_TRUE(rejects("", {"malformed override '=3'"}, {"=3"}));
+  EXPECT_TRUE(rejects("", {"override 'optim.lr=-1'", "optim.lr must be > 0, got -1"}, {"optim.lr=-1"}));
+  EXPECT_TRUE(rejects("", {"override 'model.gate.windows=[0,'", "not valid YAML"}, {"model.gate.windows=[0,"}));
+  EXPECT_TRUE(rejects("", {"override 'model.gate={knd: x}'", "unknown key 'model.gate.knd'"}, {"model.gate={knd: x}"}));
+  // A value that breaks a cross-key rule points at the override too.
+  EXPECT_TRUE(rejects("", {"override 'model.n_head=3'", "model.n_head"}, {"model.n_head=3"}));
+}
+
+TEST(ConfigParamGroups, Parse) {
+  Config c = Config::from_string(kFull);
+  auto groups = c.param_groups();
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].name, "gates");
+  EXPECT_EQ(groups[0].match, (std::vector<std::string>{"*.attn.router.*"}));
+  EXPECT_FALSE(groups[0].lr.has_value());
+  ASSERT_TRUE(groups[0].lr_scale.has_value());
+  EXPECT_DOUBLE_EQ(*groups[0].lr_scale, 2.0);
+  EXPECT_FALSE(groups[0].weight_decay.has_value());
+  EXPECT_EQ(groups[0].freeze_steps, 5);
+  EXPECT_EQ(groups[1].name, "embeddings");
+  EXPECT_EQ(groups[1].match, (std::vector<std::string>{"wte.weight", "wpe.weight"}));
+  ASSERT_TRUE(groups[1].lr.has_value());
+  EXPECT_DOUBLE_EQ(*groups[1].lr, 1e-4);
+  ASSERT_TRUE(groups[1].weight_decay.has_value());
+  EXPECT_EQ(*groups[1].weight_decay, 0.0);
+  EXPECT_EQ(groups[1].freeze_steps, 0);
+}
+
+TEST(ConfigParamGroups, Errors) {
+  const std::string head = "optim:\n  param_groups:\n";
+  EXPECT_TRUE(
+      rejects(head + "    - name: g\n      lr: 1\n", {"config.yaml:3", "optim.param_groups[0] ('g') needs 'match'"}));
+  EXPECT_TRUE(rejects(head + "    - name: g\n      match: []\n", {"config.yaml:4", "match must be a non-empty list"}));
+  EXPECT_TRUE(rejects(head + "    - match: [a]\n", {"optim.param_groups[0] needs a 'name'"}));
+  EXPECT_TRUE(rejects(head + "    - name: g\n      match: [a]\n      lr_scal: 2\n",
+                      {"config.yaml:5", "unknown key 'lr_scal' in optim.param_groups[0]", "did you mean 'lr_scale'?"}));
+  EXPECT_TRUE(rejects(head + "    - name: g\n      match: [a]\n      lr: 1\n      lr_scale: 2\n",
+                      {"config.yaml:3", "sets both 'lr' and 'lr_scale'"}));
+  EXPECT_TRUE(rejects(head + "    - name: g\n      match: [a]\n      lr_scale: 0\n",
+                      {"config.yaml:5", "optim.param_groups[0].lr_scale must be > 0, got 0"}));
+  EXPECT_TRUE(rejects(head + "    - name: g\n      match: [a]\n      freeze_steps: -1\n",
+                      {"optim.param_groups[0].freeze_steps must be >= 0"}));
+  EXPECT_TRUE(rejects(head + "    - name: g\n      match: [a]\n    - name: g\n      match: [b]\n",
+                      {"config.yaml:5", "used twice"}));
+  EXPECT_TRUE(rejects(head + "    - 3\n", {"optim.param_groups[0] must be a map"}));
+  EXPECT_TRUE(rejects("optim:\n  param_groups: {name: g}\n", {"optim.param_groups must be a list"}));
+}
+
+TEST(ConfigYaml, RoundTripGivesTheSameConfig) {
+  const std::vector<std::string> overrides = {"run.name='my run: #1'", "data.path='yes'", "optim.eps=1e-12",
+                                              "regularization.gate_entropy=-0.25", "seed=-3"};
+  Config c = Config::from_string(kFull, overrides);
+  EXPECT_EQ(c.get_string("run.name"), "my run: #1");
+  EXPECT_EQ(c.get_string("data.path"), "yes");
+  const std::string yaml = c.to_yaml();
+  EXPECT_EQ(yaml, c.to_yaml());  // deterministic
+  Config back = Config::from_string(yaml, {}, "resolved.yaml");
+  EXPECT_EQ(back, c) << yaml;
+  EXPECT_EQ(back.to_yaml(), yaml);
+  EXPECT_EQ(back.param_groups(), c.param_groups());
+  // The defaults round-trip too, through a file.
+  test::TempDir dir;
+  write_file(dir.file("config.yaml"), Config::defaults().to_yaml());
+  EXPECT_EQ(Config::load(dir.file("config.yaml")), Config::defaults());
+  // Floats stay floats for other YAML readers.
+  EXPECT_NE(Config::defaults().to_yaml().find("eps: 1.0e-08"), std::string::npos) << Config::defaults().to_yaml();
+}
+
+TEST(ConfigJson, NestedObjectOfEveryKey) {
+  Config c = Config::from_string(kFull);
+  nlohmann::json j = c.to_json();
+  EXPECT_EQ(j["model"]["gate"]["kind"], "routed");
+  EXPECT_EQ(j["model"]["gate"]["windows"], nlohmann::json::array({0, 8, 16}));
+  EXPECT_EQ(j["optim"]["lr"], 3e-4);
+  EXPECT_EQ(j["seed"], 7);
+  EXPECT_EQ(j["optim"]["param_groups"][0]["name"], "gates");
+  EXPECT_TRUE(Config::defaults().to_json()["model"]["gate"]["init_bias"].is_null());
+}
+
+TEST(ConfigModel, ModelConfigMatches) {
+  Config c = Config::from_string(kFull);
+  models::ModelConfig m = c.model_config();
+  EXPECT_EQ(m.vocab_size, 65);
+  EXPECT_EQ(m.block_size, 64);
+  EXPECT_EQ(m.n_layer, 3);
+  EXPECT_EQ(m.n_head, 2);
+  EXPECT_EQ(m.n_embd, 32);
+  EXPECT_EQ(m.gate.kind, models::GateKind::routed);
+  EXPECT_FALSE(m.gate.all_layers);
+  EXPECT_EQ(m.gate.layers, (std::vector<std::int64_t>{0, 2}));
+  EXPECT_EQ(m.gate.activation, "gumbel_sigmoid");
+  EXPECT_DOUBLE_EQ(m.gate.temperature, 0.5);
+  EXPECT_DOUBLE_EQ(m.gate.init_bias, -1.5);
+  EXPECT_EQ(m.gate.init_weight, "zero");
+  EXPECT_EQ(m.gate.windows, (std::vector<std::int64_t>{0, 8, 16}));
+  EXPECT_EQ(m.gate.top_k, 2);
+  EXPECT_NO_THROW(m.validate());
+  // The JSON of the model section is what models/config.cpp writes.
+  EXPECT_EQ(models::to_json(m), c.to_json()["model"]);
+  // Defaults: vocab from the data, the kind's default bias.
+  models::ModelConfig d = Config::defaults().model_config();
+  EXPECT_EQ(d.vocab_size, 0);
+  EXPECT_TRUE(std::isnan(d.gate.init_bias));
+  EXPECT_TRUE(d.gate.all_layers);
+  EXPECT_EQ(d.gate.kind, models::GateKind::none);
+}
+
+TEST(ConfigGetters, WrongTypeOrUnknownKeyThrows) {
+  Config c = Config::defaults();
+  EXPECT_NE(config_error([&] { c.get_int("optim.lr"); }).find("optim.lr"), std::string::npos);
+  EXPECT_NE(config_error([&] { c.get_string("seed"); }).find("seed"), std::string::npos);
+  EXPECT_NE(config_error([&] { c.get_int("optim.lrr"); }).find("did you mean 'optim.lr'"), std::string::npos);
+  EXPECT_FALSE(c.has("no.such.key"));
+  EXPECT_DOUBLE_EQ(c.get_double("seed"), 0.0);  // integers read as doubles
+}
+
+TEST(ConfigSchema, EditDistanceAndClosestKey) {
+  EXPECT_EQ(config::edit_distance("optim.lrr", "optim.lr"), 1u);
+  EXPECT_EQ(config::edit_distance("", "abc"), 3u);
+  EXPECT_EQ(config::closest_key("train.batchsize"), "train.batch_size");
+  EXPECT_EQ(config::closest_key("zzzzzzzz"), "");
+  EXPECT_TRUE(config::is_section("model.gate"));
+  EXPECT_FALSE(config::is_section("model.gate.kind"));
+  EXPECT_NE(config::find_key("optim.param_groups"), nullptr);
+}
+
+}  // namespace gattn
