@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <iostream>
+#include <string>
 #include <vector>
 
 #include "framework/data/errors.h"
@@ -13,6 +14,12 @@
 #include "recipes/recipe.h"
 
 namespace {
+
+// One line on stderr, then the exit code SPEC §1 gives the kind of failure.
+int fail(const std::string& message, int code) {
+  std::cerr << "gattn: " << message << "\n";
+  return code;
+}
 
 int print_version() {
   for (const auto& [key, value] : gattn::build_info()) std::cout << key << ": " << value << "\n";
@@ -48,19 +55,14 @@ int main(int argc, char** argv) {
     std::cout << app.help();
     return 0;
   } catch (const gattn::CheckpointError& e) {
-    std::cerr << "gattn: " << e.what() << "\n";
-    return 3;
+    return fail(e.what(), 3);
   } catch (const gattn::DataError& e) {
-    std::cerr << "gattn: " << e.what() << "\n";
-    return 3;
+    return fail(e.what(), 3);
   } catch (const gattn::NumericalError& e) {
-    std::cerr << "gattn: " << e.what() << "\n";
-    return 4;
+    return fail(e.what(), 4);
   } catch (const gattn::Error& e) {
-    std::cerr << "gattn: " << e.what() << "\n";
-    return 2;
+    return fail(e.what(), 2);
   } catch (const std::exception& e) {
-    std::cerr << "gattn: internal error: " << e.what() << "\n";
-    return 2;
+    return fail(std::string("internal error: ") + e.what(), 2);
   }
 }
