@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
     recipes.emplace_back(app.get_subcommands({}).at(before), std::move(action));
   };
   add(gattn::recipes::add_train);
+  add(gattn::recipes::add_eval);
   add(gattn::recipes::add_inspect);
 
   try {

@@ -11,6 +11,7 @@ using Action = std::function<int()>;
 
 // Each returns the action to run if its sub-command is selected.
 Action add_train(CLI::App& app);
+Action add_eval(CLI::App& app);
 Action add_inspect(CLI::App& app);
 
 }  // namespace gattn::recipes

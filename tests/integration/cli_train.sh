@@ -42,6 +42,18 @@ done
 grep -q "run directory: $tmp/run" <<<"$out" || fail "the run directory is not printed"
 grep -q "sample:" <<<"$out" || fail "no sample at the end"
 
+# gattn eval reproduces the run's final val loss from the checkpoint alone.
+ev=$("$gattn" eval --checkpoint "$tmp/run/checkpoints/step_00000020") || fail "eval exited $?"
+grep -q '"tokens":' <<<"$ev" || fail "eval printed no tokens: $ev"
+python3 - "$m" "$ev" <<'PY' || fail "eval loss differs from the run's final val loss"
+import json, sys
+val = [json.loads(l) for l in open(sys.argv[1]) if '"split":"val"' in l][-1]
+ev = json.loads(sys.argv[2])
+sys.exit(0 if abs(val["loss"] - ev["loss"]) < 1e-6 else 1)
+PY
+"$gattn" eval --checkpoint "$tmp/run/nope" >/dev/null 2>&1; rc=$?
+[[ $rc -eq 3 ]] || fail "eval of a missing checkpoint exited $rc, expected 3"
+
 # The same run again into the same directory: refused, nothing changed.
 before=$(md5sum "$m")
 "$gattn" train --config "$tmp/tiny.yaml" >/dev/null 2>&1; rc=$?
