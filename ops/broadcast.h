@@ -24,4 +24,15 @@ struct BroadcastPlan {
 };
 BroadcastPlan make_broadcast_plan(const Shape& a, const Shape& b, const Shape& out);
 
+// Where row `o` of the plan's outer index space (every dimension but the innermost) starts in an
+// operand read with `strides` (p.sa or p.sb). The CPU loops call it once per inner run.
+inline std::int64_t outer_offset(const BroadcastPlan& p, std::int64_t o, const std::vector<std::int64_t>& strides) {
+  std::int64_t offset = 0;
+  for (std::size_t d = p.shape.size() - 1; d-- > 0;) {
+    offset += (o % p.shape[d]) * strides[d];
+    o /= p.shape[d];
+  }
+  return offset;
+}
+
 }  // namespace gattn::ops

@@ -12,21 +12,13 @@ namespace gattn::cpu {
 // out[i] = f(a[ia], b[ib]) over the plan's merged index space.
 template <class T, class F>
 void broadcast_binary(const ops::BroadcastPlan& p, const T* a, const T* b, T* out, F f) {
-  const std::size_t nd = p.shape.size();
   const std::int64_t inner = p.shape.back();
   const std::int64_t ia_step = p.sa.back(), ib_step = p.sb.back();
   const std::int64_t outer = inner ? p.numel / inner : 0;
 #pragma omp parallel for schedule(static) if (worth_parallel(p.numel))
   for (std::int64_t o = 0; o < outer; ++o) {
-    std::int64_t rem = o, ia = 0, ib = 0;
-    for (std::size_t d = nd - 1; d-- > 0;) {
-      std::int64_t idx = rem % p.shape[d];
-      rem /= p.shape[d];
-      ia += idx * p.sa[d];
-      ib += idx * p.sb[d];
-    }
-    const T* pa = a + ia;
-    const T* pb = b + ib;
+    const T* pa = a + ops::outer_offset(p, o, p.sa);
+    const T* pb = b + ops::outer_offset(p, o, p.sb);
     T* po = out + o * inner;
     // Specialised inner loops so the compiler vectorises the common cases.
     if (ia_step == 1 && ib_step == 1) {
@@ -50,19 +42,12 @@ void sum_to_shape(const T* g, const Shape& g_shape, T* out, const Shape& target)
   const std::int64_t n_out = shape_numel(target);
   for (std::int64_t i = 0; i < n_out; ++i) out[i] = T(0);
   ops::BroadcastPlan p = ops::make_broadcast_plan(target, g_shape, g_shape);
-  const std::size_t nd = p.shape.size();
   const std::int64_t inner = p.shape.back();
   const std::int64_t step = p.sa.back();
   const std::int64_t outer = inner ? p.numel / inner : 0;
   for (std::int64_t o = 0; o < outer; ++o) {
-    std::int64_t rem = o, it = 0;
-    for (std::size_t d = nd - 1; d-- > 0;) {
-      std::int64_t idx = rem % p.shape[d];
-      rem /= p.shape[d];
-      it += idx * p.sa[d];
-    }
     const T* pg = g + o * inner;
-    T* po = out + it;
+    T* po = out + ops::outer_offset(p, o, p.sa);
     if (step == 1) {
       for (std::int64_t i = 0; i < inner; ++i) po[i] += pg[i];
     } else {

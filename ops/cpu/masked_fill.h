@@ -12,18 +12,12 @@ namespace gattn::cpu {
 // has the output's shape) and the mask at p.sb (0 along broadcast dimensions).
 template <class T>
 void masked_fill(const ops::BroadcastPlan& p, const T* x, const std::int32_t* mask, T value, T* out) {
-  const std::size_t nd = p.shape.size();
   const std::int64_t inner = p.shape.back();
   const std::int64_t im_step = p.sb.back();
   const std::int64_t outer = inner ? p.numel / inner : 0;
 #pragma omp parallel for schedule(static) if (worth_parallel(p.numel))
   for (std::int64_t o = 0; o < outer; ++o) {
-    std::int64_t rem = o, im = 0;
-    for (std::size_t d = nd - 1; d-- > 0;) {
-      im += (rem % p.shape[d]) * p.sb[d];
-      rem /= p.shape[d];
-    }
-    const std::int32_t* pm = mask + im;
+    const std::int32_t* pm = mask + ops::outer_offset(p, o, p.sb);
     const T* px = x + o * inner;
     T* po = out + o * inner;
     if (im_step == 0) {

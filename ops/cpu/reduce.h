@@ -84,19 +84,12 @@ void sum_blocks(const T* x, T* out, std::int64_t outer, std::int64_t R, std::int
 // copies each output gradient to every element that was reduced into it.
 template <class T>
 void broadcast_scale(const ops::BroadcastPlan& p, const T* src, T* out, T scale) {
-  const std::size_t nd = p.shape.size();
   const std::int64_t inner = p.shape.back();
   const std::int64_t step = p.sa.back();
   const std::int64_t outer = inner ? p.numel / inner : 0;
 #pragma omp parallel for schedule(static) if (worth_parallel(p.numel))
   for (std::int64_t o = 0; o < outer; ++o) {
-    std::int64_t rem = o, is = 0;
-    for (std::size_t d = nd - 1; d-- > 0;) {
-      const std::int64_t idx = rem % p.shape[d];
-      rem /= p.shape[d];
-      is += idx * p.sa[d];
-    }
-    const T* ps = src + is;
+    const T* ps = src + ops::outer_offset(p, o, p.sa);
     T* po = out + o * inner;
     if (step == 0) {
       const T v = *ps * scale;
