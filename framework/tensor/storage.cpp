@@ -1,10 +1,11 @@
-// Storage allocation. CUDA storage arrives with the CUDA backend issue; until then it is refused.
+// Storage allocation: CPU buffers from the host caching allocator, CUDA buffers from the device one.
 #include "framework/tensor/storage.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <new>
 #include <string>
+
+#include "framework/cuda/device_memory.h"
+#include "framework/tensor/cpu_allocator.h"
 
 namespace gattn {
 
@@ -27,16 +28,25 @@ StorageMemoryStats storage_memory_stats() {
 void reset_storage_peak() { g_peak_bytes.store(g_current_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
 Storage::Storage(std::size_t bytes, Device device) : bytes_(bytes), device_(device) {
-  if (device != Device::cpu) throw DeviceError("Storage: CUDA tensors are not available in this build yet");
-  std::size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
-  data_ = std::aligned_alloc(64, rounded);
-  if (!data_) throw std::bad_alloc();
+  if (device == Device::cuda) {
+    // Throws DeviceError naming the reason in CPU-only builds and on machines without a device.
+    data_ = cuda::device_allocate(bytes);
+    return;
+  }
+  data_ = cpu_allocate(bytes);
   note_allocation(static_cast<std::int64_t>(bytes_));
 }
 
 Storage::~Storage() {
-  std::free(data_);
+  if (device_ == Device::cuda) {
+    try {
+      cuda::device_free(data_);
+    } catch (...) {
+      // A destructor must not throw; the allocator only fails on a pointer it never gave out.
+    }
+    return;
+  }
+  cpu_free(data_, bytes_);
   g_current_bytes.fetch_sub(static_cast<std::int64_t>(bytes_), std::memory_order_relaxed);
 }
 

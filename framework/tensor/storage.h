@@ -1,4 +1,4 @@
-// Ref-counted, 64-byte aligned buffers that tensors share.
+// Ref-counted buffers that tensors share, on the host or a CUDA device.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +10,9 @@ namespace gattn {
 
 class Storage {
  public:
-  // Allocates `bytes` on `device` (uninitialised). CPU buffers are 64-byte aligned for SIMD loads.
+  // Allocates `bytes` on `device` (uninitialised). CPU buffers are 64-byte aligned for SIMD loads;
+  // CUDA buffers come from the device caching allocator (framework/cuda/device_memory.h) and throw
+  // DeviceError in a build without CUDA or on a machine without a device.
   Storage(std::size_t bytes, Device device);
   ~Storage();
   Storage(const Storage&) = delete;

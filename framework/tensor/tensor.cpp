@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "framework/autograd/engine.h"
+#include "framework/cuda/copy.h"
 
 namespace gattn {
 
@@ -76,7 +77,11 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
-  std::memset(t.raw_data(), 0, static_cast<std::size_t>(t.numel()) * dtype_size(dtype));
+  const std::size_t bytes = static_cast<std::size_t>(t.numel()) * dtype_size(dtype);
+  if (device == Device::cuda)
+    cuda::zero_device_bytes(t.raw_data(), bytes);
+  else
+    std::memset(t.raw_data(), 0, bytes);
   return t;
 }
 
@@ -143,6 +148,14 @@ void* Tensor::raw_data() const {
 
 double Tensor::at(std::int64_t i) const {
   if (i < 0 || i >= numel()) throw ValueError("Tensor::at: index " + std::to_string(i) + " out of range for " + str());
+  if (device() != Device::cpu) {
+    // Copy just the one element to the host.
+    const std::size_t size = dtype_size(dtype());
+    alignas(8) unsigned char value[8];
+    cuda::copy_bytes(value, Device::cpu, static_cast<const char*>(raw_data()) + static_cast<std::size_t>(i) * size,
+                     device(), size);
+    return dispatch_any(dtype(), [&]<class T>() { return load_as_double<T>(value, 0); });
+  }
   return dispatch_any(dtype(), [&]<class T>() { return load_as_double<T>(raw_data(), i); });
 }
 
@@ -152,6 +165,7 @@ double Tensor::item() const {
 }
 
 std::vector<double> Tensor::to_vector() const {
+  if (device() != Device::cpu) return to(Device::cpu).to_vector();
   std::vector<double> out(static_cast<std::size_t>(numel()));
   dispatch_any(dtype(), [&]<class T>() { convert<T, double>(raw_data(), out.data(), numel()); });
   return out;
@@ -164,9 +178,16 @@ Tensor Tensor::to(DType target) const {
   return out;
 }
 
+Tensor Tensor::to(Device target) const {
+  if (target == device()) return *this;
+  Tensor out = empty(shape(), dtype(), target);
+  cuda::copy_bytes(out.raw_data(), target, raw_data(), device(), static_cast<std::size_t>(numel()) * dtype_size(dtype()));
+  return out;
+}
+
 Tensor Tensor::clone() const {
   Tensor out = empty(shape(), dtype(), device());
-  std::memcpy(out.raw_data(), raw_data(), static_cast<std::size_t>(numel()) * dtype_size(dtype()));
+  cuda::copy_bytes(out.raw_data(), device(), raw_data(), device(), static_cast<std::size_t>(numel()) * dtype_size(dtype()));
   return out;
 }
 
@@ -203,13 +224,28 @@ Tensor Tensor::alias_rows(std::int64_t begin, std::int64_t end) const {
 void Tensor::copy_from(const Tensor& src) {
   if (src.shape() != shape())
     throw ShapeError("copy_from: source " + shape_str(src.shape()) + " vs destination " + shape_str(shape()));
-  if (src.device() != Device::cpu || device() != Device::cpu) throw DeviceError("copy_from: only CPU tensors so far");
+  if (src.device() != Device::cpu || device() != Device::cpu) {
+    if (src.dtype() == dtype()) {
+      cuda::copy_bytes(raw_data(), device(), src.raw_data(), src.device(), static_cast<std::size_t>(numel()) * dtype_size(dtype()));
+      return;
+    }
+    // Converting on a device goes through the host until ops/cuda has a cast kernel.
+    Tensor converted = src.to(Device::cpu).to(dtype());
+    cuda::copy_bytes(raw_data(), device(), converted.raw_data(), Device::cpu, static_cast<std::size_t>(numel()) * dtype_size(dtype()));
+    return;
+  }
   dispatch_any(src.dtype(), [&]<class S>() {
     dispatch_any(dtype(), [&]<class D>() { convert<S, D>(src.raw_data(), raw_data(), numel()); });
   });
 }
 
 void Tensor::fill(double value) {
+  if (device() != Device::cpu) {
+    // Filled on the host and copied over until ops/cuda has a fill kernel.
+    Tensor host = Tensor::full(shape(), value, dtype());
+    copy_from(host);
+    return;
+  }
   dispatch_any(dtype(), [&]<class T>() {
     void* p = raw_data();
     std::int64_t n = numel();

@@ -60,7 +60,7 @@ class Tensor {
   Device device() const { return impl().storage->device(); }
   std::string str() const;  // "f32[2, 3]"
 
-  // ---- data access (CPU) ----
+  // ---- data access (CPU; raw_data() is also the device pointer of a CUDA tensor, for kernels) ----
   template <class T> T* data() {
     check_access(dtype_of<T>());
     return static_cast<T*>(impl().storage->data()) + impl().offset;
@@ -70,19 +70,23 @@ class Tensor {
     return static_cast<const T*>(impl().storage->data()) + impl().offset;
   }
   void* raw_data() const;
+  // These three read CUDA tensors too, by copying to the host (a synchronising copy: not for hot loops).
   double item() const;                       // the single value, converted to double
   std::vector<double> to_vector() const;     // all values converted to double
   double at(std::int64_t flat_index) const;  // one value converted to double
 
   // ---- copies and views (none of these record autograd history) ----
   Tensor to(DType dtype) const;  // converting copy (a plain alias when dtype is unchanged)
+  // Copy onto `device` (a plain alias when already there), on the compute stream. Reaching the host
+  // waits for the data; reaching the device returns once the source may be reused.
+  Tensor to(Device device) const;
   Tensor clone() const;          // deep copy
   Tensor detach() const;         // shares storage, no history, requires_grad false
   // Same storage, new shape with equal numel (a view; no history). Autograd-aware reshape is ops::reshape.
   Tensor alias(const Shape& shape) const;
   // Rows [begin, end) of the leading dimension, as a view sharing storage (no history).
   Tensor alias_rows(std::int64_t begin, std::int64_t end) const;
-  void copy_from(const Tensor& src);  // elementwise copy of equal shape, converting dtype
+  void copy_from(const Tensor& src);  // elementwise copy of equal shape, converting dtype, across devices
   void fill(double value);
   bool shares_storage_with(const Tensor& other) const;
 

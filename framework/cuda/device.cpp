@@ -1,0 +1,42 @@
+// Device presence (see device.h). The one place the CPU-only build and the CUDA build differ in logic
+// rather than in stubs: a CPU-only build simply has no devices.
+#include "framework/cuda/device.h"
+
+#include <string>
+
+#include "framework/tensor/error.h"
+#ifdef GATTN_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace gattn::cuda {
+
+namespace {
+int count_devices() {
+#ifdef GATTN_WITH_CUDA
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the "no device / no driver" error so it is not reported later
+    return 0;
+  }
+  return n;
+#else
+  return 0;
+#endif
+}
+}  // namespace
+
+bool available() {
+  static const bool has_device = count_devices() > 0;
+  return has_device;
+}
+
+void require_device(const char* what) {
+#ifndef GATTN_WITH_CUDA
+  throw DeviceError(std::string(what) + ": this build has no CUDA");
+#else
+  if (!available()) throw DeviceError(std::string(what) + ": no CUDA device");
+#endif
+}
+
+}  // namespace gattn::cuda
