@@ -9,6 +9,7 @@
 #include "framework/nn/module.h"
 #include "framework/tensor/random.h"
 #include "models/config.h"
+#include "models/kv_cache.h"
 #include "ops/attention.h"
 
 namespace gattn::models {
@@ -48,6 +49,12 @@ class AttentionGate : public nn::Module {
   // ready for attn.proj. merge_heads() turns [B, H, T, d] into that layout.
   virtual Tensor attend(const AttentionInputs& in, AttentionContext& ctx) = 0;
 
+  // Generation with a KV cache: `in` holds the new positions pos … pos+n−1 only (their k and v
+  // already written into cache.k, cache.v); the gate appends its per-key terms to `cache` and
+  // attends over every cached position. Eval-mode math (no gumbel noise), no autograd; same
+  // [B, n, C] layout as attend.
+  virtual Tensor attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) = 0;
+
   // How GatedAttention registers this gate: by default the gate itself as "gate" (attn.gate.*);
   // the routed gate registers its router Linear as "router" instead (attn.router.*, SPEC §4).
   virtual const char* registered_name() const { return "gate"; }
@@ -66,6 +73,8 @@ class GatedAttention : public nn::Module {
   GatedAttention(const ModelConfig& config, std::int64_t layer, Generator& init);
   // h [B, T, C] -> [B, T, C]
   Tensor forward(const Tensor& h, AttentionContext& ctx);
+  // Generation: h [B, n, C] of positions pos … pos+n−1; appends them to `cache` (see attend_cached).
+  Tensor forward_cached(const Tensor& h, LayerKVCache& cache, std::int64_t pos);
   std::shared_ptr<nn::Linear> qkv, proj;
   std::shared_ptr<AttentionGate> gate;  // never null: kind none is a gate that adds nothing
 

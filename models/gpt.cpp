@@ -3,7 +3,9 @@
 #include "models/gpt.h"
 
 #include <cmath>
+#include <string>
 
+#include "framework/autograd/grad_mode.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"
@@ -46,6 +48,11 @@ Tensor Block::forward(const Tensor& x, AttentionContext& ctx) {
   return y + proj->forward(ops::gelu(fc->forward(ln2->forward(y))));
 }
 
+Tensor Block::forward_cached(const Tensor& x, LayerKVCache& cache, std::int64_t pos) {
+  Tensor y = x + attn->forward_cached(ln1->forward(x), cache, pos);
+  return y + proj->forward(ops::gelu(fc->forward(ln2->forward(y))));
+}
+
 namespace {
 
 const ModelConfig& checked(const ModelConfig& config) {
@@ -54,6 +61,14 @@ const ModelConfig& checked(const ModelConfig& config) {
     throw ValueError("model.vocab_size: must be set (> 0) to build the model, got " +
                      std::to_string(config.vocab_size));
   return config;
+}
+
+void check_token_ids(const Tensor& idx, std::int64_t vocab_size, const char* who) {
+  const std::int32_t* ids = idx.data<std::int32_t>();
+  for (std::int64_t n = 0; n < idx.numel(); ++n)
+    if (ids[n] < 0 || ids[n] >= vocab_size)
+      throw ValueError(std::string(who) + ": token id " + std::to_string(ids[n]) + " at position " +
+                       std::to_string(n) + " is outside [0, model.vocab_size=" + std::to_string(vocab_size) + ")");
 }
 
 }  // namespace
@@ -73,15 +88,11 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
   if (idx.dtype() != DType::i32) throw DTypeError("GPT.forward: idx must be i32 token ids, got " + idx.str());
   if (idx.dim() != 2 || idx.size(0) == 0 || idx.size(1) == 0)
     throw ShapeError("GPT.forward: idx must be a non-empty [B, T], got " + shape_str(idx.shape()));
-  const std::int64_t B = idx.size(0), T = idx.size(1);
+  const std::int64_t T = idx.size(1);
   if (T > config_.block_size)
     throw ShapeError("GPT.forward: sequence length T=" + std::to_string(T) + " exceeds model.block_size=" +
                      std::to_string(config_.block_size) + " (idx " + shape_str(idx.shape()) + ")");
-  const std::int32_t* ids = idx.data<std::int32_t>();
-  for (std::int64_t n = 0; n < B * T; ++n)
-    if (ids[n] < 0 || ids[n] >= config_.vocab_size)
-      throw ValueError("GPT.forward: token id " + std::to_string(ids[n]) + " at position " + std::to_string(n) +
-                       " is outside [0, model.vocab_size=" + std::to_string(config_.vocab_size) + ")");
+  check_token_ids(idx, config_.vocab_size, "GPT.forward");
   if (targets.defined()) {
     if (targets.dtype() != DType::i32) throw DTypeError("GPT.forward: targets must be i32, got " + targets.str());
     if (targets.shape() != idx.shape())
@@ -115,6 +126,29 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
     result.attn_entropy = ops::mul_scalar(ctx.attn_entropy_sum, 1.0 / ctx.attn_entropy_count);
   if (options.router_balance && ctx.router_balance_sum.defined()) result.router_balance = ctx.router_balance_sum;
   return result;
+}
+
+Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) {
+  if (!idx.defined() || idx.dtype() != DType::i32 || idx.dim() != 2 || idx.numel() == 0)
+    throw ShapeError("GPT.forward_cached: idx must be non-empty i32 [B, n], got " +
+                     (idx.defined() ? idx.str() : std::string("undefined")));
+  const std::int64_t B = idx.size(0), n = idx.size(1), pos = cache.length();
+  if (B != cache.batch() || cache.capacity() != config_.block_size ||
+      cache.layers.size() != static_cast<std::size_t>(config_.n_layer))
+    throw ShapeError("GPT.forward_cached: the cache was made for another batch or model (batch " +
+                     std::to_string(cache.batch()) + ", idx " + shape_str(idx.shape()) + ")");
+  if (pos + n > config_.block_size)
+    throw ShapeError("GPT.forward_cached: positions " + std::to_string(pos) + " … " + std::to_string(pos + n - 1) +
+                     " exceed model.block_size=" + std::to_string(config_.block_size));
+  check_token_ids(idx, config_.vocab_size, "GPT.forward_cached");
+  NoGradGuard no_grad;
+  std::vector<std::int32_t> position_ids(static_cast<std::size_t>(n));
+  for (std::int64_t t = 0; t < n; ++t) position_ids[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(pos + t);
+  Tensor positions = Tensor::from_ints(position_ids, {n});
+  Tensor x = wte->forward(idx) + wpe->forward(positions);
+  for (std::size_t i = 0; i < blocks->size(); ++i) x = (*blocks)[i].forward_cached(x, cache.layers[i], pos);
+  cache.advance(n);
+  return ops::linear(ln_f->forward(x), wte->weight);
 }
 
 double GPT::flops_per_token(std::int64_t T) const {

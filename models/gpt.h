@@ -10,6 +10,7 @@
 #include "framework/tensor/random.h"
 #include "models/attention.h"
 #include "models/config.h"
+#include "models/kv_cache.h"
 
 namespace gattn::models {
 
@@ -18,6 +19,8 @@ class Block : public nn::Module {
   Block(const ModelConfig& config, std::int64_t layer, Generator& init);
   // x [B, T, C] -> [B, T, C]
   Tensor forward(const Tensor& x, AttentionContext& ctx);
+  // Generation: x [B, n, C] at positions pos … pos+n−1, appended to this block's cache.
+  Tensor forward_cached(const Tensor& x, LayerKVCache& cache, std::int64_t pos);
   std::shared_ptr<nn::LayerNorm> ln1, ln2;
   std::shared_ptr<GatedAttention> attn;
   std::shared_ptr<nn::Linear> fc, proj;  // registered under "mlp" as mlp.fc, mlp.proj
@@ -47,6 +50,12 @@ class GPT : public nn::Module {
 
   // idx: i32 [B, T] with T <= block_size; targets: i32 [B, T] or undefined.
   ForwardResult forward(const Tensor& idx, const Tensor& targets = Tensor(), const ForwardOptions& options = {});
+
+  // Generation with a KV cache: runs the new tokens idx i32 [B, n] at positions cache.length() …
+  // cache.length()+n−1 (at most model.block_size in all), appends them to `cache` and returns their
+  // logits [B, n, V]. The same function as forward() in eval mode (no gumbel noise), at O(context)
+  // per token; never records autograd history.
+  Tensor forward_cached(const Tensor& idx, KVCache& cache);
 
   const ModelConfig& config() const { return config_; }
   // Training-time noise (gumbel_sigmoid) draws from this generator; checkpoints save its state.

@@ -9,8 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/autograd/grad_mode.h"
+#include "framework/io/checkpoint.h"
+#include "framework/io/checksums.h"
 #include "framework/io/module_io.h"
 #include "framework/io/safetensors.h"
+#include "framework/io/train_state.h"
 #include "models/gpt.h"
 #include "recipes/recipe.h"
 
@@ -70,6 +73,55 @@ std::pair<Tensor, std::string> sample_tokens(const nlohmann::json& config, const
   return {idx, std::to_string(n) + " pseudo-random tokens (Philox seed 0)"};
 }
 
+// state.json and optimizer.safetensors, when the checkpoint has them (a `gattn train` checkpoint
+// does; weights-only files from other tools do not): where training stood, and the optimizer's
+// step counts per group. A damaged file is refused like a damaged model file.
+void print_training_state(const std::filesystem::path& dir) {
+  const std::filesystem::path state_path = dir / kStateFile, opt_path = dir / kOptimizerFile;
+  if (!std::filesystem::exists(state_path)) {
+    std::cout << "state: (no " << kStateFile << ": a weights-only checkpoint)\n";
+  } else {
+    const TrainState st = read_train_state(state_path.string());
+    std::cout << "state: step " << st.step << ", world size " << st.world_size << ", trained for "
+              << st.elapsed_s << " s, config hash " << st.config_hash << "\n";
+    std::cout << "  lr at step " << st.step << ":";
+    for (const auto& [group, lr] : st.lr) std::cout << " " << group << " " << lr;
+    std::cout << (st.lr.empty() ? " (none)\n" : "\n");
+    for (const auto& [name, g] : st.rng)
+      std::cout << "  " << (name == kDataRng ? "data position" : "rng " + name) << ": Philox seed " << g.seed
+                << ", stream " << g.stream << ", offset " << g.offset << " words\n";
+    if (st.bad_steps_in_a_row > 0) std::cout << "  non-finite steps in a row: " << st.bad_steps_in_a_row << "\n";
+  }
+  if (!std::filesystem::exists(opt_path)) {
+    std::cout << "optimizer: (no " << kOptimizerFile << ")\n";
+    return;
+  }
+  SafetensorsFile opt = load_safetensors(opt_path.string());
+  verify_checksums(opt, /*required=*/true);
+  std::int64_t values = 0;
+  for (const auto& [name, t] : opt.tensors) values += t.numel();
+  std::cout << "optimizer: " << opt.tensors.size() << " moment tensors (" << values << " values), checksums ok\n";
+  // Step counts per group: they differ where a group was frozen (freeze_steps).
+  const nlohmann::json steps = nlohmann::json::parse(opt.metadata["step_counts"], nullptr, false);
+  const nlohmann::json groups = nlohmann::json::parse(opt.metadata["groups"], nullptr, false);
+  if (steps.is_object() && groups.is_object()) {
+    std::map<std::string, std::pair<std::int64_t, std::int64_t>> range;  // group -> (min t, max t)
+    for (const auto& [param, t] : steps.items()) {
+      if (!t.is_number_integer()) continue;
+      const std::string group = groups.contains(param) && groups[param].is_string() ? groups[param].get<std::string>() : "?";
+      auto [it, fresh] = range.try_emplace(group, t.get<std::int64_t>(), t.get<std::int64_t>());
+      it->second.first = std::min(it->second.first, t.get<std::int64_t>());
+      it->second.second = std::max(it->second.second, t.get<std::int64_t>());
+    }
+    std::cout << "  AdamW step counts:";
+    for (const auto& [group, r] : range) {
+      std::cout << " " << group << " " << r.first;
+      if (r.first != r.second) std::cout << "-" << r.second;
+    }
+    std::cout << "\n";
+  }
+}
+
 int run_inspect(const InspectArgs& args) {
   namespace fs = std::filesystem;
   fs::path model_path = fs::path(args.checkpoint) / "model.safetensors";
@@ -87,6 +139,7 @@ int run_inspect(const InspectArgs& args) {
     std::cout << "  " << std::left << std::setw(36) << name << " " << std::setw(16) << t.str() << " mean " << std::setw(11)
               << m << " std " << s << "\n";
   }
+  print_training_state(args.checkpoint);
 
   auto config_it = file.metadata.find("config");
   if (config_it == file.metadata.end()) {

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   };
   add(gattn::recipes::add_train);
   add(gattn::recipes::add_eval);
+  add(gattn::recipes::add_sample);
   add(gattn::recipes::add_inspect);
 
   try {

@@ -13,5 +13,6 @@ using Action = std::function<int()>;
 Action add_train(CLI::App& app);
 Action add_eval(CLI::App& app);
 Action add_inspect(CLI::App& app);
+Action add_sample(CLI::App& app);
 
 }  // namespace gattn::recipes

@@ -8,10 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/autograd/grad_mode.h"
+#include "framework/data/byte_vocab.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/errors.h"
 #include "framework/io/safetensors.h"
 #include "framework/runtime/threads.h"
+#include "models/sampling.h"
 #include "ops/nn_functional.h"
 
 namespace gattn::recipes {
@@ -57,14 +59,14 @@ optim::AdamWOptions adamw_options(const Config& cfg) {
   return o;
 }
 
-RunSetup prepare_run(const std::string& config_path, const std::vector<std::string>& overrides) {
+RunSetup prepare_run(const std::string& config_path, const std::vector<std::string>& overrides, bool resuming) {
   Config cfg = Config::load(config_path, overrides);
   const std::string device = cfg.get_string("device");
   if (device == "cuda")
     throw ConfigError(cfg.where("device") + ": device 'cuda': training on a GPU is not in this build yet; use cpu or auto");
   set_num_threads(static_cast<int>(cfg.get_int("train.threads")));
 
-  RunSetup run{std::move(cfg), "", nullptr, nullptr};
+  RunSetup run{std::move(cfg), "", nullptr, nullptr, nullptr};
   models::ModelConfig mc = run.config.model_config();
   run.data = make_dataset(data_options(run.config), mc.block_size);
   const std::int64_t data_vocab = run.data->vocab_size();
@@ -81,15 +83,17 @@ RunSetup prepare_run(const std::string& config_path, const std::vector<std::stri
   run.model = std::make_unique<models::GPT>(mc, static_cast<std::uint64_t>(run.config.get_int("seed")));
 
   run.dir = run.config.run_dir();
-  if (fs::exists(fs::path(run.dir) / "metrics.jsonl") || fs::exists(fs::path(run.dir) / "checkpoints"))
-    throw ConfigError("run.dir: " + run.dir + " already holds a run; choose another run.name or run.dir");
+  if (!resuming && (fs::exists(fs::path(run.dir) / "metrics.jsonl") || fs::exists(fs::path(run.dir) / "checkpoints")))
+    throw ConfigError("run.dir: " + run.dir +
+                      " already holds a run; continue it with --resume auto, or choose another run.name or run.dir");
   return run;
 }
 
-void start_run_directory(const RunSetup& run) {
+void start_run_directory(RunSetup& run) {
   std::error_code ec;
   fs::create_directories(run.dir, ec);
   if (ec) throw CheckpointError("cannot create the run directory " + run.dir + ": " + ec.message());
+  run.lock = std::make_unique<RunDirectoryLock>(run.dir);
   write_file_atomically((fs::path(run.dir) / "config.yaml").string(), run.config.to_yaml());
 }
 
@@ -130,50 +134,29 @@ std::string format_eval(std::int64_t step, const EvalResult& e) {
   return buf;
 }
 
-std::string save_checkpoint(const RunSetup& run, std::int64_t step) {
+CheckpointWritten save_checkpoint(const RunSetup& run, const optim::AdamW& optimizer, TrainState state) {
   std::map<std::string, std::string> meta{{"format", kCheckpointFormat}, {"config", run.config.to_json().dump()}};
   if (!run.data->vocab_json().empty()) meta["vocab"] = run.data->vocab_json();
-  nlohmann::json state = {{"step", step}, {"world_size", 1}};
-  return write_checkpoint(run.dir, step, *run.model, meta, state);
+  state.config = run.config.to_json();
+  state.config_hash = config_hash(state.config);
+  state.lr.clear();
+  if (state.step > 0)
+    for (const auto& [group, lr] : optimizer.current_lrs(state.step - 1)) state.lr[group] = lr;
+  CheckpointWritten written = write_checkpoint(run.dir, *run.model, optimizer, meta, state);
+  prune_checkpoints(run.dir, state.step, run.config.get_int("checkpoint.keep_last"),
+                    run.config.get_int("checkpoint.keep_every"));
+  return written;
 }
 
 std::string sample_text(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t n) {
-  nlohmann::json vocab = nlohmann::json::parse(data.vocab_json(), nullptr, false);
-  if (!vocab.is_array() || vocab.empty()) return "";
-  NoGradGuard no_grad;
+  std::optional<ByteVocab> vocab = ByteVocab::from_json(data.vocab_json());
+  if (!vocab) return "";
   const bool was_training = model.is_training();
   model.eval();
-  std::vector<std::int32_t> tokens;
-  for (std::size_t t = 0; t < vocab.size(); ++t)
-    if (vocab[t] == '\n') tokens.push_back(static_cast<std::int32_t>(t));
-  if (tokens.empty()) tokens.push_back(0);
-  const std::int64_t T = model.config().block_size;
-  Generator gen(static_cast<std::uint64_t>(cfg.get_int("seed")), /*stream=*/7);
-  std::string out;
-  for (std::int64_t k = 0; k < n; ++k) {
-    // Without a KV cache each token re-reads the last T tokens: fine for the short end-of-run sample.
-    const std::size_t from = tokens.size() > static_cast<std::size_t>(T) ? tokens.size() - static_cast<std::size_t>(T) : 0;
-    std::vector<std::int32_t> window(tokens.begin() + static_cast<std::ptrdiff_t>(from), tokens.end());
-    Tensor idx = Tensor::from_ints(window, {1, static_cast<std::int64_t>(window.size())});
-    Tensor logits = model.forward(idx).logits;
-    const std::int64_t V = logits.size(-1), last = (static_cast<std::int64_t>(window.size()) - 1) * V;
-    std::vector<double> p(static_cast<std::size_t>(V));
-    double m = -INFINITY;
-    for (std::int64_t v = 0; v < V; ++v) m = std::max(m, logits.at(last + v) / 0.8);
-    double s = 0;
-    for (std::int64_t v = 0; v < V; ++v) s += p[static_cast<std::size_t>(v)] = std::exp(logits.at(last + v) / 0.8 - m);
-    double u = gen.next_uniform() * s;
-    std::int32_t pick = static_cast<std::int32_t>(V - 1);
-    for (std::int64_t v = 0; v < V; ++v) {
-      u -= p[static_cast<std::size_t>(v)];
-      if (u < 0) {
-        pick = static_cast<std::int32_t>(v);
-        break;
-      }
-    }
-    tokens.push_back(pick);
-    out.push_back(static_cast<char>(vocab[static_cast<std::size_t>(pick)].get<int>()));
-  }
+  models::SamplingOptions options;
+  options.temperature = 0.8;
+  options.seed = static_cast<std::uint64_t>(cfg.get_int("seed"));
+  std::string out = vocab->decode(models::generate(model, {vocab->id_of('\n').value_or(0)}, n, options));
   model.train(was_training);
   return out;
 }

@@ -8,6 +8,9 @@
 
 #include "framework/config/config.h"
 #include "framework/data/dataset.h"
+#include "framework/io/run_lock.h"
+#include "framework/io/checkpoint.h"
+#include "framework/io/train_state.h"
 #include "framework/optim/adamw.h"
 #include "models/gpt.h"
 
@@ -18,15 +21,17 @@ struct RunSetup {
   std::string dir;
   std::unique_ptr<Dataset> data;
   std::unique_ptr<models::GPT> model;
+  std::unique_ptr<RunDirectoryLock> lock;  // held from start_run_directory until the run ends
 };
 
 // Loads and validates everything a run needs before anything is written: the config (ConfigError,
-// exit 2), the data (DataError, exit 3), the model shape, and that run.dir does not already hold a
-// run. Sets the CPU thread count.
-RunSetup prepare_run(const std::string& config_path, const std::vector<std::string>& overrides);
+// exit 2), the data (DataError, exit 3), the model shape, and, unless `resuming`, that run.dir
+// does not already hold a run. Sets the CPU thread count.
+RunSetup prepare_run(const std::string& config_path, const std::vector<std::string>& overrides, bool resuming = false);
 
-// Creates the run directory and writes config.yaml (the resolved config).
-void start_run_directory(const RunSetup& run);
+// Creates the run directory (if needed), takes its lock (another process training into it is an
+// error, exit 2) and writes config.yaml (the resolved config).
+void start_run_directory(RunSetup& run);
 
 optim::AdamWOptions adamw_options(const Config& cfg);
 DataOptions data_options(const Config& cfg);
@@ -41,11 +46,13 @@ struct EvalResult {
 EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t batch_size);
 std::string format_eval(std::int64_t step, const EvalResult& e);
 
-// Writes checkpoints/step_<step>/ with the SPEC §3 metadata; returns its path.
-std::string save_checkpoint(const RunSetup& run, std::int64_t step);
+// Writes checkpoints/step_<state.step>/: the weights with the SPEC §3 metadata, the optimizer, and
+// `state` with the resolved config, its hash and the groups' learning rates filled in; then drops
+// old checkpoints as checkpoint.keep_last / keep_every say.
+CheckpointWritten save_checkpoint(const RunSetup& run, const optim::AdamW& optimizer, TrainState state);
 
-// `n` characters sampled from the model (temperature 0.8, seed from the config), starting from a
-// newline when the vocabulary has one. Text data only ("" otherwise).
+// `n` characters sampled from the model with the KV cache (temperature 0.8, seed from the config),
+// starting from a newline when the vocabulary has one. Text data only ("" otherwise).
 std::string sample_text(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t n);
 
 }  // namespace gattn::recipes

@@ -1,17 +1,23 @@
-// `gattn train --config FILE [key.path=value ...]`: trains a gated GPT on the CPU from a YAML config
-// (SPEC §1, §2, §5): gradient accumulation, regularisers, clipping, the NaN guard, periodic eval,
-// checkpoints of the weights, metrics.jsonl with gate statistics, and a live terminal line.
+// `gattn train --config FILE [key.path=value ...] [--resume auto|DIR]`: trains a gated GPT on the
+// CPU from a YAML config (SPEC §1, §2, §5): gradient accumulation, regularisers, clipping, the NaN
+// guard, periodic eval, full checkpoints (weights, optimizer, loop state) from which a stopped run
+// continues bit for bit, graceful stops on SIGINT/SIGTERM, metrics.jsonl with gate statistics, and
+// a live terminal line.
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/config/config.h"
 #include "framework/data/dataset.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/metrics.h"
+#include "framework/io/metrics_rewind.h"
+#include "framework/io/train_state.h"
 #include "framework/io/safetensors.h"
 #include "framework/optim/adamw.h"
 #include "ops/elementwise.h"
@@ -19,7 +25,9 @@
 #include "framework/runtime/threads.h"
 #include "models/gpt.h"
 #include "recipes/recipe.h"
+#include "recipes/resume.h"
 #include "recipes/run_setup.h"
+#include "recipes/stop_signal.h"
 
 namespace gattn::recipes {
 
@@ -27,9 +35,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr std::uint64_t kDataStream = 2;  // Philox stream of the training batches
+
 struct TrainArgs {
   std::string config;
   std::vector<std::string> overrides;
+  std::string resume;           // "", "auto" or a checkpoint directory
+  std::int64_t stop_after = 0;  // stop as if interrupted once this many steps are done (0 = never)
 };
 
 // SPEC §2's gate statistics over layers: means of the per-layer values and the per-layer arrays.
@@ -73,8 +85,17 @@ void add_stats(nlohmann::json& line, const std::vector<models::LayerStats>& stat
   }
 }
 
+// "3.4 MB, 41 ms" for the checkpoint message.
+std::string describe_write(const CheckpointWritten& w) {
+  char buf[64];
+  const double mb = static_cast<double>(w.bytes) / 1e6;
+  std::snprintf(buf, sizeof buf, mb < 1 ? "%.2f MB, %.0f ms" : "%.1f MB, %.0f ms", mb, w.seconds * 1e3);
+  return buf;
+}
+
 int run_train(const TrainArgs& args) {
-  RunSetup run = prepare_run(args.config, args.overrides);
+  const bool resuming = !args.resume.empty();
+  RunSetup run = prepare_run(args.config, args.overrides, resuming);
   const Config& cfg = run.config;
   models::GPT& model = *run.model;
   Dataset& data = *run.data;
@@ -87,21 +108,70 @@ int run_train(const TrainArgs& args) {
   const double w_router = cfg.get_double("regularization.router_balance");
 
   optim::AdamW optimizer(model.named_parameters(), adamw_options(cfg));
+  // Training batches are drawn from this stream and nothing else: its state is the data position.
+  // Stream 2: the model's init and noise generators use streams 0 and 1 of the same seed, and
+  // sharing one would correlate the batch positions with the gumbel noise.
+  Generator data_gen(static_cast<std::uint64_t>(cfg.get_int("seed")), kDataStream);
+  std::int64_t start_step = 0, bad_in_a_row = 0;
+  double elapsed_before = 0;  // training time of the attempts before this one
+  std::optional<Resumed> resumed;
+  if (resuming) resumed = resume_run(args.resume, run, optimizer);
+  if (resumed) {
+    start_step = resumed->state.step;
+    bad_in_a_row = resumed->state.bad_steps_in_a_row;
+    elapsed_before = resumed->state.elapsed_s;
+    data_gen.set_state(resumed->state.rng.at(kDataRng));
+  }
+
   start_run_directory(run);  // only now, after every check has passed: bad input writes nothing
-  MetricsWriter metrics((fs::path(run.dir) / "metrics.jsonl").string());
+  const std::string metrics_path = (fs::path(run.dir) / "metrics.jsonl").string();
+  // The lines after the checkpoint belong to training this run redoes (all of them when an attempt
+  // stopped before its first checkpoint).
+  const std::int64_t rewound = resuming ? rewind_metrics(metrics_path, start_step) : 0;
+  MetricsWriter metrics(metrics_path);
   ProgressDisplay progress(max_steps, ProgressDisplay::is_tty(stdout));
   progress.message("gattn train: " + std::to_string(model.num_parameters()) + " parameters, " + data.describe());
   progress.message("run directory: " + run.dir);
+  if (resumed) {
+    std::string msg = "resumed from " + resumed->dir + " at step " + std::to_string(start_step);
+    if (rewound > 0) msg += " (" + std::to_string(rewound) + " later metrics lines dropped)";
+    progress.message(msg);
+    for (const std::string& change : resumed->config_changes) progress.message("  config changed: " + change);
+  } else if (resuming) {
+    progress.message("--resume auto: no checkpoint in " + (fs::path(run.dir) / "checkpoints").string() +
+                     " yet; starting from step 0");
+  }
+  if (start_step >= max_steps) {
+    progress.message("the run is already at step " + std::to_string(start_step) + " of train.max_steps " +
+                     std::to_string(max_steps) + "; nothing to train (raise train.max_steps to continue)");
+    std::cout << "run directory: " << run.dir << "\n";
+    return 0;
+  }
 
-  Generator data_gen(static_cast<std::uint64_t>(cfg.get_int("seed")), /*stream=*/1);
   const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  std::int64_t bad_in_a_row = 0;
+  auto elapsed = [&] {
+    return elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   EvalResult last_eval;
-  double window_tokens = 0, window_start = 0;
+  double window_tokens = 0, window_start = elapsed_before;
+  std::string last_checkpoint = resumed ? resumed->dir : "";
+  auto checkpoint = [&](std::int64_t done) {
+    TrainState st;
+    st.step = done;
+    st.rng[kDataRng] = data_gen.state();
+    st.rng[kModelNoiseRng] = model.noise_generator().state();
+    st.bad_steps_in_a_row = bad_in_a_row;
+    st.elapsed_s = elapsed();
+    const CheckpointWritten w = save_checkpoint(run, optimizer, st);
+    last_checkpoint = w.dir;
+    progress.message("checkpoint: " + w.dir + " (" + describe_write(w) + ")");
+  };
 
-  for (std::int64_t step = 0; step < max_steps; ++step) {
-    const bool log_step = (step + 1) % log_every == 0 || step == 0 || step + 1 == max_steps;
+  StopSignals signals;  // from here on, SIGINT/SIGTERM stop after the current step
+  for (std::int64_t step = start_step; step < max_steps; ++step) {
+    const std::int64_t done = step + 1;
+    const bool last = done == max_steps;
+    const bool log_step = done % log_every == 0 || step == 0 || last;
     double loss_sum = 0, gate_ent = 0, attn_ent = 0, router = 0;
     std::vector<models::LayerStats> stats;
     model.train();
@@ -127,24 +197,34 @@ int run_train(const TrainArgs& args) {
     const double loss = loss_sum / static_cast<double>(grad_accum);
     const double grad_norm = optimizer.clip_grad_norm();
     if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
-      // The NaN guard: skip the update, count it, stop after max_bad_steps in a row.
+      // The NaN guard: skip the update (weights and moments stay as they were), name the first
+      // non-finite tensor, stop after max_bad_steps in a row without writing anything.
+      std::string culprit = "loss";
+      if (std::isfinite(loss)) {
+        const std::string param = optimizer.first_non_finite_grad();
+        culprit = param.empty() ? "gradient norm" : "gradient of " + param;
+      }
       optimizer.zero_grad();
       ++bad_in_a_row;
-      progress.message("step " + std::to_string(step) + ": non-finite " + (std::isfinite(loss) ? "gradient" : "loss") +
-                       ", update skipped (" + std::to_string(bad_in_a_row) + "/" + std::to_string(max_bad) + ")");
-      if (bad_in_a_row >= max_bad)
-        throw NumericalError("train: " + std::to_string(bad_in_a_row) + " consecutive steps with a non-finite " +
-                               (std::isfinite(loss) ? "gradient norm" : "loss") + " at step " + std::to_string(step) +
-                               "; the last checkpoint is untouched");
-      continue;
+      progress.message("step " + std::to_string(done) + ": non-finite " + culprit + ", update skipped (" +
+                       std::to_string(bad_in_a_row) + "/" + std::to_string(max_bad) + ")");
+      if (bad_in_a_row >= max_bad) {
+        progress.finish();
+        std::string what = "train: non-finite ";
+        what.append(culprit).append(" at step ").append(std::to_string(done)).append(", the ");
+        what.append(std::to_string(bad_in_a_row)).append(" bad step(s) in a row that train.max_bad_steps allows; ");
+        what.append(last_checkpoint.empty() ? std::string("no checkpoint was written")
+                                            : "the last checkpoint, " + last_checkpoint + ", is untouched");
+        throw NumericalError(what);
+      }
+    } else {
+      bad_in_a_row = 0;
+      optimizer.step(step);
+      optimizer.zero_grad();
+      window_tokens += static_cast<double>(B * T * grad_accum);
     }
-    bad_in_a_row = 0;
-    optimizer.step(step);
-    optimizer.zero_grad();
-    window_tokens += static_cast<double>(B * T * grad_accum);
 
-    const std::int64_t done = step + 1;
-    if (log_step) {
+    if (log_step && bad_in_a_row == 0) {
       const double now = elapsed();
       const double tokens_per_s = window_tokens / std::max(now - window_start, 1e-9);
       window_tokens = 0;
@@ -162,7 +242,6 @@ int run_train(const TrainArgs& args) {
       if (line.contains("gate_mean")) ps.gate_mean = line["gate_mean"].get<double>();
       progress.update(ps);
     }
-    const bool last = done == max_steps;
     if ((eval_every > 0 && done % eval_every == 0) || last) {
       last_eval = evaluate(model, data, cfg, B);
       nlohmann::json line = {{"step", done}, {"split", "val"}, {"loss", last_eval.loss}};
@@ -170,15 +249,27 @@ int run_train(const TrainArgs& args) {
       metrics.write(line);
       progress.message(format_eval(done, last_eval));
     }
-    if ((ckpt_every > 0 && done % ckpt_every == 0) || last) {
-      std::string dir = save_checkpoint(run, done);
-      progress.message("checkpoint: " + dir);
+    // No periodic checkpoint during a run of skipped steps: the newest one stays the last good
+    // state, and keep_last cannot push it out. The final one is written regardless (a skipped
+    // step leaves weights and moments as the last good step did).
+    const bool due = (ckpt_every > 0 && done % ckpt_every == 0 && bad_in_a_row == 0) || last;
+    if (due) checkpoint(done);
+
+    const int signo = StopSignals::received();
+    if (!last && (signo != 0 || done == args.stop_after)) {
+      if (!due) checkpoint(done);
+      progress.finish();
+      std::cout << "stopped at step " << done << " of " << max_steps << " ("
+                << (signo != 0 ? signal_name(signo) : std::string("--stop-after")) << "); resume with:\n  "
+                << resume_command(args.config, args.overrides) << "\n";
+      return 0;
     }
   }
   progress.finish();
   std::cout << "run directory: " << run.dir << "\n";
   std::cout << "final " << format_eval(max_steps, last_eval) << "\n";
-  if (!data.vocab_json().empty()) {
+  // An interrupt during the last step still ends the run normally, without the slow sample.
+  if (!data.vocab_json().empty() && StopSignals::received() == 0) {
     std::cout << "sample:\n" << sample_text(model, data, cfg, 200) << "\n";
   }
   return 0;
@@ -191,6 +282,20 @@ Action add_train(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", "train a model from a YAML config");
   cmd->add_option("--config", args->config, "YAML config file")->required();
   cmd->add_option("overrides", args->overrides, "key.path=value overrides (value parsed as YAML)");
+  cmd->add_option("--resume", args->resume,
+                   "continue from a checkpoint: 'auto' (the run directory's latest, or a fresh start when it has "
+                   "none) or a checkpoint directory");
+  cmd->add_option("--stop-after", args->stop_after,
+                  "stop as if interrupted once this many optimizer steps are done: checkpoint, exit 0")
+      ->check([](const std::string& v) {
+        std::size_t used = 0;
+        try {
+          if (std::stoll(v, &used) >= 1 && used == v.size()) return std::string();
+        } catch (const std::exception&) {
+        }
+        std::string why = "must be a positive number of steps, got '";
+        return why.append(v).append("'");
+      });
   return [args] { return run_train(*args); };
 }
 

@@ -1,14 +1,19 @@
-// Atomic checkpoint directories and small atomic file writes.
+// Atomic checkpoint directories, retention, and reading them back verified.
 #include "framework/io/checkpoint.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
+#include "framework/io/checksums.h"
 #include "framework/io/errors.h"
 #include "framework/io/module_io.h"
+#include "framework/io/optimizer_io.h"
 
 namespace gattn {
 
@@ -21,13 +26,33 @@ std::string checkpoint_name(std::int64_t step) {
 }
 
 namespace {
-void fsync_path(const fs::path& p) {
-  int fd = ::open(p.c_str(), O_RDONLY);
+
+// The step of a directory name "step_<8+ digits>", or -1 for anything else (temporaries, `latest`).
+std::int64_t step_of(const std::string& name) {
+  if (name.rfind("step_", 0) != 0 || name.size() < 13 || name.size() > 23) return -1;
+  std::int64_t step = 0;
+  for (std::size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
+}
+
+// Directory entries must be fsynced through the directory itself for a rename to be durable.
+void fsync_dir(const fs::path& p) {
+  int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY);
   if (fd >= 0) {
-    ::fsync(fd);
+    (void)::fsync(fd);
     ::close(fd);
   }
 }
+
+void rename_or_throw(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (ec) throw CheckpointError("cannot move " + from.string() + " to " + to.string() + ": " + ec.message());
+}
+
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& text) {
@@ -42,31 +67,109 @@ void write_file_atomically(const std::string& path, const std::string& text) {
     fs::remove(tmp, ec);
     throw CheckpointError("cannot write " + path);
   }
-  fsync_path(fs::path(path).parent_path());
+  fsync_dir(fs::path(path).parent_path());
 }
 
-std::string write_checkpoint(const std::string& run_dir, std::int64_t step, nn::Module& model,
-                             const std::map<std::string, std::string>& metadata, const nlohmann::json& state) {
+CheckpointWritten write_checkpoint(const std::string& run_dir, nn::Module& model, const optim::AdamW& optimizer,
+                                   const std::map<std::string, std::string>& metadata, const TrainState& state) {
+  const auto start = std::chrono::steady_clock::now();
   const fs::path root = fs::path(run_dir) / "checkpoints";
-  const std::string name = checkpoint_name(step);
+  const std::string name = checkpoint_name(state.step);
   const fs::path final_dir = root / name;
   const fs::path tmp_dir = root / (".tmp_" + name);
+  const fs::path old_dir = root / (".old_" + name);
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec) throw CheckpointError("cannot create " + root.string() + ": " + ec.message());
-  fs::remove_all(tmp_dir, ec);
+  fs::remove_all(tmp_dir, ec);  // left by an attempt that died mid-write
   fs::create_directories(tmp_dir, ec);
   if (ec) throw CheckpointError("cannot create " + tmp_dir.string() + ": " + ec.message());
-  save_module((tmp_dir / "model.safetensors").string(), model, metadata);
-  write_file_atomically((tmp_dir / "state.json").string(), state.dump(2) + "\n");
-  fsync_path(tmp_dir);
-  // A checkpoint of the same step from an earlier attempt is replaced whole.
-  fs::remove_all(final_dir, ec);
-  fs::rename(tmp_dir, final_dir, ec);
-  if (ec) throw CheckpointError("cannot move " + tmp_dir.string() + " to " + final_dir.string() + ": " + ec.message());
-  fsync_path(root);
+
+  // Every file is fsynced by its writer; state.json goes last, so a directory holding it is whole
+  // even to a reader that ignores the rename protocol.
+  save_module((tmp_dir / kModelFile).string(), model, metadata);
+  save_optimizer((tmp_dir / kOptimizerFile).string(), optimizer);
+  write_file_atomically((tmp_dir / kStateFile).string(), train_state_to_json(state).dump(2) + "\n");
+  fsync_dir(tmp_dir);
+
+  // Replacing a directory of the same step: move the old one aside first, so that some complete
+  // checkpoint of this step exists at every moment.
+  fs::remove_all(old_dir, ec);
+  if (fs::exists(final_dir)) rename_or_throw(final_dir, old_dir);
+  rename_or_throw(tmp_dir, final_dir);
+  fsync_dir(root);
   write_file_atomically((root / "latest").string(), name + "\n");
-  return final_dir.string();
+  fs::remove_all(old_dir, ec);
+
+  CheckpointWritten out;
+  out.dir = final_dir.string();
+  for (const char* f : {kModelFile, kOptimizerFile, kStateFile}) {
+    const std::uintmax_t size = fs::file_size(final_dir / f, ec);
+    if (!ec) out.bytes += size;
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+std::vector<std::string> prune_checkpoints(const std::string& run_dir, std::int64_t newest_step, std::int64_t keep_last,
+                                           std::int64_t keep_every) {
+  std::vector<std::string> removed;
+  const fs::path root = fs::path(run_dir) / "checkpoints";
+  std::vector<std::int64_t> older;
+  std::vector<fs::path> stale;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::int64_t step = step_of(name);
+    if (step >= 0 && step < newest_step && entry.is_directory(ec)) older.push_back(step);
+    // Temporaries of an attempt that was killed mid-write: with a complete write just done, no
+    // writer owns them any more.
+    if (name.rfind(".tmp_", 0) == 0 || name.rfind(".old_", 0) == 0 || name == "latest.tmp") stale.push_back(entry.path());
+  }
+  if (ec) throw CheckpointError("cannot list " + root.string() + ": " + ec.message());
+  for (const fs::path& p : stale) fs::remove_all(p, ec);
+  if (keep_last <= 0) return removed;
+  std::sort(older.rbegin(), older.rend());  // newest first
+  for (std::size_t i = 0; i < older.size(); ++i) {
+    const bool recent = static_cast<std::int64_t>(i) < keep_last - 1;
+    const bool milestone = keep_every > 0 && older[i] % keep_every == 0;
+    if (recent || milestone) continue;
+    const std::string name = checkpoint_name(older[i]);
+    fs::remove_all(root / name, ec);
+    if (ec) throw CheckpointError("cannot remove the old checkpoint " + (root / name).string() + ": " + ec.message());
+    removed.push_back(name);
+  }
+  return removed;
+}
+
+std::string latest_checkpoint(const std::string& run_dir) {
+  const fs::path root = fs::path(run_dir) / "checkpoints";
+  const fs::path latest = root / "latest";
+  std::error_code ec;
+  if (!fs::exists(latest, ec)) return "";
+  std::ifstream in(latest);
+  std::string name;
+  if (!in || !std::getline(in, name))
+    throw CheckpointError("checkpoint file '" + latest.string() + "': cannot be read (empty or unreadable)");
+  if (step_of(name) < 0)
+    throw CheckpointError("checkpoint file '" + latest.string() + "': holds '" + printable_name(name, 40) +
+                          "', not a checkpoint name like step_00000600 (damaged?)");
+  if (!fs::is_directory(root / name, ec))
+    throw CheckpointError("checkpoint file '" + latest.string() + "': names " + name + ", which does not exist");
+  return (root / name).string();
+}
+
+CheckpointFiles read_checkpoint(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw CheckpointError("checkpoint '" + dir + "' is not a directory");
+  CheckpointFiles out;
+  out.dir = dir;
+  out.state = read_train_state((fs::path(dir) / kStateFile).string());
+  out.model = load_safetensors((fs::path(dir) / kModelFile).string());
+  verify_checksums(out.model, /*required=*/true);
+  out.optimizer = load_safetensors((fs::path(dir) / kOptimizerFile).string());
+  verify_checksums(out.optimizer, /*required=*/true);
+  return out;
 }
 
 }  // namespace gattn

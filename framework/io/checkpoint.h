@@ -1,25 +1,69 @@
-// Checkpoint directories (SPEC §2): checkpoints/step_<8 digits>/ holding model.safetensors and
-// state.json, written into a temporary directory and renamed into place only when complete, then
-// checkpoints/latest updated atomically. (Optimizer state and exact resume arrive with the resume
-// issue; this writes what the training issue needs.)
+// Checkpoint directories (SPEC §2): checkpoints/step_<8 digits>/ holding model.safetensors,
+// optimizer.safetensors and state.json, each fsynced, written into a temporary directory and
+// renamed into place only when complete, then checkpoints/latest updated atomically; retention
+// (keep_last / keep_every) deletes older directories only after that. Reading verifies every file
+// (structure, checksums, state fields) before anything is loaded into a model.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "framework/io/safetensors.h"
+#include "framework/io/train_state.h"
 #include "framework/nn/module.h"
+#include "framework/optim/adamw.h"
 
 namespace gattn {
+
+inline constexpr const char* kModelFile = "model.safetensors";
+inline constexpr const char* kOptimizerFile = "optimizer.safetensors";
+inline constexpr const char* kStateFile = "state.json";
 
 // "step_00000600"
 std::string checkpoint_name(std::int64_t step);
 
-// Writes run_dir/checkpoints/step_<step>/ (model.safetensors with `metadata`, state.json with
-// `state`) and points run_dir/checkpoints/latest at it. A crash at any moment leaves the previous
-// checkpoint and `latest` valid. Returns the checkpoint directory. Throws CheckpointError.
-std::string write_checkpoint(const std::string& run_dir, std::int64_t step, nn::Module& model,
-                             const std::map<std::string, std::string>& metadata, const nlohmann::json& state);
+struct CheckpointWritten {
+  std::string dir;          // the checkpoint directory
+  std::uint64_t bytes = 0;  // size of its files
+  double seconds = 0;       // wall time of the whole write, fsyncs and `latest` included
+};
+
+// Writes run_dir/checkpoints/step_<state.step>/: model.safetensors (`metadata` plus checksums),
+// optimizer.safetensors and state.json, and points run_dir/checkpoints/latest at it. A crash at
+// any moment leaves the previous checkpoint and `latest` valid; a directory of the same step from
+// an earlier attempt is replaced whole. Throws CheckpointError.
+CheckpointWritten write_checkpoint(const std::string& run_dir, nn::Module& model, const optim::AdamW& optimizer,
+                                   const std::map<std::string, std::string>& metadata, const TrainState& state);
+
+// Retention, run after a complete write of step `newest_step`: among the step directories before
+// it, keeps the newest keep_last − 1 (keep_last counts the new one; 0 keeps all) and every step
+// that is a multiple of keep_every (> 0). Directories after newest_step (from an attempt this run
+// rewound past) are left alone: the run overwrites them when it gets there. Also removes the
+// temporaries of an earlier attempt killed mid-write. Returns the checkpoint names removed. Throws
+// CheckpointError when a checkpoint directory cannot be removed.
+std::vector<std::string> prune_checkpoints(const std::string& run_dir, std::int64_t newest_step, std::int64_t keep_last,
+                                           std::int64_t keep_every);
+
+// The checkpoint directory run_dir/checkpoints/latest names, or "" when there is no `latest` file
+// (a run that never wrote a checkpoint). A `latest` that cannot be read, holds anything but a
+// checkpoint name, or names a missing directory throws CheckpointError: a resume must never
+// silently start over.
+std::string latest_checkpoint(const std::string& run_dir);
+
+// A checkpoint read back and verified, not yet loaded into anything.
+struct CheckpointFiles {
+  std::string dir;
+  TrainState state;
+  SafetensorsFile model;
+  SafetensorsFile optimizer;
+};
+
+// Reads and verifies the three files of `dir`: state.json's fields and CRC, both safetensors files'
+// structure and per-tensor checksums (required). Throws CheckpointError naming the file (and the
+// tensor or field).
+CheckpointFiles read_checkpoint(const std::string& dir);
 
 // Writes `text` to `path` through a temporary file, fsync and rename (never a half-written file).
 void write_file_atomically(const std::string& path, const std::string& text);

@@ -1,6 +1,8 @@
 // Module <-> safetensors: all checks run before the first parameter is overwritten.
 #include "framework/io/module_io.h"
 
+#include "framework/io/checksums.h"
+
 #include <unordered_map>
 #include <unordered_set>
 
@@ -10,11 +12,19 @@ void save_module(const std::string& path, nn::Module& m, const std::map<std::str
   std::vector<std::pair<std::string, Tensor>> tensors;
   m.visit_parameters(
       [&](const std::string& name, Tensor& p) { tensors.emplace_back(name, p.detach().to(DType::f32)); });
-  save_safetensors(path, tensors, metadata);
+  std::map<std::string, std::string> meta = metadata;
+  meta[kChecksumsKey] = tensor_checksums(tensors);
+  save_safetensors(path, tensors, meta);
 }
 
 std::map<std::string, std::string> load_module(const std::string& path, nn::Module& m) {
   SafetensorsFile file = load_safetensors(path);
+  verify_checksums(file, /*required=*/false);
+  return load_module(file, m);
+}
+
+std::map<std::string, std::string> load_module(const SafetensorsFile& file, nn::Module& m) {
+  const std::string& path = file.path;
   std::unordered_map<std::string, const Tensor*> by_name;
   for (const auto& [name, t] : file.tensors) by_name.emplace(name, &t);
 
@@ -51,7 +61,7 @@ std::map<std::string, std::string> load_module(const std::string& path, nn::Modu
                             " that the model does not have (a different model config?)");
 
   for (auto& [param, src] : copies) param.copy_from(*src);
-  return std::move(file.metadata);
+  return file.metadata;
 }
 
 }  // namespace gattn

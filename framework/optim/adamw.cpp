@@ -212,6 +212,24 @@ void AdamW::zero_grad() {
   for (auto& [name, p] : params_) p.zero_grad();
 }
 
+std::string AdamW::first_non_finite_grad() const {
+  for (const auto& [name, p] : params_) {
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    const std::int64_t n = g.numel();
+    bool finite = true;
+    if (g.dtype() == DType::f32) {
+      const float* d = g.data<float>();
+      for (std::int64_t i = 0; i < n && finite; ++i) finite = std::isfinite(d[i]);
+    } else {
+      const double* d = g.data<double>();
+      for (std::int64_t i = 0; i < n && finite; ++i) finite = std::isfinite(d[i]);
+    }
+    if (!finite) return name;
+  }
+  return "";
+}
+
 std::size_t AdamW::index_of(const std::string& name) const {
   auto it = index_.find(name);
   if (it == index_.end()) throw ValueError("AdamW: no parameter named '" + name + "'");

@@ -81,6 +81,10 @@ class AdamW {
   // Clears every parameter's grad.
   void zero_grad();
 
+  // The name of the first parameter (in parameter order) whose grad holds a NaN or an Inf, or ""
+  // when none does: the NaN guard names the culprit instead of just saying "gradient".
+  std::string first_non_finite_grad() const;
+
   // ---- inspection (checkpoints, logging, tests) ----
   const NamedParameters& named_parameters() const { return params_; }
   const AdamWOptions& options() const { return options_; }

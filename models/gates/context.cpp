@@ -15,11 +15,19 @@ ContextGate::ContextGate(const ModelConfig& config, Generator& init) : gate_(con
 }
 
 Tensor ContextGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
-  Tensor y = run_attention(in, {}, ctx).out;  // [B, H, T, d]
-  GateActivation g = activate_gate(ops::linear(ops::concat({in.q, y}, 3), weight, bias), gate_, ctx);
+  return mixed(in.q, run_attention(in, {}, ctx).out, ctx);
+}
+
+Tensor ContextGate::attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) {
+  AttentionContext eval;
+  return mixed(in.q, run_cached_attention(in, cache, pos), eval);
+}
+
+Tensor ContextGate::mixed(const Tensor& q, const Tensor& y, AttentionContext& ctx) {
+  GateActivation g = activate_gate(ops::linear(ops::concat({q, y}, 3), weight, bias), gate_, ctx);
   report_gate(g, ctx);
   // g ⊙ y + (1 − g) ⊙ q written as q + g ⊙ (y − q): one product instead of two.
-  return merge_heads(in.q + g.value * (y - in.q));
+  return merge_heads(q + g.value * (y - q));
 }
 
 }  // namespace gattn::models

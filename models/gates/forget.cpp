@@ -2,6 +2,7 @@
 // c_i = Σ_{l≤i} log σ(f_ln), so key j is down-weighted by the forget gates between j and i.
 #include "models/gates/activation.h"
 #include "models/gates/gates.h"
+#include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/scan.h"
 #include "ops/shape.h"
@@ -21,6 +22,20 @@ Tensor ForgetGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
   // The op takes the prefix sums c and forms c_i − c_j itself: O(T) memory, no T×T decay matrix.
   terms.forget_cum = ops::cumsum(ops::transpose(ops::log_sigmoid(g.logit), 1, 2), 2);  // [B, H, T]
   return merge_heads(run_attention(in, terms, ctx).out);
+}
+
+
+Tensor ForgetGate::attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) {
+  AttentionContext eval;
+  GateActivation g = activate_gate(ops::linear(in.h, weight, bias), gate_, eval);  // [B, n, H]
+  Tensor cum = ops::cumsum(ops::transpose(ops::log_sigmoid(g.logit), 1, 2), 2);     // [B, H, n]
+  Tensor& cached = cache_term(cache.forget_cum, cache);
+  // The prefix sums continue from the last cached position's c.
+  if (pos > 0) cum = cum + ops::slice(cached, 2, pos - 1, pos);
+  write_cache_rows(cached, cum, pos);
+  ops::CachedAttentionInputs terms;
+  terms.forget_cum = cached;
+  return merge_heads(run_cached_attention(in, cache, pos, terms));
 }
 
 }  // namespace gattn::models

@@ -56,4 +56,13 @@ std::shared_ptr<AttentionGate> make_gate(const ModelConfig& config, Generator& i
   throw ValueError("model.gate.kind: unknown gate kind");
 }
 
+Tensor run_cached_attention(const AttentionInputs& in, const LayerKVCache& cache, std::int64_t pos,
+                            ops::CachedAttentionInputs terms) {
+  terms.q = in.q;
+  terms.k = cache.k;
+  terms.v = cache.v;
+  terms.length = pos + in.q.size(2);
+  return ops::cached_attention(terms);
+}
+
 }  // namespace gattn::models

@@ -9,6 +9,7 @@
 #include "models/attention.h"
 #include "models/config.h"
 #include "ops/attention.h"
+#include "ops/cached_attention.h"
 
 namespace gattn::models {
 
@@ -24,10 +25,16 @@ Tensor init_gate_bias(const Shape& shape, const ModelConfig& config);
 ops::AttentionResult run_attention(const AttentionInputs& in, const ops::AttentionGateTerms& terms,
                                    AttentionContext& ctx, ops::AttentionOptions options = {});
 
+// ops::cached_attention of the new queries in.q (positions pos … pos+n−1) over the layer cache, with
+// the gate terms already set in `terms` (q, k, v and length are filled in here).
+Tensor run_cached_attention(const AttentionInputs& in, const LayerKVCache& cache, std::int64_t pos,
+                            ops::CachedAttentionInputs terms = {});
+
 // `none`: plain causal attention, no parameters.
 class NoGate : public AttentionGate {
  public:
   Tensor attend(const AttentionInputs& in, AttentionContext& ctx) override;
+  Tensor attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) override;
 };
 
 // `output`: y_n ← y_n ⊙ σ(h·Wᵀ + b)_n after SDPA (elementwise: d values per head; headwise: one).
@@ -35,9 +42,12 @@ class OutputGate : public AttentionGate {
  public:
   OutputGate(const ModelConfig& config, Generator& init);
   Tensor attend(const AttentionInputs& in, AttentionContext& ctx) override;
+  Tensor attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) override;
   Tensor weight, bias;  // [H·d or H, C], [H·d or H]
 
  private:
+  // y ⊙ σ(h·Wᵀ + b) for the heads-merged attention output y [B, T, C].
+  Tensor gated(const Tensor& y, const Tensor& h, AttentionContext& ctx);
   GateConfig gate_;
   std::int64_t n_head_, head_dim_;
   bool headwise_;
@@ -48,6 +58,7 @@ class ScoreGate : public AttentionGate {
  public:
   ScoreGate(const ModelConfig& config, Generator& init);
   Tensor attend(const AttentionInputs& in, AttentionContext& ctx) override;
+  Tensor attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) override;
   Tensor weight, bias;  // [H, C], [H]
 
  private:
@@ -59,6 +70,7 @@ class ForgetGate : public AttentionGate {
  public:
   ForgetGate(const ModelConfig& config, Generator& init);
   Tensor attend(const AttentionInputs& in, AttentionContext& ctx) override;
+  Tensor attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) override;
   Tensor weight, bias;  // [H, C], [H]
 
  private:
@@ -71,9 +83,12 @@ class PairGate : public AttentionGate {
  public:
   PairGate(const ModelConfig& config, Generator& init);
   Tensor attend(const AttentionInputs& in, AttentionContext& ctx) override;
+  Tensor attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) override;
   Tensor wq, wk, bias, alpha;  // [H, d], [H, d], [H], [1]
 
  private:
+  Tensor row_term(const Tensor& q) const;  // a_i = q_i·wq_n + b_n, [B, H, T]
+  Tensor col_term(const Tensor& k) const;  // c_j = k_j·wk_n, [B, H, T]
   GateConfig gate_;
   std::int64_t n_head_, head_dim_;
 };
@@ -83,9 +98,12 @@ class ContextGate : public AttentionGate {
  public:
   ContextGate(const ModelConfig& config, Generator& init);
   Tensor attend(const AttentionInputs& in, AttentionContext& ctx) override;
+  Tensor attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) override;
   Tensor weight, bias;  // [d, 2d], [d]
 
  private:
+  // q + g ⊙ (y − q) with g from [q; y], per head ([B, H, T, d] in), heads merged out.
+  Tensor mixed(const Tensor& q, const Tensor& y, AttentionContext& ctx);
   GateConfig gate_;
 };
 
@@ -95,6 +113,7 @@ class RoutedGate : public AttentionGate {
  public:
   RoutedGate(const ModelConfig& config, Generator& init);
   Tensor attend(const AttentionInputs& in, AttentionContext& ctx) override;
+  Tensor attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) override;
   const char* registered_name() const override { return "router"; }
   std::shared_ptr<nn::Module> registered_module(const std::shared_ptr<AttentionGate>&) override { return router; }
   std::shared_ptr<nn::Linear> router;  // [E, C] + [E]

@@ -19,14 +19,22 @@ OutputGate::OutputGate(const ModelConfig& config, Generator& init)
 }
 
 Tensor OutputGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
-  Tensor y = merge_heads(run_attention(in, {}, ctx).out);  // [B, T, C]
-  GateActivation g = activate_gate(ops::linear(in.h, weight, bias), gate_, ctx);
+  return gated(merge_heads(run_attention(in, {}, ctx).out), in.h, ctx);
+}
+
+Tensor OutputGate::attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) {
+  AttentionContext eval;
+  return gated(merge_heads(run_cached_attention(in, cache, pos)), in.h, eval);
+}
+
+Tensor OutputGate::gated(const Tensor& y, const Tensor& h, AttentionContext& ctx) {
+  GateActivation g = activate_gate(ops::linear(h, weight, bias), gate_, ctx);  // y, h: [B, T, C]
   report_gate(g, ctx);
   if (!headwise_) return y * g.value;
   // One gate per head: broadcast over the head's d columns.
   const std::int64_t B = y.size(0), T = y.size(1);
-  Tensor gated = ops::reshape(y, {B, T, n_head_, head_dim_}) * ops::reshape(g.value, {B, T, n_head_, 1});
-  return ops::reshape(gated, {B, T, n_head_ * head_dim_});
+  Tensor out = ops::reshape(y, {B, T, n_head_, head_dim_}) * ops::reshape(g.value, {B, T, n_head_, 1});
+  return ops::reshape(out, {B, T, n_head_ * head_dim_});
 }
 
 }  // namespace gattn::models

@@ -1,6 +1,8 @@
 // Gate kind `pair` (seed 001): a per-(query, key) gate G_ij = σ(a_i + c_j) multiplying the softmax
 // weights, mixed in by α = σ(alpha). The model supplies the O(T) row and column terms; the fused op
 // forms G tile by tile (with the gumbel noise when training) and never stores a T×T matrix.
+#include <cmath>
+
 #include "models/gates/activation.h"
 #include "models/gates/gates.h"
 #include "models/regularizers.h"
@@ -23,10 +25,8 @@ PairGate::PairGate(const ModelConfig& config, Generator& init)
 Tensor PairGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
   const std::int64_t B = in.q.size(0), T = in.q.size(2);
   ops::AttentionGateTerms terms;
-  // a_i = q_i·wq_n + b_n and c_j = k_j·wk_n per head, on the unscaled q, k.
-  terms.pair_row =
-      ops::sum(in.q * ops::reshape(wq, {1, n_head_, 1, head_dim_}), {3}) + ops::reshape(bias, {1, n_head_, 1});
-  terms.pair_col = ops::sum(in.k * ops::reshape(wk, {1, n_head_, 1, head_dim_}), {3});
+  terms.pair_row = row_term(in.q);
+  terms.pair_col = col_term(in.k);
   terms.pair_alpha = ops::sigmoid(alpha);
   terms.pair_temperature = gate_temperature(gate_);
   if (gate_noise_active(gate_, ctx)) {
@@ -44,6 +44,25 @@ Tensor PairGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
     ctx.gate_entropy_count += static_cast<double>(B * n_head_) * static_cast<double>(T * (T + 1) / 2);
   }
   return merge_heads(r.out);
+}
+
+Tensor PairGate::attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) {
+  write_cache_rows(cache_term(cache.pair_col, cache), col_term(in.k), pos);
+  ops::CachedAttentionInputs terms;
+  terms.pair_row = row_term(in.q);
+  terms.pair_col = cache.pair_col;
+  terms.pair_alpha = 1.0 / (1.0 + std::exp(-alpha.item()));
+  terms.pair_temperature = gate_temperature(gate_);
+  return merge_heads(run_cached_attention(in, cache, pos, terms));
+}
+
+// a_i = q_i·wq_n + b_n and c_j = k_j·wk_n per head, on the unscaled q, k: [B, H, T].
+Tensor PairGate::row_term(const Tensor& q) const {
+  return ops::sum(q * ops::reshape(wq, {1, n_head_, 1, head_dim_}), {3}) + ops::reshape(bias, {1, n_head_, 1});
+}
+
+Tensor PairGate::col_term(const Tensor& k) const {
+  return ops::sum(k * ops::reshape(wk, {1, n_head_, 1, head_dim_}), {3});
 }
 
 }  // namespace gattn::models

@@ -68,6 +68,33 @@ Tensor selected_gate_entropy(const Tensor& z, const Tensor& mask) {
   return ops::sum(binary_entropy_from_logit(z - lse_others) * mask);
 }
 
+// The router's decision for a batch of tokens: r = softmax(z), the top-k mask and the
+// renormalised weights r̃ (zero outside the top-k).
+struct Routing {
+  Tensor z, r, mask, weights;  // [B, T, E]
+  std::vector<double> mask_v;
+
+  // Whether any token selected expert e. An unselected expert contributes r̃_e = 0 and, r̃_e being
+  // masked, no gradient: callers skip it.
+  bool used(std::int64_t e) const {
+    const auto E = static_cast<std::size_t>(mask.size(-1));
+    for (std::size_t t = static_cast<std::size_t>(e); t < mask_v.size(); t += E)
+      if (mask_v[t] != 0.0) return true;
+    return false;
+  }
+};
+
+Routing route(nn::Linear& router, const Tensor& h, std::int64_t top_k) {
+  Routing out;
+  out.z = router.forward(h);
+  out.r = ops::softmax(out.z);
+  out.mask = top_k_mask(out.z, top_k);
+  Tensor kept = out.r * out.mask;
+  out.weights = kept / ops::sum(kept, {-1}, true);
+  out.mask_v = out.mask.to_vector();
+  return out;
+}
+
 }  // namespace
 
 RoutedGate::RoutedGate(const ModelConfig& config, Generator& init) : gate_(config.gate) {
@@ -82,22 +109,17 @@ Tensor RoutedGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
   const std::int64_t B = in.q.size(0), H = in.q.size(1), T = in.q.size(2), d = in.q.size(3);
   const auto E = static_cast<std::int64_t>(gate_.windows.size());
   const std::int64_t top_k = gate_.top_k;
-  Tensor z = router->forward(in.h);  // [B, T, E]
-  Tensor r = ops::softmax(z);
-  Tensor mask = top_k_mask(z, top_k);
-  Tensor kept = r * mask;
-  Tensor weights = kept / ops::sum(kept, {-1}, true);  // r̃, zero outside the top-k
+  const Routing routing = route(*router, in.h, top_k);
+  const Tensor &z = routing.z, &r = routing.r, &mask = routing.mask, &weights = routing.weights;
 
   const bool collect = ctx.collect_stats && ctx.stats;
   const bool want_rows = ctx.attn_entropy || collect;
-  std::vector<double> mask_v = mask.to_vector(), weights_v = collect ? weights.to_vector() : std::vector<double>();
+  const std::vector<double>& mask_v = routing.mask_v;
+  std::vector<double> weights_v = collect ? weights.to_vector() : std::vector<double>();
   std::vector<double> sink(collect ? static_cast<std::size_t>(B * H * T) : 0, 0.0);
   Tensor y, row_entropy;
   for (std::int64_t e = 0; e < E; ++e) {
-    // An expert no token selected contributes r̃_e = 0 and, r̃_e being masked, no gradient: skip it.
-    bool used = false;
-    for (std::int64_t t = 0; t < B * T && !used; ++t) used = mask_v[static_cast<std::size_t>(t * E + e)] != 0.0;
-    if (!used) continue;
+    if (!routing.used(e)) continue;
     ops::AttentionOptions options;
     options.window = gate_.windows[static_cast<std::size_t>(e)];
     options.entropy_output = want_rows;
@@ -147,6 +169,21 @@ Tensor RoutedGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
     ctx.stats->attention.merge(st);
     for (std::size_t t = 0; t < mask_v.size(); ++t)
       if (mask_v[t] != 0.0) ctx.stats->gate.add(weights_v[t]);
+  }
+  return merge_heads(y);
+}
+
+Tensor RoutedGate::attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) {
+  const std::int64_t B = in.q.size(0), n = in.q.size(2);
+  const auto E = static_cast<std::int64_t>(gate_.windows.size());
+  const Routing routing = route(*router, in.h, gate_.top_k);
+  Tensor y;
+  for (std::int64_t e = 0; e < E; ++e) {
+    if (!routing.used(e)) continue;
+    ops::CachedAttentionInputs terms;
+    terms.window = gate_.windows[static_cast<std::size_t>(e)];
+    Tensor w = ops::reshape(ops::slice(routing.weights, 2, e, e + 1), {B, 1, n, 1});
+    accumulate(y, run_cached_attention(in, cache, pos, terms) * w);
   }
   return merge_heads(y);
 }

@@ -22,4 +22,14 @@ Tensor ScoreGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
   return merge_heads(run_attention(in, terms, ctx).out);
 }
 
+
+Tensor ScoreGate::attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) {
+  AttentionContext eval;
+  GateActivation g = activate_gate(ops::linear(in.h, weight, bias), gate_, eval);  // [B, n, H]
+  write_cache_rows(cache_term(cache.key_bias, cache), ops::transpose(ops::log_sigmoid(g.logit), 1, 2), pos);
+  ops::CachedAttentionInputs terms;
+  terms.key_bias = cache.key_bias;
+  return merge_heads(run_cached_attention(in, cache, pos, terms));
+}
+
 }  // namespace gattn::models

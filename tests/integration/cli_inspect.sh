@@ -4,9 +4,7 @@
 set -u
 gattn="$1"
 make_checkpoint="$2"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 for kind in none output score forget pair context routed; do
   "$make_checkpoint" "$tmp/$kind" "$kind" || fail "could not make a $kind checkpoint"
@@ -42,6 +40,24 @@ cp -r "$tmp/none" "$tmp/flip"
 printf '\x00' | dd of="$tmp/flip/model.safetensors" bs=1 seek=12 conv=notrunc 2>/dev/null
 "$gattn" inspect --checkpoint "$tmp/flip" >/dev/null 2>&1; rc=$?
 [[ $rc -eq 3 ]] || fail "corrupted header exited $rc, expected 3"
+
+# A weights-only checkpoint says it has no training state.
+"$gattn" inspect --checkpoint "$tmp/none" | grep -q "state: (no state.json" || fail "weights-only state line"
+
+# A checkpoint of `gattn train`: step, lr per group, data position and optimizer step counts; a
+# damaged state.json is refused like a damaged weights file.
+"$gattn" train --config /dev/null run.dir="$tmp/run" device=cpu data.kind=synthetic model.block_size=8 \
+  model.n_layer=1 model.n_head=1 model.n_embd=8 train.batch_size=2 train.max_steps=3 train.threads=1 \
+  optim.warmup_steps=0 optim.schedule=constant optim.lr=0.002 eval.max_windows=1 >/dev/null 2>&1 || fail "tiny training run failed"
+out=$("$gattn" inspect --checkpoint "$tmp/run/checkpoints/step_00000003") || fail "inspect of a trained checkpoint exited $?"
+for needle in "state: step 3, world size 1" "lr at step 3: default 0.002" "data position: Philox seed 0, stream 2, offset" \
+              "optimizer: 32 moment tensors" "AdamW step counts: default 3"; do
+  grep -q "$needle" <<<"$out" || fail "inspect lacks '$needle': $out"
+done
+sed -i 's/"step": 3,/"step": 7,/' "$tmp/run/checkpoints/step_00000003/state.json"
+err=$("$gattn" inspect --checkpoint "$tmp/run/checkpoints/step_00000003" 2>&1 >/dev/null); rc=$?
+[[ $rc -eq 3 ]] || fail "damaged state.json: exit $rc, expected 3"
+grep -q "state.json.*checksum mismatch" <<<"$err" || fail "damaged state.json: $err"
 
 # Usage errors: exit 2.
 "$gattn" inspect >/dev/null 2>&1; rc=$?

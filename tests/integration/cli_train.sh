@@ -4,12 +4,10 @@
 # or 3 with one line and writes nothing; a run that keeps producing NaN exits 4.
 set -u
 gattn="$1"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # A small text corpus: 3000 bytes of a repeated verse.
-for i in $(seq 1 60); do echo "To be, or not to be, that is the question: $i"; done >"$tmp/text.txt"
+write_verse "$tmp/text.txt"
 cat >"$tmp/tiny.yaml" <<YAML
 run: {name: tiny, dir: $tmp/run}
 seed: 3
@@ -85,4 +83,16 @@ expect 2 "n_embd not divisible by n_head" model.n_head=3
 "$gattn" train --config "$tmp/tiny.yaml" run.dir="$tmp/nan" optim.lr=1e30 optim.grad_clip=0 optim.warmup_steps=0 \
   train.max_bad_steps=2 >/dev/null 2>&1; rc=$?
 [[ $rc -eq 4 ]] || fail "diverging run exited $rc, expected 4"
+
+# The NaN guard names the first non-finite tensor (here the loss) and writes nothing once the steps
+# go bad: step 1 updates with lr 1e30 and is checkpointed, steps 2 and 3 have a non-finite loss.
+err=$("$gattn" train --config "$tmp/tiny.yaml" run.dir="$tmp/nan2" optim.lr=1e30 optim.grad_clip=0 optim.warmup_steps=0 \
+  train.max_bad_steps=2 checkpoint.every=1 2>&1 >/dev/null); rc=$?
+[[ $rc -eq 4 ]] || fail "NaN guard: exit $rc, expected 4 ($err)"
+grep -q "non-finite loss at step 3" <<<"$err" || fail "NaN guard: the message does not name the loss: $err"
+grep -q "the last checkpoint, $tmp/nan2/checkpoints/step_00000001, is untouched" <<<"$err" ||
+  fail "NaN guard: the message does not name the last checkpoint: $err"
+[[ $(ls "$tmp/nan2/checkpoints") == $'latest\nstep_00000001' ]] || fail "NaN guard: checkpoints after the bad steps"
+"$gattn" inspect --checkpoint "$tmp/nan2/checkpoints/step_00000001" >/dev/null 2>&1 ||
+  fail "NaN guard: the last good checkpoint does not load"
 echo ok

@@ -446,6 +446,28 @@ TEST(AdamW, ClipOffAndNonFiniteNorms) {
   EXPECT_EQ(none.clip_grad_norm(), 0.0);
 }
 
+// The NaN guard's culprit: the first parameter in order whose grad holds a NaN or an Inf, f32 or f64;
+// parameters without a grad are passed over.
+TEST(AdamW, FirstNonFiniteGradNamesTheParameter) {
+  Tensor a = param({1.0, 2.0}), b = param({1.0, 2.0, 3.0}, DType::f32), c = param({1.0}), d = param({0.0});
+  AdamWOptions o;
+  o.schedule = constant_schedule();
+  AdamW opt({{"a", a}, {"b", b}, {"c", c}, {"d", d}}, o);
+  EXPECT_EQ(opt.first_non_finite_grad(), "");  // no grads at all
+  set_grad(a, {1.0, 2.0});
+  set_grad(c, {std::numeric_limits<double>::infinity()});
+  set_grad(d, {std::numeric_limits<double>::quiet_NaN()});
+  EXPECT_EQ(opt.first_non_finite_grad(), "c");  // b has no grad
+  set_grad(b, {0.0, 0.0, std::numeric_limits<double>::quiet_NaN()});
+  EXPECT_EQ(opt.first_non_finite_grad(), "b");
+  opt.zero_grad();
+  set_grad(a, {-std::numeric_limits<double>::infinity(), 0.0});
+  EXPECT_EQ(opt.first_non_finite_grad(), "a");
+  set_grad(a, {1e308, -1e308});
+  set_grad(b, {3e38, -3e38, 0.0});
+  EXPECT_EQ(opt.first_non_finite_grad(), "");  // large but finite
+}
+
 TEST(AdamW, ClipNormMatchesAcrossBlocks) {
   // Several norm blocks in one tensor plus a second tensor: the sum of squares over all elements.
   const std::int64_t n = 100000;

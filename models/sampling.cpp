@@ -1,0 +1,101 @@
+// Token sampling (temperature, top-k) and the generation loop over the KV cache.
+#include "models/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "framework/tensor/error.h"
+
+namespace gattn::models {
+
+namespace {
+
+std::vector<double> last_row(const Tensor& logits) {
+  const std::int64_t V = logits.size(-1), n = logits.size(1);
+  std::vector<double> row(static_cast<std::size_t>(V));
+  const std::int64_t base = (n - 1) * V;  // batch 1: the last position's row
+  for (std::int64_t v = 0; v < V; ++v) row[static_cast<std::size_t>(v)] = logits.at(base + v);
+  return row;
+}
+
+}  // namespace
+
+void validate(const SamplingOptions& options) {
+  if (!(options.temperature >= 0) || !std::isfinite(options.temperature))
+    throw ValueError("--temperature must be a finite number >= 0, got " + std::to_string(options.temperature));
+  if (options.top_k < 0) throw ValueError("--top-k must be >= 0, got " + std::to_string(options.top_k));
+}
+
+std::int32_t sample_token(const std::vector<double>& logits, const SamplingOptions& options, Generator& gen) {
+  if (logits.empty()) throw ValueError("sample_token: empty logits");
+  const auto V = static_cast<std::int64_t>(logits.size());
+  const auto argmax = [&] {
+    std::int64_t best = 0;
+    for (std::int64_t v = 1; v < V; ++v)
+      if (logits[static_cast<std::size_t>(v)] > logits[static_cast<std::size_t>(best)]) best = v;
+    return static_cast<std::int32_t>(best);
+  };
+  if (options.temperature == 0) return argmax();
+  double threshold = -std::numeric_limits<double>::infinity();
+  if (options.top_k > 0 && options.top_k < V) {
+    std::vector<double> sorted = logits;
+    std::nth_element(sorted.begin(), sorted.begin() + (options.top_k - 1), sorted.end(), std::greater<>());
+    threshold = sorted[static_cast<std::size_t>(options.top_k - 1)];
+  }
+  double m = -std::numeric_limits<double>::infinity();
+  for (double z : logits)
+    if (z >= threshold) m = std::max(m, z);
+  if (!std::isfinite(m)) throw NumericalError("sample: the logits are not finite (max " + std::to_string(m) + ")");
+  std::vector<double> p(logits.size(), 0.0);
+  double total = 0;
+  for (std::size_t v = 0; v < logits.size(); ++v)
+    if (logits[v] >= threshold) total += p[v] = std::exp((logits[v] - m) / options.temperature);
+  double u = gen.next_uniform() * total;
+  std::int32_t last_kept = 0;
+  for (std::size_t v = 0; v < p.size(); ++v) {
+    if (p[v] == 0) continue;
+    last_kept = static_cast<std::int32_t>(v);
+    u -= p[v];
+    if (u < 0) return last_kept;
+  }
+  return last_kept;  // u rounded past the end: the last kept token
+}
+
+std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& prompt, std::int64_t max_new_tokens,
+                                   const SamplingOptions& options, const std::function<void(std::int32_t)>& on_token) {
+  validate(options);
+  if (prompt.empty()) throw ValueError("generate: the prompt must hold at least one token");
+  if (max_new_tokens < 0) throw ValueError("--max-new-tokens must be >= 0, got " + std::to_string(max_new_tokens));
+  const std::int64_t T = model.config().block_size;
+  Generator gen(options.seed, kSamplingStream);
+  KVCache cache(model.config(), 1);
+  std::vector<std::int32_t> context(prompt.end() - std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(prompt.size()), T),
+                                    prompt.end());
+  auto run = [&](const std::vector<std::int32_t>& tokens) {
+    return last_row(model.forward_cached(Tensor::from_ints(tokens, {1, static_cast<std::int64_t>(tokens.size())}), cache));
+  };
+  std::vector<double> logits = run(context);
+  std::vector<std::int32_t> out;
+  out.reserve(static_cast<std::size_t>(max_new_tokens));
+  for (std::int64_t k = 0; k < max_new_tokens; ++k) {
+    const std::int32_t token = sample_token(logits, options, gen);
+    out.push_back(token);
+    context.push_back(token);
+    if (on_token) on_token(token);
+    if (k + 1 == max_new_tokens) break;
+    if (cache.length() == T) {
+      // The block is full: restart the cache from the newest half of the context.
+      const std::int64_t keep = std::max<std::int64_t>(1, T / 2);
+      context.erase(context.begin(), context.end() - keep);
+      cache.clear();
+      logits = run(context);
+    } else {
+      logits = run({token});
+    }
+  }
+  return out;
+}
+
+}  // namespace gattn::models

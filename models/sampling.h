@@ -1,0 +1,40 @@
+// Autoregressive generation with the KV cache: temperature, top-k and a seeded Philox stream, so
+// the same checkpoint, prompt and seed give the same tokens on every run and thread count.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "framework/tensor/random.h"
+#include "models/gpt.h"
+
+namespace gattn::models {
+
+// The Philox stream id of sampling draws (Generator(options.seed, kSamplingStream)); training's
+// streams are 0 … 2.
+constexpr std::uint64_t kSamplingStream = 7;
+
+struct SamplingOptions {
+  double temperature = 1.0;  // logits are divided by it; 0 = greedy (argmax)
+  std::int64_t top_k = 0;    // keep the k most likely tokens (ties at the k-th kept too); 0 = all
+  std::uint64_t seed = 0;    // the sampling stream's Philox seed
+};
+
+// Throws ValueError naming the option for a negative temperature or top_k.
+void validate(const SamplingOptions& options);
+
+// Picks the next token from one row of logits (any V): argmax for temperature 0 (lowest id on
+// ties), else a draw from softmax(logits / temperature) restricted to the top_k, using one uniform
+// of `gen`.
+std::int32_t sample_token(const std::vector<double>& logits, const SamplingOptions& options, Generator& gen);
+
+// Generates `max_new_tokens` tokens after `prompt` (non-empty). A prompt longer than
+// model.block_size keeps its last block_size tokens. Once the context fills the block, the cache
+// restarts from the last block_size/2 tokens (learned positions end at block_size), so the cost
+// stays linear per token; within one block the result equals re-running forward() on the whole
+// context at every step. `on_token` (optional) sees each new token as it is drawn.
+std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& prompt, std::int64_t max_new_tokens,
+                                   const SamplingOptions& options,
+                                   const std::function<void(std::int32_t)>& on_token = {});
+
+}  // namespace gattn::models

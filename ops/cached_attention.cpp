@@ -1,0 +1,84 @@
+// Cached attention (generation): argument checks and the CPU kernel call.
+#include "ops/cached_attention.h"
+
+#include <cmath>
+#include <string>
+
+#include "ops/common.h"
+#include "ops/cpu/cached_attention.h"
+
+namespace gattn::ops {
+
+namespace {
+
+constexpr const char* kOp = "cached_attention";
+
+void check_input(const Tensor& t, const Shape& want, const Tensor& q, const char* name) {
+  if (!t.defined()) return;
+  check_floating(t, kOp);
+  check_same_dtype(q, t, kOp);
+  if (t.device() != Device::cpu) throw DeviceError(std::string(kOp) + ": " + name + " is not a CPU tensor");
+  if (t.requires_grad())
+    throw AutogradError(std::string(kOp) + ": " + name + " requires grad; cached attention is inference only");
+  if (t.shape() != want)
+    throw ShapeError(std::string(kOp) + ": " + name + " has shape " + shape_str(t.shape()) + ", expected " +
+                     shape_str(want));
+}
+
+template <class T>
+Tensor run(const CachedAttentionInputs& in) {
+  const std::int64_t B = in.q.size(0), H = in.q.size(1), Tq = in.q.size(2), d = in.q.size(3);
+  Tensor out = Tensor::empty({B, H, Tq, d}, in.q.dtype());
+  cpu::CachedAttentionParams<T> p;
+  p.BH = B * H;
+  p.Tq = Tq;
+  p.length = in.length;
+  p.capacity = in.k.size(2);
+  p.d = d;
+  p.window = in.window;
+  p.scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(d)));
+  p.q = in.q.data<T>();
+  p.k = in.k.data<T>();
+  p.v = in.v.data<T>();
+  if (in.key_bias.defined()) p.key_bias = in.key_bias.data<T>();
+  if (in.forget_cum.defined()) p.forget_cum = in.forget_cum.data<T>();
+  if (in.pair_row.defined()) {
+    p.pair_row = in.pair_row.data<T>();
+    p.pair_col = in.pair_col.data<T>();
+    p.alpha = static_cast<T>(in.pair_alpha);
+    p.inv_tau = static_cast<T>(1.0 / in.pair_temperature);
+  }
+  p.out = out.data<T>();
+  cpu::cached_attention_forward(p);
+  return out;
+}
+
+}  // namespace
+
+Tensor cached_attention(const CachedAttentionInputs& in) {
+  if (!in.q.defined() || !in.k.defined() || !in.v.defined())
+    throw ValueError(std::string(kOp) + ": q, k and v must be defined");
+  if (in.q.dim() != 4) throw ShapeError(std::string(kOp) + ": q must be [B, H, Tq, d], got " + shape_str(in.q.shape()));
+  const std::int64_t B = in.q.size(0), H = in.q.size(1), Tq = in.q.size(2), d = in.q.size(3);
+  if (in.k.dim() != 4)
+    throw ShapeError(std::string(kOp) + ": k must be [B, H, capacity, d], got " + shape_str(in.k.shape()));
+  const std::int64_t capacity = in.k.size(2);
+  check_input(in.q, in.q.shape(), in.q, "q");
+  check_input(in.k, {B, H, capacity, d}, in.q, "k");
+  check_input(in.v, {B, H, capacity, d}, in.q, "v");
+  if (Tq < 1 || in.length < Tq || in.length > capacity)
+    throw ShapeError(std::string(kOp) + ": need 1 <= Tq <= length <= capacity, got Tq=" + std::to_string(Tq) +
+                     " length=" + std::to_string(in.length) + " capacity=" + std::to_string(capacity));
+  if (in.window < 0) throw ValueError(std::string(kOp) + ": window must be >= 0, got " + std::to_string(in.window));
+  check_input(in.key_bias, {B, H, capacity}, in.q, "key_bias");
+  check_input(in.forget_cum, {B, H, capacity}, in.q, "forget_cum");
+  if (in.pair_row.defined() != in.pair_col.defined())
+    throw ValueError(std::string(kOp) + ": pair_row and pair_col must be given together");
+  check_input(in.pair_row, {B, H, Tq}, in.q, "pair_row");
+  check_input(in.pair_col, {B, H, capacity}, in.q, "pair_col");
+  if (in.pair_row.defined() && !(in.pair_temperature > 0))
+    throw ValueError(std::string(kOp) + ": pair_temperature must be > 0");
+  return in.q.dtype() == DType::f64 ? run<double>(in) : run<float>(in);
+}
+
+}  // namespace gattn::ops

@@ -1,0 +1,27 @@
+// Rebuilding a trained model from a checkpoint for the read-only recipes (eval, sample): the
+// resolved config from the weights' metadata (plus overrides), the model with its weights, and the
+// text vocabulary when the run had one.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "framework/config/config.h"
+#include "models/gpt.h"
+
+namespace gattn::recipes {
+
+struct CheckpointModel {
+  std::string model_path;  // …/model.safetensors
+  Config config;           // the run's resolved config with the overrides applied
+  std::unique_ptr<models::GPT> model;
+  std::string vocab_json;  // SPEC §3 "vocab" (byte values by token id); "" for token/synthetic data
+};
+
+// `dir` is a checkpoint directory (holding model.safetensors) or a run directory, whose
+// checkpoints/latest is used. Sets the CPU thread count from train.threads. Throws CheckpointError
+// (exit 3) for a missing or unreadable checkpoint, ConfigError (exit 2) for a bad override.
+CheckpointModel load_checkpoint_model(const std::string& dir, const std::vector<std::string>& overrides,
+                                      const std::string& who);
+
+}  // namespace gattn::recipes

@@ -1,0 +1,59 @@
+// The handlers only touch a sig_atomic_t and call async-signal-safe functions (write, _exit).
+#include "recipes/stop_signal.h"
+
+#include <unistd.h>
+
+namespace gattn::recipes {
+
+namespace {
+
+volatile std::sig_atomic_t g_received = 0;
+
+constexpr int kSignals[] = {SIGINT, SIGTERM};
+struct sigaction g_previous[2];
+bool g_installed[2] = {false, false};
+
+extern "C" void on_stop_signal(int signo) {
+  if (g_received != 0) {
+    static const char msg[] = "\ngattn: second signal, exiting now (the last complete checkpoint is intact)\n";
+    (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+    ::_exit(128 + signo);
+  }
+  g_received = signo;
+}
+
+}  // namespace
+
+StopSignals::StopSignals() {
+  g_received = 0;
+  for (int i = 0; i < 2; ++i) {
+    struct sigaction current;
+    if (::sigaction(kSignals[i], nullptr, &current) != 0 || current.sa_handler == SIG_IGN) continue;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;  // a signal must not fail the read or write it interrupts
+    g_installed[i] = ::sigaction(kSignals[i], &sa, &g_previous[i]) == 0;
+  }
+}
+
+StopSignals::~StopSignals() {
+  // After a first signal the process is on its way out: keep the handler, so a second signal in
+  // that window still exits with the message and 128 + signal instead of a bare signal death.
+  if (g_received != 0) return;
+  for (int i = 0; i < 2; ++i)
+    if (g_installed[i]) {
+      ::sigaction(kSignals[i], &g_previous[i], nullptr);
+      g_installed[i] = false;
+    }
+}
+
+int StopSignals::received() { return static_cast<int>(g_received); }
+
+std::string signal_name(int signo) {
+  if (signo == SIGINT) return "SIGINT";
+  if (signo == SIGTERM) return "SIGTERM";
+  return "signal " + std::to_string(signo);
+}
+
+}  // namespace gattn::recipes
