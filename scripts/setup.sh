@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages gattn builds against, only when something is missing (idempotent,
 # fast when all is there). The CUDA toolkit is not installed here: the build uses it when the
-# machine has it in its standard place (/usr/local/cuda).
+# machine has it in its standard place (/usr/local/cuda). `--bench` also installs what the
+# comparison scripts under scripts/bench/ need (PyTorch from Debian).
 set -euo pipefail
 
 packages=(
@@ -12,6 +13,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   python3-numpy
 )
+if [[ ${1:-} == --bench ]]; then packages+=(python3-torch python3-yaml); fi
 
 missing=()
 for p in "${packages[@]}"; do
