@@ -47,25 +47,22 @@ GatedAttention::GatedAttention(const ModelConfig& config, std::int64_t layer, Ge
   register_module(gate->registered_name(), gate->registered_module(gate));
 }
 
-Tensor GatedAttention::forward(const Tensor& h, AttentionContext& ctx) {
+AttentionInputs GatedAttention::project(const Tensor& h) const {
   if (h.dim() != 3 || h.size(2) != n_head_ * head_dim_)
     throw ShapeError("GatedAttention: expected h [B, T, " + std::to_string(n_head_ * head_dim_) + "], got " +
                      shape_str(h.shape()));
   const std::int64_t C = n_head_ * head_dim_;
   std::vector<Tensor> qkv_parts = ops::split(qkv->forward(h), {C, C, C}, 2);
-  AttentionInputs in{h, split_heads(qkv_parts[0], n_head_), split_heads(qkv_parts[1], n_head_),
-                     split_heads(qkv_parts[2], n_head_)};
-  return proj->forward(gate->attend(in, ctx));
+  return {h, split_heads(qkv_parts[0], n_head_), split_heads(qkv_parts[1], n_head_),
+          split_heads(qkv_parts[2], n_head_)};
+}
+
+Tensor GatedAttention::forward(const Tensor& h, AttentionContext& ctx) {
+  return proj->forward(gate->attend(project(h), ctx));
 }
 
 Tensor GatedAttention::forward_cached(const Tensor& h, LayerKVCache& cache, std::int64_t pos) {
-  if (h.dim() != 3 || h.size(2) != n_head_ * head_dim_)
-    throw ShapeError("GatedAttention: expected h [B, n, " + std::to_string(n_head_ * head_dim_) + "], got " +
-                     shape_str(h.shape()));
-  const std::int64_t C = n_head_ * head_dim_;
-  std::vector<Tensor> qkv_parts = ops::split(qkv->forward(h), {C, C, C}, 2);
-  AttentionInputs in{h, split_heads(qkv_parts[0], n_head_), split_heads(qkv_parts[1], n_head_),
-                     split_heads(qkv_parts[2], n_head_)};
+  AttentionInputs in = project(h);
   write_cache_rows(cache.k, in.k, pos);
   write_cache_rows(cache.v, in.v, pos);
   return proj->forward(gate->attend_cached(in, cache, pos));

@@ -79,6 +79,8 @@ class GatedAttention : public nn::Module {
   std::shared_ptr<AttentionGate> gate;  // never null: kind none is a gate that adds nothing
 
  private:
+  // h [B, T, C] -> h with q, k, v per head [B, H, T, d] (attn.qkv, split into heads).
+  AttentionInputs project(const Tensor& h) const;
   std::int64_t n_head_, head_dim_;
 };
 

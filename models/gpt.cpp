@@ -44,12 +44,14 @@ Block::Block(const ModelConfig& config, std::int64_t layer, Generator& init) {
 }
 
 Tensor Block::forward(const Tensor& x, AttentionContext& ctx) {
-  Tensor y = x + attn->forward(ln1->forward(x), ctx);
-  return y + proj->forward(ops::gelu(fc->forward(ln2->forward(y))));
+  return with_mlp(x + attn->forward(ln1->forward(x), ctx));
 }
 
 Tensor Block::forward_cached(const Tensor& x, LayerKVCache& cache, std::int64_t pos) {
-  Tensor y = x + attn->forward_cached(ln1->forward(x), cache, pos);
+  return with_mlp(x + attn->forward_cached(ln1->forward(x), cache, pos));
+}
+
+Tensor Block::with_mlp(const Tensor& y) {
   return y + proj->forward(ops::gelu(fc->forward(ln2->forward(y))));
 }
 

@@ -24,6 +24,9 @@ class Block : public nn::Module {
   std::shared_ptr<nn::LayerNorm> ln1, ln2;
   std::shared_ptr<GatedAttention> attn;
   std::shared_ptr<nn::Linear> fc, proj;  // registered under "mlp" as mlp.fc, mlp.proj
+
+ private:
+  Tensor with_mlp(const Tensor& y);  // y + mlp.proj(GELU(mlp.fc(ln2(y))))
 };
 
 struct ForwardOptions {

@@ -151,14 +151,11 @@ CheckpointWritten save_checkpoint(const RunSetup& run, const optim::AdamW& optim
 std::string sample_text(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t n) {
   std::optional<ByteVocab> vocab = ByteVocab::from_json(data.vocab_json());
   if (!vocab) return "";
-  const bool was_training = model.is_training();
-  model.eval();
+  // generate() runs the eval-mode math whatever the model's mode: no mode switch needed.
   models::SamplingOptions options;
   options.temperature = 0.8;
   options.seed = static_cast<std::uint64_t>(cfg.get_int("seed"));
-  std::string out = vocab->decode(models::generate(model, {vocab->id_of('\n').value_or(0)}, n, options));
-  model.train(was_training);
-  return out;
+  return vocab->decode(models::generate(model, {vocab->id_of('\n').value_or(0)}, n, options));
 }
 
 }  // namespace gattn::recipes
