@@ -33,13 +33,35 @@ def load_config(path):
         return yaml.safe_load(f)
 
 
-def torch_tokens_per_s(cfg, steps, threads, warmup):
+def scheduled_lr(o, steps, step):
+    """gattn's schedule (framework/optim/schedule.cpp): linear warm-up, then cosine to min_lr."""
+    lr, warm = o["lr"], o.get("warmup_steps", 100)
+    if step < warm:
+        return lr * (step + 1) / warm
+    if o.get("schedule", "cosine") != "cosine":
+        return lr
+    r = (step - warm) / max(1, steps - warm)
+    return o.get("min_lr", 0.0) + 0.5 * (1 + math.cos(math.pi * r)) * (lr - o.get("min_lr", 0.0))
+
+
+def gate_lr_scale(cfg):
+    for g in cfg["optim"].get("param_groups", []):
+        if any(".gate." in m for m in g.get("match", [])):
+            return g.get("lr_scale", 1.0)
+    return 1.0
+
+
+def torch_tokens_per_s(cfg, steps, threads, warmup, schedule=False):
+    """Trains `steps` steps; returns (tokens/s after `warmup` steps, last loss, val loss or None).
+    With schedule=True the lr follows the config's schedule over `steps` and the model is evaluated
+    on SPEC §5's val windows (the first eval.max_windows windows of T+1 tokens at stride T)."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
 
     torch.set_num_threads(threads)
-    torch.manual_seed(cfg.get("seed", 0))
+    seed = cfg.get("seed", 0)
+    torch.manual_seed(seed)
     m = cfg["model"]
     T, L, H, C = m["block_size"], m["n_layer"], m["n_head"], m["n_embd"]
     kind = m.get("gate", {}).get("kind", "none")
@@ -48,7 +70,8 @@ def torch_tokens_per_s(cfg, steps, threads, warmup):
     text = open(os.path.join(ROOT, cfg["data"]["path"]), "rb").read()
     vocab = sorted(set(text))
     lut = {b: i for i, b in enumerate(vocab)}
-    data = torch.tensor([lut[b] for b in text[: int(0.9 * len(text))]], dtype=torch.long)
+    tokens = torch.tensor([lut[b] for b in text], dtype=torch.long)
+    data, val = tokens[: int(0.9 * len(text))], tokens[int(0.9 * len(text)) :]
     V = len(vocab)
 
     class Block(nn.Module):
@@ -83,9 +106,14 @@ def torch_tokens_per_s(cfg, steps, threads, warmup):
             self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
             self.blocks = nn.ModuleList(Block() for _ in range(L))
             self.ln_f = nn.LayerNorm(C)
-            for p in self.parameters():
+            # GPT-2 initialisation as gattn's (SPEC §4): normal(0, 0.02), residual projections at
+            # 0.02/√(2L), zero biases.
+            for n, p in self.named_parameters():
                 if p.dim() == 2:
-                    nn.init.normal_(p, 0.0, 0.02)
+                    std = 0.02 / math.sqrt(2 * L) if n.endswith(("proj.weight", "mproj.weight")) else 0.02
+                    nn.init.normal_(p, 0.0, std)
+                elif n.endswith("bias") and not n.startswith("ln") and ".ln" not in n:
+                    nn.init.zeros_(p)
 
         def forward(self, idx, targets):
             x = self.wte(idx) + self.wpe(torch.arange(T))
@@ -104,14 +132,19 @@ def torch_tokens_per_s(cfg, steps, threads, warmup):
     groups = [{"params": rest, "weight_decay": o.get("weight_decay", 0.1)},
               {"params": no_decay, "weight_decay": 0.0}]
     if gates:
-        groups.append({"params": gates, "weight_decay": 0.0, "lr": o["lr"] * 0.1})
+        groups.append({"params": gates, "weight_decay": 0.0, "lr_scale": gate_lr_scale(cfg)})
+    for grp in groups:
+        grp.setdefault("lr_scale", 1.0)
     opt = torch.optim.AdamW(groups, lr=o["lr"], betas=tuple(o.get("betas", [0.9, 0.99])))
     B = cfg["train"]["batch_size"]
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(seed)
     start = None
     for step in range(steps):
         if step == warmup:
             start = time.perf_counter()
+        if schedule:
+            for grp in opt.param_groups:
+                grp["lr"] = scheduled_lr(o, steps, step) * grp["lr_scale"]
         ix = torch.randint(len(data) - T - 1, (B,), generator=g)
         x = torch.stack([data[i : i + T] for i in ix])
         y = torch.stack([data[i + 1 : i + T + 1] for i in ix])
@@ -121,7 +154,19 @@ def torch_tokens_per_s(cfg, steps, threads, warmup):
         torch.nn.utils.clip_grad_norm_(model.parameters(), o.get("grad_clip", 1.0))
         opt.step()
     seconds = time.perf_counter() - start
-    return B * T * (steps - warmup) / seconds, float(loss)
+    val_loss = None
+    if schedule:
+        windows = (len(val) - 1) // T
+        windows = min(windows, cfg.get("eval", {}).get("max_windows", 200) or windows)
+        total = 0.0
+        with torch.no_grad():
+            for first in range(0, windows, B):
+                rows = range(first, min(windows, first + B))
+                x = torch.stack([val[w * T : w * T + T] for w in rows])
+                y = torch.stack([val[w * T + 1 : w * T + T + 1] for w in rows])
+                total += float(model(x, y)) * len(rows)
+        val_loss = total / windows
+    return B * T * (steps - warmup) / seconds, float(loss), val_loss
 
 
 def gattn_tokens_per_s(config, steps, threads, warmup):
@@ -152,11 +197,23 @@ def main():
     ap.add_argument("--warmup", type=int, default=20, help="steps excluded from the timing")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--seed", type=int, help="PyTorch's seed (default: the config's)")
+    ap.add_argument("--train-to-end", action="store_true",
+                    help="parity check instead: PyTorch trains the config's train.max_steps with its schedule "
+                         "and prints the val loss over SPEC §5's eval windows, to set beside gattn's")
     args = ap.parse_args()
     import torch
 
     cfg = load_config(args.config)
-    t_rate, t_loss = torch_tokens_per_s(cfg, args.steps, args.threads, args.warmup)
+    if args.seed is not None:
+        cfg["seed"] = args.seed
+    if args.train_to_end:
+        steps = cfg["train"]["max_steps"]
+        t_rate, t_loss, val = torch_tokens_per_s(cfg, steps, args.threads, args.warmup, schedule=True)
+        print(f"{os.path.relpath(args.config, ROOT)}: PyTorch {torch.__version__} eager, seed {cfg.get('seed', 0)}, "
+              f"{steps} steps, {args.threads} threads: val loss {val:.4f}, {t_rate:.0f} tokens/s")
+        return
+    t_rate, t_loss, _ = torch_tokens_per_s(cfg, args.steps, args.threads, args.warmup)
     g_rate, g_loss = gattn_tokens_per_s(args.config, args.steps, args.threads, args.warmup)
     result = {"config": os.path.relpath(args.config, ROOT), "steps": args.steps, "threads": args.threads,
               "torch_version": torch.__version__, "torch_tokens_per_s": round(t_rate),
