@@ -6,33 +6,46 @@
 #include "ops/broadcast.h"
 #include "ops/common.h"
 #include "ops/cpu/masked_fill.h"
+#ifdef GATTN_WITH_CUDA
+#include "ops/cuda/elementwise.h"
+#include "ops/cuda/host_util.h"
+#endif
 
 namespace gattn::ops {
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
-  check_floating(x, "masked_fill");
+  check_floating_any_device(x, "masked_fill");
   if (!mask.defined()) throw ValueError("masked_fill: undefined mask");
   if (mask.dtype() != DType::i32) throw DTypeError("masked_fill: mask must be i32, got " + mask.str());
-  check_cpu(mask, "masked_fill");
+  common_device("masked_fill", {x, mask});
   // The mask broadcasts to x, never the other way: the output keeps x's shape.
   if (broadcast_shape(x.shape(), mask.shape(), "masked_fill") != x.shape())
     throw ShapeError("masked_fill: mask " + shape_str(mask.shape()) + " does not broadcast to x " +
                      shape_str(x.shape()));
   BroadcastPlan plan = make_broadcast_plan(x.shape(), mask.shape(), x.shape());
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
-  if (plan.numel > 0)
-    dispatch_float(x.dtype(), "masked_fill", [&]<class T>() {
-      cpu::masked_fill(plan, x.data<T>(), mask.data<std::int32_t>(), static_cast<T>(value), out.data<T>());
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  // out = `fill` where the mask is set, src elsewhere, on src's device.
+  auto apply = [plan](const Tensor& src, const Tensor& m, double fill, Tensor& dst) {
+    if (plan.numel == 0) return;
+#ifdef GATTN_WITH_CUDA
+    if (src.device() == Device::cuda) {
+      cuda::masked_fill_f32(cuda::to_strided_index(plan, "masked_fill"), plan.numel, static_cast<const float*>(src.raw_data()),
+                            static_cast<const int*>(m.raw_data()), static_cast<float>(fill),
+                            static_cast<float*>(dst.raw_data()), cuda::stream());
+      return;
+    }
+#endif
+    dispatch_float(src.dtype(), "masked_fill", [&]<class T>() {
+      cpu::masked_fill(plan, src.data<T>(), m.data<std::int32_t>(), static_cast<T>(fill), dst.data<T>());
     });
+  };
+  apply(x, mask, value, out);
 
   return autograd::record("masked_fill", out, {x},
-                          [m = mask.detach(), plan, dtype = x.dtype()](const Tensor& g_in, const std::vector<bool>&) {
+                          [m = mask.detach(), apply, dtype = x.dtype()](const Tensor& g_in, const std::vector<bool>&) {
                             Tensor g = g_in.to(dtype);
-                            Tensor dx = Tensor::empty(g.shape(), dtype);
-                            if (plan.numel > 0)
-                              dispatch_float(dtype, "masked_fill backward", [&]<class T>() {
-                                cpu::masked_fill(plan, g.data<T>(), m.data<std::int32_t>(), T(0), dx.data<T>());
-                              });
+                            Tensor dx = Tensor::empty(g.shape(), dtype, g.device());
+                            apply(g, m, 0.0, dx);
                             return std::vector<Tensor>{dx};
                           });
 }

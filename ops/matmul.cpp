@@ -4,10 +4,38 @@
 
 #include "ops/common.h"
 #include "ops/cpu/gemm.h"
+#ifdef GATTN_WITH_CUDA
+#include "ops/cuda/elementwise.h"
+#include "ops/cuda/gemm.h"
+#include "ops/cuda/host_util.h"
+#include "ops/cuda/reduce.h"
+#endif
 
 namespace gattn::ops {
 
 namespace {
+
+// matmul's dtypes: f32/f64 on the CPU; f32 (TF32 tensor cores unless switched off) or bf16 (f32
+// accumulation) on CUDA.
+void check_matmul_operand(const Tensor& t, const char* op) {
+  if (t.defined() && t.device() == Device::cuda && t.dtype() == DType::bf16) return;
+  check_floating_any_device(t, op);
+}
+
+// For i < batch: C_i = op(X_i) op(Y_i) (cpu::batched_gemm's contract) on C's device.
+void batched_product(std::int64_t batch, bool tx, bool ty, std::int64_t M, std::int64_t N, std::int64_t K, const Tensor& X,
+                     std::int64_t sx, const Tensor& Y, std::int64_t sy, Tensor& C, std::int64_t sc) {
+#ifdef GATTN_WITH_CUDA
+  if (C.device() == Device::cuda) {
+    const cuda::GemmType type = C.dtype() == DType::bf16 ? cuda::GemmType::bf16 : cuda::GemmType::f32;
+    cuda::batched_gemm(type, batch, tx, ty, M, N, K, X.raw_data(), sx, Y.raw_data(), sy, C.raw_data(), sc, cuda::stream());
+    return;
+  }
+#endif
+  dispatch_float(C.dtype(), "matmul", [&]<class T>() {
+    cpu::batched_gemm<T>(batch, tx, ty, M, N, K, X.data<T>(), sx, Y.data<T>(), sy, C.data<T>(), sc);
+  });
+}
 
 // The problem matmul(a, b, ta, tb) describes: `batch` products of op(a_i) [M, K] by op(b_i) [K, N].
 struct MatmulDims {
@@ -24,8 +52,9 @@ std::string operands_str(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 
 MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   const char* op = "matmul";
-  check_floating(a, op);
-  check_floating(b, op);
+  common_device(op, {a, b});
+  check_matmul_operand(a, op);
+  check_matmul_operand(b, op);
   check_same_dtype(a, b, op);
   if (a.dim() < 2 || b.dim() < 2)
     throw ShapeError(std::string(op) + ": " + operands_str(a, b, ta, tb) + ": both operands need at least 2 dimensions");
@@ -60,45 +89,40 @@ MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   const MatmulDims d = matmul_dims(a, b, trans_a, trans_b);
-  Tensor out = Tensor::empty(d.out_shape, a.dtype());
+  Tensor out = Tensor::empty(d.out_shape, a.dtype(), a.device());
   const std::int64_t sa = d.M * d.K, sb = d.shared_b ? 0 : d.K * d.N, sg = d.M * d.N;
-  dispatch_float(a.dtype(), "matmul", [&]<class T>() {
-    cpu::batched_gemm<T>(d.batch, trans_a, trans_b, d.M, d.N, d.K, a.data<T>(), sa, b.data<T>(), sb, out.data<T>(), sg);
-  });
+  batched_product(d.batch, trans_a, trans_b, d.M, d.N, d.K, a, sa, b, sb, out, sg);
   return autograd::record(
       "matmul", out, {a, b},
-      [a = a.detach(), b = b.detach(), d, trans_a, trans_b](const Tensor& g, const std::vector<bool>& needs) {
+      [a = a.detach(), b = b.detach(), d, trans_a, trans_b](const Tensor& g_in, const std::vector<bool>& needs) {
+        const Tensor g = g_in.dtype() == a.dtype() ? g_in : g_in.to(a.dtype());
         const std::int64_t sa = d.M * d.K, sb = d.shared_b ? 0 : d.K * d.N, sg = d.M * d.N;
         Tensor da, db;
-        if (needs[0]) da = Tensor::empty(a.shape(), a.dtype());
-        if (needs[1]) db = Tensor::empty(b.shape(), b.dtype());
-        dispatch_float(a.dtype(), "matmul backward", [&]<class T>() {
-          const T* pa = a.data<T>();
-          const T* pb = b.data<T>();
-          const T* pg = g.data<T>();
-          if (needs[0]) {
-            if (!trans_a)  // dA_i [M, K] = g_i · op(B_i)ᵀ
-              cpu::batched_gemm<T>(d.batch, false, !trans_b, d.M, d.K, d.N, pg, sg, pb, sb, da.data<T>(), sa);
-            else  // A_i is op(A_i)ᵀ, so dA_i [K, M] = (g_i · op(B_i)ᵀ)ᵀ = op(B_i) · g_iᵀ
-              cpu::batched_gemm<T>(d.batch, trans_b, true, d.K, d.M, d.N, pb, sb, pg, sg, da.data<T>(), sa);
-          }
-          if (needs[1]) {
-            // For a shared 2-D B the per-batch gradients are summed (stride 0 output).
-            const std::int64_t sdb = d.shared_b ? 0 : d.K * d.N;
-            if (!trans_b)  // dB_i [K, N] = op(A_i)ᵀ · g_i
-              cpu::batched_gemm<T>(d.batch, !trans_a, false, d.K, d.N, d.M, pa, sa, pg, sg, db.data<T>(), sdb);
-            else  // dB_i [N, K] = (op(A_i)ᵀ · g_i)ᵀ = g_iᵀ · op(A_i)
-              cpu::batched_gemm<T>(d.batch, true, trans_a, d.N, d.K, d.M, pg, sg, pa, sa, db.data<T>(), sdb);
-          }
-        });
+        if (needs[0]) {
+          da = Tensor::empty(a.shape(), a.dtype(), a.device());
+          if (!trans_a)  // dA_i [M, K] = g_i · op(B_i)ᵀ
+            batched_product(d.batch, false, !trans_b, d.M, d.K, d.N, g, sg, b, sb, da, sa);
+          else  // A_i is op(A_i)ᵀ, so dA_i [K, M] = (g_i · op(B_i)ᵀ)ᵀ = op(B_i) · g_iᵀ
+            batched_product(d.batch, trans_b, true, d.K, d.M, d.N, b, sb, g, sg, da, sa);
+        }
+        if (needs[1]) {
+          db = Tensor::empty(b.shape(), b.dtype(), b.device());
+          // For a shared 2-D B the per-batch gradients are summed (stride 0 output).
+          const std::int64_t sdb = d.shared_b ? 0 : d.K * d.N;
+          if (!trans_b)  // dB_i [K, N] = op(A_i)ᵀ · g_i
+            batched_product(d.batch, !trans_a, false, d.K, d.N, d.M, a, sa, g, sg, db, sdb);
+          else  // dB_i [N, K] = (op(A_i)ᵀ · g_i)ᵀ = g_iᵀ · op(A_i)
+            batched_product(d.batch, true, trans_a, d.N, d.K, d.M, g, sg, a, sa, db, sdb);
+        }
         return std::vector<Tensor>{da, db};
       });
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const char* op = "linear";
-  check_floating(x, op);
-  check_floating(weight, op);
+  const Device device = common_device(op, {x, weight, bias});
+  check_floating_any_device(x, op);
+  check_floating_any_device(weight, op);
   check_same_dtype(x, weight, op);
   if (x.dim() < 1) throw ShapeError("linear: input " + shape_str(x.shape()) + " needs at least 1 dimension");
   if (weight.dim() != 2)
@@ -109,7 +133,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     throw ShapeError("linear: input " + shape_str(x.shape()) + " and weight " + shape_str(weight.shape()) +
                      " have incompatible in-features " + std::to_string(x.size(-1)) + " and " + std::to_string(in_f));
   if (bias.defined()) {
-    check_floating(bias, op);
+    check_floating_any_device(bias, op);
     check_same_dtype(x, bias, op);
     if (bias.shape() != Shape{out_f})
       throw ShapeError("linear: bias " + shape_str(bias.shape()) + " does not match weight " + shape_str(weight.shape()) +
@@ -119,7 +143,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const std::int64_t rows = shape_numel(lead);
   Shape out_shape = lead;
   out_shape.push_back(out_f);
-  Tensor y = Tensor::empty(out_shape, x.dtype());
+  Tensor y = Tensor::empty(out_shape, x.dtype(), device);
+#ifdef GATTN_WITH_CUDA
+  if (device == Device::cuda) {
+    auto* py = static_cast<float*>(y.raw_data());
+    if (bias.defined()) cuda::fill_rows_f32(py, rows, out_f, static_cast<const float*>(bias.raw_data()), cuda::stream());
+    cuda::gemm(cuda::GemmType::f32, false, true, rows, out_f, in_f, 1.0f, x.raw_data(), in_f, weight.raw_data(), in_f,
+               bias.defined() ? 1.0f : 0.0f, py, out_f, cuda::stream());
+  } else
+#endif
   dispatch_float(x.dtype(), op, [&]<class T>() {
     T* py = y.data<T>();
     // y = bias (broadcast over rows), then y = x · Wᵀ + 1·y in the same GEMM.
@@ -133,6 +165,27 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         // With X = x flattened to [rows, in] and G = g as [rows, out]:
         // dX = G · W [rows, in]; dW = Gᵀ · X [out, in] (one GEMM over all rows); db_j = Σ_i G_ij.
         Tensor dx, dw, db;
+#ifdef GATTN_WITH_CUDA
+        if (x.device() == Device::cuda) {
+          const cuda::GemmType f32 = cuda::GemmType::f32;
+          if (needs[0]) {
+            dx = Tensor::empty(x.shape(), x.dtype(), x.device());
+            cuda::gemm(f32, false, false, rows, in_f, out_f, 1.0f, g.raw_data(), out_f, w.raw_data(), in_f, 0.0f, dx.raw_data(),
+                       in_f, cuda::stream());
+          }
+          if (needs[1]) {
+            dw = Tensor::empty(w.shape(), w.dtype(), w.device());
+            cuda::gemm(f32, true, false, out_f, in_f, rows, 1.0f, g.raw_data(), out_f, x.raw_data(), in_f, 0.0f, dw.raw_data(),
+                       in_f, cuda::stream());
+          }
+          if (needs.size() > 2 && needs[2]) {
+            db = Tensor::empty({out_f}, g.dtype(), g.device());
+            cuda::sum_blocks_f32(static_cast<const float*>(g.raw_data()), static_cast<float*>(db.raw_data()), 1, rows, out_f,
+                                 1.0, cuda::stream());
+          }
+          return std::vector<Tensor>{dx, dw, db};
+        }
+#endif
         dispatch_float(x.dtype(), "linear backward", [&]<class T>() {
           const T* pg = g.data<T>();
           if (needs[0]) {

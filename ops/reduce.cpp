@@ -20,6 +20,10 @@
 #include "ops/broadcast.h"
 #include "ops/common.h"
 #include "ops/cpu/reduce.h"
+#ifdef GATTN_WITH_CUDA
+#include "ops/cuda/host_util.h"
+#include "ops/cuda/reduce.h"
+#endif
 
 namespace gattn::ops {
 
@@ -67,7 +71,7 @@ struct Group {
 
 // Sum (mean when `mean`) of x over the planned axes, into a new tensor of p.out_shape.
 Tensor reduce_forward(const Tensor& x, const AxesPlan& p, bool mean, const char* op) {
-  Tensor out = Tensor::empty(p.keep_shape, x.dtype());
+  Tensor out = Tensor::empty(p.keep_shape, x.dtype(), x.device());
   if (x.numel() == 0) {
     // Only reachable with out.numel() > 0 when a reduced dim is 0: nothing was summed.
     out.fill(mean ? std::numeric_limits<double>::quiet_NaN() : 0.0);
@@ -80,51 +84,68 @@ Tensor reduce_forward(const Tensor& x, const AxesPlan& p, bool mean, const char*
     if (!groups.empty() && groups.back().reduced == p.reduced[d]) groups.back().size *= n;
     else groups.push_back({n, p.reduced[d]});
   }
-  dispatch_float(x.dtype(), op, [&]<class T>() {
-    const T* src = x.data<T>();
-    Tensor buf;  // keeps the intermediate of the previous pass alive
-    std::size_t n_reduced = 0;
-    for (const Group& g : groups) n_reduced += g.reduced ? 1 : 0;
-    if (n_reduced == 0) {  // no axis, or only size-1 axes: a copy
-      std::copy(src, src + x.numel(), out.data<T>());
+  std::size_t n_reduced = 0;
+  for (const Group& g : groups) n_reduced += g.reduced ? 1 : 0;
+  if (n_reduced == 0) {  // no axis, or only size-1 axes: a copy
+    out.copy_from(x.alias(p.keep_shape));
+    return out.alias(p.out_shape);
+  }
+  // One [outer, R, inner] block sum on x's device.
+  auto sum_pass = [&](const Tensor& src, Tensor& dst, std::int64_t outer, std::int64_t R, std::int64_t inner) {
+    const double divisor = mean ? static_cast<double>(R) : 1.0;
+#ifdef GATTN_WITH_CUDA
+    if (src.device() == Device::cuda) {
+      cuda::sum_blocks_f32(static_cast<const float*>(src.raw_data()), static_cast<float*>(dst.raw_data()), outer, R, inner,
+                           divisor, cuda::stream());
       return;
     }
-    while (n_reduced > 0) {
-      std::size_t j = 0;
-      std::int64_t best = -1;
-      for (std::size_t i = 0; i < groups.size(); ++i) {
-        if (groups[i].reduced && groups[i].size > best) {
-          best = groups[i].size;
-          j = i;
-        }
+#endif
+    dispatch_float(x.dtype(), op,
+                   [&]<class T>() { cpu::sum_blocks(src.data<T>(), dst.data<T>(), outer, R, inner, divisor); });
+  };
+  Tensor src = x;  // keeps the intermediate of the previous pass alive
+  while (n_reduced > 0) {
+    std::size_t j = 0;
+    std::int64_t best = -1;
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      if (groups[i].reduced && groups[i].size > best) {
+        best = groups[i].size;
+        j = i;
       }
-      std::int64_t outer = 1, inner = 1;
-      for (std::size_t i = 0; i < j; ++i) outer *= groups[i].size;
-      for (std::size_t i = j + 1; i < groups.size(); ++i) inner *= groups[i].size;
-      const std::int64_t R = groups[j].size;
-      --n_reduced;
-      // The last pass writes the result; earlier ones an intermediate of the kept-so-far elements.
-      Tensor dst = n_reduced == 0 ? out : Tensor::empty({outer * inner}, x.dtype());
-      cpu::sum_blocks(src, dst.data<T>(), outer, R, inner, mean ? static_cast<double>(R) : 1.0);
-      groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(j));
-      buf = dst;
-      src = buf.data<T>();
     }
-  });
+    std::int64_t outer = 1, inner = 1;
+    for (std::size_t i = 0; i < j; ++i) outer *= groups[i].size;
+    for (std::size_t i = j + 1; i < groups.size(); ++i) inner *= groups[i].size;
+    const std::int64_t R = groups[j].size;
+    --n_reduced;
+    // The last pass writes the result; earlier ones an intermediate of the kept-so-far elements.
+    Tensor dst = n_reduced == 0 ? out : Tensor::empty({outer * inner}, x.dtype(), x.device());
+    sum_pass(src, dst, outer, R, inner);
+    groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(j));
+    src = dst;
+  }
   return out.alias(p.out_shape);
 }
 
 // Records the backward of a sum (scale 1) or mean (scale 1/N) over the planned axes.
 Tensor record_reduce(const char* op, const Tensor& x, Tensor out, const AxesPlan& p, double scale) {
   return autograd::record(op, out, {x},
-                          [op, x_shape = x.shape(), dtype = x.dtype(), keep = p.keep_shape, out_shape = p.out_shape,
-                           scale](const Tensor& g_in, const std::vector<bool>&) {
+                          [op, x_shape = x.shape(), dtype = x.dtype(), device = x.device(), keep = p.keep_shape,
+                           out_shape = p.out_shape, scale](const Tensor& g_in, const std::vector<bool>&) {
                             if (g_in.shape() != out_shape)
                               throw ShapeError(std::string(op) + " backward: gradient " + shape_str(g_in.shape()) +
                                                " for an output of shape " + shape_str(out_shape));
                             Tensor g = (g_in.dtype() == dtype ? g_in : g_in.to(dtype)).alias(keep);
-                            Tensor dx = Tensor::empty(x_shape, dtype);
+                            Tensor dx = Tensor::empty(x_shape, dtype, device);
                             BroadcastPlan plan = make_broadcast_plan(keep, keep, x_shape);
+#ifdef GATTN_WITH_CUDA
+                            if (device == Device::cuda) {
+                              cuda::broadcast_scale_f32(cuda::to_strided_index(plan, op), plan.numel,
+                                                        static_cast<const float*>(g.raw_data()), static_cast<float>(scale),
+                                                        static_cast<float*>(dx.raw_data()), cuda::stream());
+                              return std::vector<Tensor>{dx};
+                            }
+#endif
                             if (plan.numel > 0)
                               dispatch_float(dtype, op, [&]<class T>() {
                                 cpu::broadcast_scale(plan, g.data<T>(), dx.data<T>(), static_cast<T>(scale));
@@ -142,18 +163,18 @@ std::vector<std::int64_t> all_axes(const Tensor& x) {
 }  // namespace
 
 Tensor sum(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim) {
-  check_floating(x, "sum");
+  check_floating_any_device(x, "sum");
   AxesPlan p = plan_axes(x, axes, keepdim, "sum");
   return record_reduce("sum", x, reduce_forward(x, p, false, "sum"), p, 1.0);
 }
 
 Tensor sum(const Tensor& x) {
-  check_floating(x, "sum");
+  check_floating_any_device(x, "sum");
   return sum(x, all_axes(x), false);
 }
 
 Tensor mean(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim) {
-  check_floating(x, "mean");
+  check_floating_any_device(x, "mean");
   AxesPlan p = plan_axes(x, axes, keepdim, "mean");
   // N = 0 only when x is empty, and then the gradient is empty too: the scale is never used.
   const double scale = p.count > 0 ? 1.0 / static_cast<double>(p.count) : 0.0;
@@ -161,19 +182,26 @@ Tensor mean(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim
 }
 
 Tensor mean(const Tensor& x) {
-  check_floating(x, "mean");
+  check_floating_any_device(x, "mean");
   return mean(x, all_axes(x), false);
 }
 
 Tensor amax_last(const Tensor& x) {
-  check_floating(x, "amax_last");
+  check_floating_any_device(x, "amax_last");
   if (x.dim() == 0) throw ValueError("amax_last: needs at least one axis, got " + x.str());
   const std::int64_t cols = x.shape().back();
   if (cols == 0) throw ValueError("amax_last: the last axis of " + x.str() + " is empty (max of nothing)");
   Shape out_shape(x.shape().begin(), x.shape().end() - 1);
-  Tensor out = Tensor::empty(out_shape, x.dtype());
+  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
   const std::int64_t rows = out.numel();
   if (rows == 0) return out;
+#ifdef GATTN_WITH_CUDA
+  if (x.device() == Device::cuda) {
+    cuda::amax_rows_f32(static_cast<const float*>(x.raw_data()), static_cast<float*>(out.raw_data()), rows, cols,
+                        cuda::stream());
+    return out;
+  }
+#endif
   dispatch_float(x.dtype(), "amax_last", [&]<class T>() { cpu::amax_rows(x.data<T>(), out.data<T>(), rows, cols); });
   return out;
 }

@@ -9,6 +9,10 @@
 
 #include "ops/common.h"
 #include "ops/cpu/shape.h"
+#ifdef GATTN_WITH_CUDA
+#include "ops/cuda/host_util.h"
+#include "ops/cuda/shape.h"
+#endif
 
 namespace gattn::ops {
 
@@ -18,7 +22,6 @@ std::string dims_str(const std::vector<std::int64_t>& v) { return shape_str(Shap
 
 void check_input(const Tensor& x, const char* op) {
   if (!x.defined()) throw ValueError(std::string(op) + ": undefined tensor argument");
-  check_cpu(x, op);
 }
 
 // Calls fn.template operator()<U>() with an unsigned integer U as wide as one element of `t`.
@@ -35,6 +38,21 @@ void dispatch_bytes(DType t, Fn&& fn) {
 
 template <class U> const U* raw(const Tensor& t) { return static_cast<const U*>(t.raw_data()); }
 template <class U> U* raw_mut(Tensor& t) { return static_cast<U*>(t.raw_data()); }
+
+// cpu::copy_axis_block's contract on the tensors' device (both on the same one).
+void block_copy(const Tensor& src, std::int64_t src_len, std::int64_t src_off, Tensor& dst, std::int64_t dst_len,
+                std::int64_t dst_off, std::int64_t outer, std::int64_t len, std::int64_t inner) {
+#ifdef GATTN_WITH_CUDA
+  if (src.device() == Device::cuda) {
+    cuda::copy_axis_block(src.raw_data(), src_len, src_off, dst.raw_data(), dst_len, dst_off, outer, len, inner,
+                          static_cast<int>(dtype_size(src.dtype())), cuda::stream());
+    return;
+  }
+#endif
+  dispatch_bytes(src.dtype(), [&]<class U>() {
+    cpu::copy_axis_block(raw<U>(src), src_len, src_off, raw_mut<U>(dst), dst_len, dst_off, outer, len, inner);
+  });
+}
 
 // A view of x with another shape of equal numel, recorded under `op`; the gradient is g viewed back.
 Tensor view_as(const Tensor& x, const Shape& shape, const char* op) {
@@ -103,27 +121,29 @@ PermutePlan simplify_permutation(const Shape& s, const std::vector<std::int64_t>
 }
 
 // out = x with its dims permuted (validated), through the cheapest kernel the plan allows.
-template <class U>
-void permute_copy(const U* in, U* out, const Shape& shape, const std::vector<std::int64_t>& perm, std::int64_t numel) {
+void permute_copy(const Tensor& x, Tensor& out, const std::vector<std::int64_t>& perm) {
+  const std::int64_t numel = x.numel();
   if (numel == 0) return;
-  const PermutePlan plan = simplify_permutation(shape, perm);
+  const PermutePlan plan = simplify_permutation(x.shape(), perm);
   const std::size_t n = plan.perm.size();
   std::vector<std::size_t> moved;
   for (std::size_t k = 0; k < n; ++k)
     if (plan.perm[k] != static_cast<std::int64_t>(k)) moved.push_back(k);
   if (moved.empty()) {  // the order of the elements does not change
-    cpu::copy_axis_block(in, 1, 0, out, 1, 0, 1, 1, numel);
+    block_copy(x, 1, 0, out, 1, 0, 1, 1, numel);
     return;
   }
   const Shape& s = plan.in_shape;
-  if (moved.size() == 2) {  // a swap of two axes i < j: [outer, A, mid, B, inner]
+  if (moved.size() == 2 && x.device() == Device::cpu) {  // a swap of two axes i < j: [outer, A, mid, B, inner]
     const std::size_t i = moved[0], j = moved[1];
     auto prod = [&](std::size_t b, std::size_t e) {
       std::int64_t r = 1;
       for (std::size_t d = b; d < e; ++d) r *= s[d];
       return r;
     };
-    cpu::swap_axes(in, out, prod(0, i), s[i], prod(i + 1, j), s[j], prod(j + 1, n));
+    dispatch_bytes(x.dtype(), [&]<class U>() {
+      cpu::swap_axes(raw<U>(x), raw_mut<U>(out), prod(0, i), s[i], prod(i + 1, j), s[j], prod(j + 1, n));
+    });
     return;
   }
   std::vector<std::int64_t> in_strides(n), out_shape(n), strides(n);
@@ -136,15 +156,26 @@ void permute_copy(const U* in, U* out, const Shape& shape, const std::vector<std
     out_shape[k] = s[plan.perm[k]];
     strides[k] = in_strides[plan.perm[k]];
   }
-  cpu::strided_gather(in, out, out_shape, strides);
+#ifdef GATTN_WITH_CUDA
+  if (x.device() == Device::cuda) {
+    BroadcastPlan gather;  // reuses the kernels' index struct: shape = out_shape, sa = input strides
+    gather.shape = out_shape;
+    gather.sa = strides;
+    gather.sb = strides;
+    cuda::strided_gather(x.raw_data(), out.raw_data(), cuda::to_strided_index(gather, "permute"), numel,
+                         static_cast<int>(dtype_size(x.dtype())), cuda::stream());
+    return;
+  }
+#endif
+  dispatch_bytes(x.dtype(), [&]<class U>() { cpu::strided_gather(raw<U>(x), raw_mut<U>(out), out_shape, strides); });
 }
 
 // permute after validation; `op` names the public op in errors and in the graph.
 Tensor permute_impl(const Tensor& x, const std::vector<std::int64_t>& perm, const char* op) {
   Shape out_shape(perm.size());
   for (std::size_t k = 0; k < perm.size(); ++k) out_shape[k] = x.shape()[perm[k]];
-  Tensor out = Tensor::empty(out_shape, x.dtype());
-  dispatch_bytes(x.dtype(), [&]<class U>() { permute_copy(raw<U>(x), raw_mut<U>(out), x.shape(), perm, x.numel()); });
+  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
+  permute_copy(x, out, perm);
   std::vector<std::int64_t> inverse(perm.size());
   for (std::size_t k = 0; k < perm.size(); ++k) inverse[perm[k]] = static_cast<std::int64_t>(k);
   // out = permute(x, p)  =>  dx = permute(g, p⁻¹).
@@ -157,11 +188,9 @@ Tensor permute_impl(const Tensor& x, const std::vector<std::int64_t>& perm, cons
 Tensor slice_copy(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_t end) {
   Shape out_shape = x.shape();
   out_shape[axis] = end - start;
-  Tensor out = Tensor::empty(out_shape, x.dtype());
+  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
   const AxisSplit a = split_at(x.shape(), axis);
-  dispatch_bytes(x.dtype(), [&]<class U>() {
-    cpu::copy_axis_block(raw<U>(x), a.len, start, raw_mut<U>(out), end - start, 0, a.outer, end - start, a.inner);
-  });
+  block_copy(x, a.len, start, out, end - start, 0, a.outer, end - start, a.inner);
   return out;
 }
 
@@ -229,12 +258,10 @@ Tensor slice(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_
   Tensor out = slice_copy(x, ax, start, end);
   // dx = zeros with g written into the window [start, end) along the axis.
   return autograd::record("slice", out, {x}, [in_shape = x.shape(), ax, start](const Tensor& g, const std::vector<bool>&) {
-    Tensor dx = Tensor::zeros(in_shape, g.dtype());
+    Tensor dx = Tensor::zeros(in_shape, g.dtype(), g.device());
     const AxisSplit a = split_at(in_shape, ax);
     const std::int64_t n = g.shape()[ax];
-    dispatch_bytes(g.dtype(), [&]<class U>() {
-      cpu::copy_axis_block(raw<U>(g), n, 0, raw_mut<U>(dx), a.len, start, a.outer, n, a.inner);
-    });
+    block_copy(g, n, 0, dx, a.len, start, a.outer, n, a.inner);
     return std::vector<Tensor>{dx};
   });
 }
@@ -275,6 +302,7 @@ std::vector<Tensor> chunk(const Tensor& x, std::int64_t n, std::int64_t axis) {
 Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis) {
   if (xs.empty()) throw ValueError("concat: no tensors to concatenate");
   for (const Tensor& x : xs) check_input(x, "concat");
+  const Device device = common_device("concat", xs);
   const Tensor& first = xs[0];
   const std::int64_t ax = cut_axis(first, axis, "concat");
   std::int64_t total = 0;
@@ -289,19 +317,17 @@ Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis) {
   }
   Shape out_shape = first.shape();
   out_shape[ax] = total;
-  Tensor out = Tensor::empty(out_shape, first.dtype());
+  Tensor out = Tensor::empty(out_shape, first.dtype(), device);
   const AxisSplit a = split_at(out_shape, ax);
   std::vector<std::int64_t> offsets;
   offsets.reserve(xs.size());
   std::int64_t off = 0;
-  dispatch_bytes(first.dtype(), [&]<class U>() {
-    for (const Tensor& x : xs) {
-      const std::int64_t n = x.shape()[ax];
-      cpu::copy_axis_block(raw<U>(x), n, 0, raw_mut<U>(out), total, off, a.outer, n, a.inner);
-      offsets.push_back(off);
-      off += n;
-    }
-  });
+  for (const Tensor& x : xs) {
+    const std::int64_t n = x.shape()[ax];
+    block_copy(x, n, 0, out, total, off, a.outer, n, a.inner);
+    offsets.push_back(off);
+    off += n;
+  }
   // dx_i = g[..., off_i : off_i + n_i, ...] along the axis.
   std::vector<std::int64_t> lengths;
   for (const Tensor& x : xs) lengths.push_back(x.shape()[ax]);

@@ -6,6 +6,10 @@
 
 #include "ops/common.h"
 #include "ops/cpu/softmax.h"
+#ifdef GATTN_WITH_CUDA
+#include "ops/cuda/host_util.h"
+#include "ops/cuda/softmax.h"
+#endif
 
 namespace gattn::ops {
 
@@ -21,9 +25,22 @@ enum class Kind { softmax, log_softmax };
 
 Tensor backward_rows(const Tensor& y, const Tensor& g_in, Kind kind) {
   Tensor g = g_in.to(y.dtype());
-  Tensor dx = Tensor::empty(y.shape(), y.dtype());
+  Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
   const std::int64_t C = y.size(-1);
   const std::int64_t rows = C ? y.numel() / C : 0;
+#ifdef GATTN_WITH_CUDA
+  if (y.device() == Device::cuda) {
+    common_device("softmax backward", {y, g});
+    const auto* py = static_cast<const float*>(y.raw_data());
+    const auto* pg = static_cast<const float*>(g.raw_data());
+    auto* pd = static_cast<float*>(dx.raw_data());
+    if (kind == Kind::softmax)
+      cuda::softmax_backward_f32(py, pg, pd, rows, C, cuda::stream());
+    else
+      cuda::log_softmax_backward_f32(py, pg, pd, rows, C, cuda::stream());
+    return dx;
+  }
+#endif
   dispatch_float(y.dtype(), "softmax backward", [&]<class T>() {
     if (kind == Kind::softmax)
       cpu::softmax_backward(y.data<T>(), g.data<T>(), dx.data<T>(), rows, C);
@@ -34,10 +51,20 @@ Tensor backward_rows(const Tensor& y, const Tensor& g_in, Kind kind) {
 }
 
 Tensor forward(const Tensor& x, Kind kind, const char* op) {
-  check_floating(x, op);
+  check_floating_any_device(x, op);
   const std::int64_t C = last_axis_or_throw(x, op);
   const std::int64_t rows = C ? x.numel() / C : 0;
-  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+#ifdef GATTN_WITH_CUDA
+  if (x.device() == Device::cuda) {
+    const auto* px = static_cast<const float*>(x.raw_data());
+    auto* py = static_cast<float*>(y.raw_data());
+    if (kind == Kind::softmax)
+      cuda::softmax_forward_f32(px, py, rows, C, cuda::stream());
+    else
+      cuda::log_softmax_forward_f32(px, py, rows, C, cuda::stream());
+  } else
+#endif
   dispatch_float(x.dtype(), op, [&]<class T>() {
     if (kind == Kind::softmax)
       cpu::softmax_forward(x.data<T>(), y.data<T>(), rows, C);

@@ -7,26 +7,50 @@
 
 #include "ops/common.h"
 #include "ops/cpu/unary.h"
+#ifdef GATTN_WITH_CUDA
+#include "ops/cuda/host_util.h"
+#include "ops/cuda/unary.h"
+#endif
 
 namespace gattn::ops {
 
 namespace {
 
-// Runs Fn forward over x and records the backward, which saves x or y (detached) as Fn needs.
+// The CUDA twin of each CPU kernel struct (ops/cuda/unary.cu has the same formulas).
+enum class CudaOp : int { exp, log, tanh, sigmoid, log_sigmoid, relu, gelu, square, sqrt };
+
+// Runs Fn forward over x (on x's device) and records the backward, which saves x or y (detached)
+// as Fn needs.
 template <class Fn>
-Tensor unary_op(const Tensor& x, const char* op) {
-  check_floating(x, op);
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
+Tensor unary_op(const Tensor& x, const char* op, [[maybe_unused]] CudaOp cuda_op) {
+  check_floating_any_device(x, op);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   const std::int64_t n = x.numel();
-  dispatch_float(x.dtype(), op, [&]<class T>() { cpu::unary_forward<Fn>(x.data<T>(), out.data<T>(), n); });
+#ifdef GATTN_WITH_CUDA
+  const auto kernel_op = static_cast<cuda::UnaryOp>(static_cast<int>(cuda_op));
+  if (x.device() == Device::cuda)
+    cuda::unary_forward_f32(kernel_op, static_cast<const float*>(x.raw_data()), static_cast<float*>(out.raw_data()), n,
+                            cuda::stream());
+  else
+#endif
+    dispatch_float(x.dtype(), op, [&]<class T>() { cpu::unary_forward<Fn>(x.data<T>(), out.data<T>(), n); });
   Tensor saved = Fn::kSavesOutput ? out.detach() : x.detach();
-  return autograd::record(op, out, {x}, [saved, op](const Tensor& g_in, const std::vector<bool>&) {
+  return autograd::record(op, out, {x}, [saved, op, cuda_op](const Tensor& g_in, const std::vector<bool>&) {
     // The engine hands gradients in the output's dtype; convert anything else rather than misread it.
     Tensor g = g_in.dtype() == saved.dtype() ? g_in : g_in.to(saved.dtype());
     if (g.shape() != saved.shape())
       throw ShapeError(std::string(op) + " backward: gradient " + shape_str(g.shape()) + " for an output of shape " +
                        shape_str(saved.shape()));
-    Tensor dx = Tensor::empty(saved.shape(), saved.dtype());
+    common_device(op, {g, saved});
+    Tensor dx = Tensor::empty(saved.shape(), saved.dtype(), saved.device());
+#ifdef GATTN_WITH_CUDA
+    if (saved.device() == Device::cuda) {
+      cuda::unary_backward_f32(static_cast<cuda::UnaryOp>(static_cast<int>(cuda_op)), static_cast<const float*>(g.raw_data()),
+                               static_cast<const float*>(saved.raw_data()), static_cast<float*>(dx.raw_data()),
+                               saved.numel(), cuda::stream());
+      return std::vector<Tensor>{dx};
+    }
+#endif
     dispatch_float(saved.dtype(), op,
                    [&]<class T>() { cpu::unary_backward<Fn>(g.data<T>(), saved.data<T>(), dx.data<T>(), saved.numel()); });
     return std::vector<Tensor>{dx};
@@ -35,14 +59,14 @@ Tensor unary_op(const Tensor& x, const char* op) {
 
 }  // namespace
 
-Tensor exp(const Tensor& x) { return unary_op<cpu::ExpFn>(x, "exp"); }
-Tensor log(const Tensor& x) { return unary_op<cpu::LogFn>(x, "log"); }
-Tensor tanh(const Tensor& x) { return unary_op<cpu::TanhFn>(x, "tanh"); }
-Tensor sigmoid(const Tensor& x) { return unary_op<cpu::SigmoidFn>(x, "sigmoid"); }
-Tensor log_sigmoid(const Tensor& x) { return unary_op<cpu::LogSigmoidFn>(x, "log_sigmoid"); }
-Tensor relu(const Tensor& x) { return unary_op<cpu::ReluFn>(x, "relu"); }
-Tensor gelu(const Tensor& x) { return unary_op<cpu::GeluFn>(x, "gelu"); }
-Tensor square(const Tensor& x) { return unary_op<cpu::SquareFn>(x, "square"); }
-Tensor sqrt(const Tensor& x) { return unary_op<cpu::SqrtFn>(x, "sqrt"); }
+Tensor exp(const Tensor& x) { return unary_op<cpu::ExpFn>(x, "exp", CudaOp::exp); }
+Tensor log(const Tensor& x) { return unary_op<cpu::LogFn>(x, "log", CudaOp::log); }
+Tensor tanh(const Tensor& x) { return unary_op<cpu::TanhFn>(x, "tanh", CudaOp::tanh); }
+Tensor sigmoid(const Tensor& x) { return unary_op<cpu::SigmoidFn>(x, "sigmoid", CudaOp::sigmoid); }
+Tensor log_sigmoid(const Tensor& x) { return unary_op<cpu::LogSigmoidFn>(x, "log_sigmoid", CudaOp::log_sigmoid); }
+Tensor relu(const Tensor& x) { return unary_op<cpu::ReluFn>(x, "relu", CudaOp::relu); }
+Tensor gelu(const Tensor& x) { return unary_op<cpu::GeluFn>(x, "gelu", CudaOp::gelu); }
+Tensor square(const Tensor& x) { return unary_op<cpu::SquareFn>(x, "square", CudaOp::square); }
+Tensor sqrt(const Tensor& x) { return unary_op<cpu::SqrtFn>(x, "sqrt", CudaOp::sqrt); }
 
 }  // namespace gattn::ops

@@ -74,7 +74,7 @@ std::vector<Tensor> record_multi(const char* op_name, const std::vector<Tensor>&
   }
   if (!any) return outputs;
   std::vector<OutputMeta> meta;
-  for (const Tensor& y : outputs) meta.push_back({y.shape(), y.dtype()});
+  for (const Tensor& y : outputs) meta.push_back({y.shape(), y.dtype(), y.device()});
   auto node = std::make_shared<Node>(op_name, std::move(edges), std::move(fn), std::move(meta));
   std::vector<Tensor> results;
   for (std::size_t k = 0; k < outputs.size(); ++k) {
@@ -91,8 +91,9 @@ Tensor record(const char* op_name, Tensor output, const std::vector<Tensor>& inp
   if (!grad_enabled()) return output;
   Shape shape = output.shape();
   DType dtype = output.dtype();
-  auto multi = [fn = std::move(fn), shape, dtype](const std::vector<Tensor>& g, const std::vector<bool>& needs) {
-    return fn(g[0].defined() ? g[0] : Tensor::zeros(shape, dtype), needs);
+  Device device = output.device();
+  auto multi = [fn = std::move(fn), shape, dtype, device](const std::vector<Tensor>& g, const std::vector<bool>& needs) {
+    return fn(g[0].defined() ? g[0] : Tensor::zeros(shape, dtype, device), needs);
   };
   return record_multi(op_name, {output}, inputs, std::move(multi))[0];
 }

@@ -32,6 +32,7 @@ using MultiBackwardFn =
 struct OutputMeta {
   Shape shape;
   DType dtype;
+  Device device;  // where a missing gradient's zeros must live
 };
 
 class Node {

@@ -25,8 +25,8 @@ void save_optimizer(const std::string& path, const optim::AdamW& opt, const std:
   nlohmann::json steps = nlohmann::json::object(), groups = nlohmann::json::object();
   for (const auto& [name, p] : opt.named_parameters()) {
     const optim::ParamState& s = opt.state(name);
-    tensors.emplace_back(name + kExpAvg, s.exp_avg.to(DType::f32));
-    tensors.emplace_back(name + kExpAvgSq, s.exp_avg_sq.to(DType::f32));
+    tensors.emplace_back(name + kExpAvg, s.exp_avg.to(Device::cpu).to(DType::f32));
+    tensors.emplace_back(name + kExpAvgSq, s.exp_avg_sq.to(Device::cpu).to(DType::f32));
     steps[name] = s.t;
     groups[name] = opt.group_of(name);
   }

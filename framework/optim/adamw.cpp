@@ -1,13 +1,22 @@
-// AdamW: group assignment and validation at construction, then a fused one-pass update per tensor.
+// AdamW: group assignment and validation at construction, then a fused one-pass update per tensor
+// (CPU parameters) or one multi-tensor kernel launch for all CUDA parameters of a step
+// (ops/cuda/adamw.h, the same update element for element).
 #include "framework/optim/adamw.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "framework/autograd/grad_mode.h"
 #include "framework/optim/glob.h"
 #include "ops/cpu/parallel.h"
 #include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
+#ifdef GATTN_WITH_CUDA
+#include "ops/cuda/adamw.h"
+#include "ops/cuda/host_util.h"
+#endif
 
 namespace gattn::optim {
 
@@ -136,9 +145,8 @@ AdamW::AdamW(NamedParameters params, AdamWOptions options) : options_(std::move(
     if (!index_.emplace(name, i).second)
       throw OptimizerConfigError("AdamW: parameter name '" + name + "' appears twice");
     if (!p.defined()) throw OptimizerConfigError("AdamW: parameter '" + name + "' is an undefined tensor");
-    if (p.device() != Device::cpu)
-      throw DeviceError("AdamW: parameter " + name + " is on " + device_name(p.device()) +
-                        "; only CPU tensors are supported");
+    if (p.device() == Device::cuda && p.dtype() != DType::f32)
+      throw DTypeError("AdamW: parameter " + name + " is " + dtype_name(p.dtype()) + " on cuda; the CUDA update takes f32");
     if (p.dtype() != DType::f32 && p.dtype() != DType::f64)
       throw DTypeError("AdamW: parameter " + name + " is " + dtype_name(p.dtype()) + "; expected f32 or f64");
 
@@ -151,7 +159,8 @@ AdamW::AdamW(NamedParameters params, AdamWOptions options) : options_(std::move(
         }
     group_index_.push_back(owner);
     groups_[owner].members.push_back(i);
-    states_.push_back(ParamState{Tensor::zeros(p.shape(), p.dtype()), Tensor::zeros(p.shape(), p.dtype()), 0});
+    states_.push_back(
+        ParamState{Tensor::zeros(p.shape(), p.dtype(), p.device()), Tensor::zeros(p.shape(), p.dtype(), p.device()), 0});
     block_begin_.push_back(total_blocks);
     total_blocks += static_cast<std::size_t>(num_blocks(p.numel()));
   }
@@ -160,9 +169,17 @@ AdamW::AdamW(NamedParameters params, AdamWOptions options) : options_(std::move(
 
 double AdamW::clip_grad_norm() {
   double sum = 0.0;
+  NoGradGuard no_grad;
+  Tensor device_sum;  // Σ g² over the CUDA grads, kept on the device and read once (one sync)
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Tensor g = checked_grad(params_[i].first, params_[i].second);
     if (!g.defined()) continue;
+    if (g.device() == Device::cuda) {
+      // The reduction kernels sum in a shape-fixed order: the same bits every run.
+      Tensor s = ops::sum(ops::square(g));
+      device_sum = device_sum.defined() ? ops::add(device_sum, s) : s;
+      continue;
+    }
     double* partials = norm_partials_.data() + block_begin_[i];
     if (g.dtype() == DType::f32)
       block_sums_of_squares(g.data<float>(), g.numel(), partials);
@@ -170,6 +187,7 @@ double AdamW::clip_grad_norm() {
       block_sums_of_squares(g.data<double>(), g.numel(), partials);
     for (std::int64_t b = 0; b < num_blocks(g.numel()); ++b) sum += partials[b];
   }
+  if (device_sum.defined()) sum += device_sum.item();
   const double norm = std::sqrt(sum);
   if (options_.grad_clip > 0.0 && std::isfinite(norm) && norm > options_.grad_clip) {
     const double scale = options_.grad_clip / norm;
@@ -182,6 +200,9 @@ double AdamW::clip_grad_norm() {
 }
 
 void AdamW::step(std::int64_t global_step) {
+#ifdef GATTN_WITH_CUDA
+  std::vector<cuda::AdamWTensor> device_updates;  // every CUDA parameter of this step, one launch
+#endif
   for (const Group& group : groups_) {
     if (global_step < group.freeze_steps) continue;  // frozen: not even t moves
     const double lr = group_lr(group, global_step);
@@ -198,6 +219,15 @@ void AdamW::step(std::int64_t global_step) {
                            lr / (1.0 - std::pow(options_.beta1, t)),
                            1.0 / std::sqrt(1.0 - std::pow(options_.beta2, t)),
                            options_.eps};
+#ifdef GATTN_WITH_CUDA
+      if (p.device() == Device::cuda) {
+        device_updates.push_back({static_cast<float*>(p.raw_data()), static_cast<const float*>(g.raw_data()),
+                                  static_cast<float*>(s.exp_avg.raw_data()), static_cast<float*>(s.exp_avg_sq.raw_data()),
+                                  p.numel(), static_cast<float>(c.decay), static_cast<float>(c.step_size),
+                                  static_cast<float>(c.inv_sqrt_bc2)});
+        continue;
+      }
+#endif
       if (p.dtype() == DType::f32)
         adamw_update(p.data<float>(), g.data<float>(), s.exp_avg.data<float>(), s.exp_avg_sq.data<float>(), p.numel(),
                      c);
@@ -206,6 +236,14 @@ void AdamW::step(std::int64_t global_step) {
                      p.numel(), c);
     }
   }
+#ifdef GATTN_WITH_CUDA
+  if (!device_updates.empty()) {
+    const cuda::AdamWHyper hyper{static_cast<float>(options_.beta1), static_cast<float>(options_.beta2),
+                                 static_cast<float>(1.0 - options_.beta1), static_cast<float>(1.0 - options_.beta2),
+                                 static_cast<float>(options_.eps)};
+    cuda::adamw_multi_tensor_f32(device_updates, hyper, cuda::stream());
+  }
+#endif
 }
 
 void AdamW::zero_grad() {
@@ -216,6 +254,13 @@ std::string AdamW::first_non_finite_grad() const {
   for (const auto& [name, p] : params_) {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
+    if (g.device() == Device::cuda) {
+      // Σ 0·g is NaN exactly when some element is NaN or ±Inf (0·Inf = NaN); one sync per grad,
+      // on the rare path where the norm already came out non-finite.
+      NoGradGuard no_grad;
+      if (!std::isfinite(ops::sum(ops::mul_scalar(g, 0.0)).item())) return name;
+      continue;
+    }
     const std::int64_t n = g.numel();
     bool finite = true;
     if (g.dtype() == DType::f32) {

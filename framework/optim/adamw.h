@@ -60,8 +60,9 @@ class AdamW {
   // `params` is usually model.named_parameters(); the tensors are shared, so updates reach the
   // model. Each parameter joins the first group with a matching glob, the rest form the default
   // group (named "default", top-level values). Throws OptimizerConfigError for a glob that matches
-  // no parameter, a duplicate name or a bad value, and DTypeError / DeviceError for a parameter
-  // that is not an f32/f64 CPU tensor.
+  // no parameter, a duplicate name or a bad value, and DTypeError for a parameter that is not an
+  // f32/f64 CPU tensor or an f32 CUDA tensor. CUDA parameters keep their moments on the device and
+  // are updated by one multi-tensor kernel per step (ops/cuda/adamw.h).
   AdamW(NamedParameters params, AdamWOptions options);
 
   // Global L2 norm (accumulated in double, in a fixed order: the same bits for any thread count)

@@ -279,7 +279,7 @@ void Tensor::set_grad(const Tensor& g) {
 void Tensor::backward(bool retain_graph) const {
   if (numel() != 1)
     throw AutogradError("backward: implicit gradient needs a one-element tensor, got " + str() + "; pass a gradient");
-  autograd::run_backward(*this, Tensor::ones(shape(), dtype()), retain_graph);
+  autograd::run_backward(*this, Tensor::ones(shape(), dtype(), device()), retain_graph);
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {

@@ -1,0 +1,68 @@
+// Multi-tensor AdamW: the tensors of one launch travel by value in the kernel's parameter block,
+// with the first block index of each tensor; block b finds its tensor by a short scan and updates
+// one chunk of it. Elements are independent, so the result does not depend on the launch shape.
+#include <cuda_runtime.h>
+
+#include "ops/cuda/adamw.h"
+#include "ops/cuda/launch.cuh"
+
+namespace gattn::cuda {
+
+namespace {
+
+constexpr int kTensorsPerLaunch = 32;
+constexpr long long kChunk = 4096;  // elements per block
+
+struct LaunchList {
+  AdamWTensor t[kTensorsPerLaunch];
+  long long first_block[kTensorsPerLaunch + 1];
+  int count;
+};
+
+__global__ void adamw_kernel(LaunchList list, AdamWHyper h) {
+  const long long b = blockIdx.x;
+  int k = 0;
+  while (k + 1 < list.count && list.first_block[k + 1] <= b) ++k;
+  const AdamWTensor& t = list.t[k];
+  const long long begin = (b - list.first_block[k]) * kChunk;
+  const long long end = begin + kChunk < t.n ? begin + kChunk : t.n;
+  for (long long i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const float gi = t.g[i];
+    // __fmul_rn/__fadd_rn: never contracted into FMAs, so each step rounds like the CPU's.
+    const float mi = __fadd_rn(__fmul_rn(h.beta1, t.m[i]), __fmul_rn(h.one_minus_beta1, gi));
+    const float vi = __fadd_rn(__fmul_rn(h.beta2, t.v[i]), __fmul_rn(__fmul_rn(h.one_minus_beta2, gi), gi));
+    t.m[i] = mi;
+    t.v[i] = vi;
+    const float denom = __fadd_rn(__fmul_rn(__fsqrt_rn(vi), t.inv_sqrt_bc2), h.eps);
+    t.p[i] = __fsub_rn(__fmul_rn(t.p[i], t.decay), __fdiv_rn(__fmul_rn(t.step_size, mi), denom));
+  }
+}
+
+void launch(LaunchList& list, const AdamWHyper& h, cudaStream_t stream) {
+  const long long blocks = list.first_block[list.count];
+  if (blocks == 0) return;
+  adamw_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(list, h);
+  GATTN_CUDA_LAUNCH_CHECK("adamw_kernel");
+}
+
+}  // namespace
+
+void adamw_multi_tensor_f32(const std::vector<AdamWTensor>& tensors, const AdamWHyper& hyper, CUstream_st* stream) {
+  LaunchList list{};
+  list.first_block[0] = 0;
+  for (const AdamWTensor& t : tensors) {
+    if (t.n <= 0) continue;
+    const long long blocks = (t.n + kChunk - 1) / kChunk;
+    // A launch ends when its list is full or its grid would exceed the 2^31 − 1 block limit.
+    if (list.count == kTensorsPerLaunch || list.first_block[list.count] + blocks > 0x7fffffffLL) {
+      launch(list, hyper, stream);
+      list.count = 0;
+    }
+    list.t[list.count] = t;
+    list.first_block[list.count + 1] = list.first_block[list.count] + blocks;
+    ++list.count;
+  }
+  if (list.count > 0) launch(list, hyper, stream);
+}
+
+}  // namespace gattn::cuda
