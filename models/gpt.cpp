@@ -66,7 +66,8 @@ const ModelConfig& checked(const ModelConfig& config) {
 }
 
 void check_token_ids(const Tensor& idx, std::int64_t vocab_size, const char* who) {
-  const std::int32_t* ids = idx.data<std::int32_t>();
+  const Tensor host = idx.to(Device::cpu);  // ids on the GPU are checked from a host copy
+  const std::int32_t* ids = host.data<std::int32_t>();
   for (std::int64_t n = 0; n < idx.numel(); ++n)
     if (ids[n] < 0 || ids[n] >= vocab_size)
       throw ValueError(std::string(who) + ": token id " + std::to_string(ids[n]) + " at position " +
@@ -102,7 +103,7 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
                        shape_str(idx.shape()));
   }
 
-  Tensor x = wte->forward(idx) + wpe->forward(Tensor::arange(T, DType::i32));  // [B, T, C] + [T, C]
+  Tensor x = wte->forward(idx) + wpe->forward(Tensor::arange(T, DType::i32).to(idx.device()));  // [B, T, C] + [T, C]
 
   ForwardResult result;
   AttentionContext ctx;

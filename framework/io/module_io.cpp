@@ -11,7 +11,7 @@ namespace gattn {
 void save_module(const std::string& path, nn::Module& m, const std::map<std::string, std::string>& metadata) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   m.visit_parameters(
-      [&](const std::string& name, Tensor& p) { tensors.emplace_back(name, p.detach().to(DType::f32)); });
+      [&](const std::string& name, Tensor& p) { tensors.emplace_back(name, p.detach().to(Device::cpu).to(DType::f32)); });
   std::map<std::string, std::string> meta = metadata;
   meta[kChecksumsKey] = tensor_checksums(tensors);
   save_safetensors(path, tensors, meta);

@@ -57,6 +57,10 @@ void Module::zero_grad() {
   visit_parameters([](const std::string&, Tensor& p) { p.zero_grad(); });
 }
 
+void Module::to_(Device device) {
+  visit_parameters([device](const std::string&, Tensor& p) { p.move_to_(device); });
+}
+
 void Module::train(bool on) {
   training_ = on;
   for (auto& [_, child] : children_) child->train(on);

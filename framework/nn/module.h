@@ -27,6 +27,8 @@ class Module {
   Tensor parameter(const std::string& name);
   std::int64_t num_parameters();
   void zero_grad();
+  // Moves every parameter onto `device` in place (the handles layers keep follow).
+  void to_(Device device);
 
   // Training mode (dropout, gumbel noise) vs evaluation; propagates to children.
   void train(bool on = true);

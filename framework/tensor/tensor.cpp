@@ -185,6 +185,15 @@ Tensor Tensor::to(Device target) const {
   return out;
 }
 
+void Tensor::move_to_(Device target) {
+  if (target == device()) return;
+  if (!is_leaf()) throw ValueError("move_to_: only a leaf tensor (a parameter, an input) can move in place, got " + str());
+  const Tensor moved = to(target);
+  impl().storage = moved.impl().storage;
+  impl().offset = moved.impl().offset;
+  impl().grad.reset();
+}
+
 Tensor Tensor::clone() const {
   Tensor out = empty(shape(), dtype(), device());
   cuda::copy_bytes(out.raw_data(), device(), raw_data(), device(), static_cast<std::size_t>(numel()) * dtype_size(dtype()));

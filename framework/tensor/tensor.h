@@ -87,6 +87,9 @@ class Tensor {
   // Rows [begin, end) of the leading dimension, as a view sharing storage (no history).
   Tensor alias_rows(std::int64_t begin, std::int64_t end) const;
   void copy_from(const Tensor& src);  // elementwise copy of equal shape, converting dtype, across devices
+  // Moves this tensor's data onto `device` in place: every handle sharing it (a module's member and
+  // its registry entry) sees the new storage. For leaves such as parameters; the gradient is dropped.
+  void move_to_(Device device);
   void fill(double value);
   bool shares_storage_with(const Tensor& other) const;
 

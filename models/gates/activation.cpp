@@ -23,9 +23,10 @@ GateActivation activate_gate(const Tensor& z, const GateConfig& config, const At
     if (!ctx.noise)
       throw ValueError(
           "model.gate.activation: gumbel_sigmoid needs a noise generator while training (AttentionContext.noise)");
+    // Drawn on the host (the Philox stream of the CPU), then placed beside z.
     Tensor noise = Tensor::empty(z.shape(), z.dtype());
     ctx.noise->logistic_(noise);
-    u = z + noise;
+    u = z + noise.to(z.device());
   }
   const double tau = gate_temperature(config);
   if (tau != 1.0) u = ops::mul_scalar(u, 1.0 / tau);

@@ -34,7 +34,7 @@ Tensor top_k_mask(const Tensor& logits, std::int64_t top_k) {
     for (std::int64_t s = 0; s < top_k; ++s)
       mask[static_cast<std::size_t>(t * E + order[static_cast<std::size_t>(s)])] = 1.0;
   }
-  return Tensor::from(mask, logits.shape(), logits.dtype());
+  return Tensor::from(mask, logits.shape(), logits.dtype()).to(logits.device());
 }
 
 // Σ over selected experts of h(r̃_e), differentiable. r̃_e = σ(u_e) with u_e = z_e − LSE_{j∈S∖e} z_j
@@ -60,8 +60,8 @@ Tensor selected_gate_entropy(const Tensor& z, const Tensor& mask) {
     }
   Shape pair_shape = s;
   pair_shape.push_back(E);
-  Tensor others_t = Tensor::from(others, pair_shape, z.dtype());
-  Tensor shift_t = Tensor::from(shift, s, z.dtype());
+  Tensor others_t = Tensor::from(others, pair_shape, z.dtype()).to(z.device());
+  Tensor shift_t = Tensor::from(shift, s, z.dtype()).to(z.device());
   // LSE over S∖e, shifted by its max so the sum is >= 1 and its log finite.
   Tensor shifted = ops::unsqueeze(z, -2) - ops::unsqueeze(shift_t, -1);  // [..., E(e), E(j)]
   Tensor lse_others = ops::log(ops::sum(ops::exp(shifted) * others_t, {-1})) + shift_t;
@@ -137,9 +137,8 @@ Tensor RoutedGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
       for (std::int64_t bh = 0; bh < B * H; ++bh) std::fill_n(key0.begin() + bh * T * d, d, 1.0);
       ops::AttentionOptions plain;
       plain.window = options.window;
-      std::vector<double> a0 =
-          ops::flash_attention(in.q.detach(), in.k.detach(), Tensor::from(key0, in.q.shape(), in.q.dtype()), {}, plain)
-              .out.to_vector();
+      const Tensor v0 = Tensor::from(key0, in.q.shape(), in.q.dtype()).to(in.q.device());
+      std::vector<double> a0 = ops::flash_attention(in.q.detach(), in.k.detach(), v0, {}, plain).out.to_vector();
       for (std::int64_t b = 0; b < B; ++b)
         for (std::int64_t h = 0; h < H; ++h)
           for (std::int64_t i = 0; i < T; ++i)
@@ -155,7 +154,7 @@ Tensor RoutedGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
   }
   if (ctx.gate_entropy) {
     // With one expert per token r̃ = 1 exactly: h = 0 with no gradient.
-    accumulate(ctx.gate_entropy_sum, top_k == 1 ? Tensor::scalar(0.0, z.dtype()) : selected_gate_entropy(z, mask));
+    accumulate(ctx.gate_entropy_sum, top_k == 1 ? Tensor::scalar(0.0, z.dtype()).to(z.device()) : selected_gate_entropy(z, mask));
     ctx.gate_entropy_count += static_cast<double>(B * T * top_k);
   }
   if (ctx.router_balance) accumulate(ctx.router_balance_sum, switch_balance_loss(r, mask, top_k));

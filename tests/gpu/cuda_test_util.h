@@ -10,6 +10,9 @@
 #include "framework/cuda/device.h"
 #include "framework/tensor/tensor.h"
 #include "ops/cuda/runtime_info.h"
+#ifdef GATTN_WITH_CUDA
+#include "ops/cuda/gemm.h"
+#endif
 #include "test_util.h"
 
 // Skips the test, saying why, in a CPU-only build or on a machine without a GPU.
@@ -62,6 +65,20 @@ inline ::testing::AssertionResult cuda_matches_cpu(const std::function<Tensor(co
   }
   return ::testing::AssertionSuccess();
 }
+
+// Turns TF32 off for the scope (exact f32 GEMMs), restoring the previous setting.
+class ExactF32 {
+ public:
+#ifdef GATTN_WITH_CUDA
+  ExactF32() : previous_(cuda::tf32_enabled()) { cuda::set_tf32_enabled(false); }
+  ~ExactF32() { cuda::set_tf32_enabled(previous_); }
+
+ private:
+  bool previous_;
+#else
+  ~ExactF32() {}  // user-provided, so a guard object is not an "unused variable" in CPU-only builds
+#endif
+};
 
 // f32 random tensor (the CUDA kernels compute in f32).
 inline Tensor frand(const Shape& shape, std::uint64_t seed, double low = -1.0, double high = 1.0) {

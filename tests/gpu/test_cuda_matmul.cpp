@@ -5,29 +5,13 @@
 
 #include "cuda_test_util.h"
 #include "ops/matmul.h"
-#ifdef GATTN_WITH_CUDA
-#include "ops/cuda/gemm.h"
-#endif
 
 namespace gattn {
 namespace {
 
 using test::cuda_matches_cpu;
+using test::ExactF32;
 using test::frand;
-
-// Turns TF32 off for the scope (exact f32 GEMMs), restoring the previous setting.
-class ExactF32 {
- public:
-#ifdef GATTN_WITH_CUDA
-  ExactF32() : previous_(cuda::tf32_enabled()) { cuda::set_tf32_enabled(false); }
-  ~ExactF32() { cuda::set_tf32_enabled(previous_); }
-
- private:
-  bool previous_;
-#else
-  ~ExactF32() {}  // user-provided, so a guard object is not an "unused variable" in CPU-only builds
-#endif
-};
 
 struct MatmulCase {
   Shape a, b;

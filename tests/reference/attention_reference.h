@@ -1,21 +1,18 @@
-// A slow, obviously-correct gated attention built only from the primitive autograd ops: it
-// materialises the [B, H, T, T] scores and weights, so tests can check ops::flash_attention (its
-// outputs, statistics and every gradient) against it. Never used by training.
+// The tests' name for the composed attention (ops/composed_attention.h): the slow, obviously-correct
+// gated attention built only from the primitive autograd ops, materialising the [B, H, T, T]
+// scores and weights, that ops::flash_attention (outputs, statistics and every gradient) is checked
+// against.
 #pragma once
-#include "framework/tensor/tensor.h"
-#include "ops/attention.h"
+#include "ops/composed_attention.h"
 
 namespace gattn::test {
 
-// Same contract as ops::flash_attention (ops/attention.h): out, row_entropy when
-// options.entropy_output, gate_entropy when options.pair_gate_entropy, and options.stats filled the
-// same way. With gate.pair_noise set it draws the same logistic noise as the fused op (same Philox
-// words, same advance of the generator), so noisy runs can be compared too.
-ops::AttentionResult reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                         const ops::AttentionGateTerms& gate = {},
-                                         const ops::AttentionOptions& options = {});
+inline ops::AttentionResult reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                const ops::AttentionGateTerms& gate = {},
+                                                const ops::AttentionOptions& options = {}) {
+  return ops::composed_attention(q, k, v, gate, options);
+}
 
-// i32 [T, T] with 1 where key j is hidden from query i: j > i, or i − j ≥ window when window > 0.
-Tensor attention_hidden_mask(std::int64_t T, std::int64_t window);
+inline Tensor attention_hidden_mask(std::int64_t T, std::int64_t window) { return ops::attention_hidden_mask(T, window); }
 
 }  // namespace gattn::test

@@ -1,6 +1,6 @@
-// The composite reference attention: ops/attention.h's math written term by term with the
-// primitive autograd ops, so its gradients come from those ops' (separately gradchecked) backwards.
-#include "reference/attention_reference.h"
+// The composed attention: ops/attention.h's math written term by term with the primitive autograd
+// ops, so its gradients come from those ops' (separately gradchecked) backwards, on any device.
+#include "ops/composed_attention.h"
 
 #include <cmath>
 #include <limits>
@@ -10,6 +10,7 @@
 #include "framework/autograd/grad_mode.h"
 #include "framework/tensor/philox.h"
 #include "framework/tensor/random.h"
+#include "ops/common.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"
@@ -17,7 +18,7 @@
 #include "ops/shape.h"
 #include "ops/unary.h"
 
-namespace gattn::test {
+namespace gattn::ops {
 
 namespace {
 
@@ -25,14 +26,14 @@ void check_row_term(const Tensor& t, const Tensor& q, const char* name) {
   if (!t.defined()) return;
   const Shape want{q.size(0), q.size(1), q.size(2)};
   if (t.shape() != want)
-    throw ShapeError(std::string("reference_attention: ") + name + " has shape " + shape_str(t.shape()) +
+    throw ShapeError(std::string("composed_attention: ") + name + " has shape " + shape_str(t.shape()) +
                      ", expected " + shape_str(want));
 }
 
 // The pair gate's logistic noise n_ij for every (b·h, i, j), drawn exactly as the fused kernel does
 // (ops/cpu/flash_attention.h, logistic_noise): the op reserves B·H·T·T words of the generator and
 // pair (bh, i, j) uses word offset + (bh·T + i)·T + j, u = (top 24 bits + ½)/2²⁴, n = ln u − ln(1 − u).
-Tensor pair_noise(Generator& gen, std::int64_t BH, std::int64_t T, const Shape& shape, DType dtype) {
+Tensor pair_noise(Generator& gen, std::int64_t BH, std::int64_t T, const Shape& shape, DType dtype, Device device) {
   const GeneratorState state = gen.state();
   const std::uint64_t offset = gen.reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(T * T));
   std::vector<double> values(static_cast<std::size_t>(BH * T * T));
@@ -42,37 +43,39 @@ Tensor pair_noise(Generator& gen, std::int64_t BH, std::int64_t T, const Shape& 
     const double u = (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
     values[idx] = std::log(u) - std::log1p(-u);
   }
-  return Tensor::from(values, shape, dtype);
+  return Tensor::from(values, shape, dtype).to(device);
 }
 
 }  // namespace
 
-Tensor attention_hidden_mask(std::int64_t T, std::int64_t window) {
+Tensor attention_hidden_mask(std::int64_t T, std::int64_t window, Device device) {
   std::vector<std::int32_t> hidden(static_cast<std::size_t>(T * T));
   for (std::int64_t i = 0; i < T; ++i)
     for (std::int64_t j = 0; j < T; ++j)
       hidden[static_cast<std::size_t>(i * T + j)] = j > i || (window > 0 && i - j >= window);
-  return Tensor::from_ints(hidden, {T, T});
+  return Tensor::from_ints(hidden, {T, T}).to(device);
 }
 
-ops::AttentionResult reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                         const ops::AttentionGateTerms& gate, const ops::AttentionOptions& options) {
-  if (!q.defined() || !k.defined() || !v.defined()) throw ValueError("reference_attention: q, k, v must be defined");
+AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate,
+                                   const AttentionOptions& options) {
+  if (!q.defined() || !k.defined() || !v.defined()) throw ValueError("composed_attention: q, k, v must be defined");
   if (q.dim() != 4 || k.shape() != q.shape() || v.shape() != q.shape())
-    throw ShapeError("reference_attention: q, k, v must all be [B, H, T, d], got " + shape_str(q.shape()) + ", " +
+    throw ShapeError("composed_attention: q, k, v must all be [B, H, T, d], got " + shape_str(q.shape()) + ", " +
                      shape_str(k.shape()) + ", " + shape_str(v.shape()));
-  if (options.window < 0) throw ValueError("reference_attention: window must be >= 0");
+  if (options.window < 0) throw ValueError("composed_attention: window must be >= 0");
   check_row_term(gate.key_bias, q, "key_bias");
   check_row_term(gate.forget_cum, q, "forget_cum");
   check_row_term(gate.pair_row, q, "pair_row");
   check_row_term(gate.pair_col, q, "pair_col");
   const bool pair = gate.pair_row.defined();
   if (pair != gate.pair_col.defined() || pair != gate.pair_alpha.defined())
-    throw ValueError("reference_attention: pair needs pair_row, pair_col and pair_alpha together");
-  if (options.pair_gate_entropy && !pair) throw ValueError("reference_attention: pair_gate_entropy without pair terms");
+    throw ValueError("composed_attention: pair needs pair_row, pair_col and pair_alpha together");
+  if (options.pair_gate_entropy && !pair) throw ValueError("composed_attention: pair_gate_entropy without pair terms");
 
   const std::int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3);
-  const Tensor hidden = attention_hidden_mask(T, options.window);
+  const Device device = common_device("composed_attention", {q, k, v, gate.key_bias, gate.forget_cum, gate.pair_row,
+                                                              gate.pair_col, gate.pair_alpha});
+  const Tensor hidden = attention_hidden_mask(T, options.window, device);
 
   // S = q kᵀ/√d + key_bias_j + (c_i − c_j), hidden entries −∞.
   Tensor S = ops::mul_scalar(ops::matmul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(d)));
@@ -85,14 +88,14 @@ ops::AttentionResult reference_attention(const Tensor& q, const Tensor& k, const
   Tensor A = P, u, G, M;
   if (pair) {
     u = ops::unsqueeze(gate.pair_row, 3) + ops::unsqueeze(gate.pair_col, 2);
-    if (gate.pair_noise) u = u + pair_noise(*gate.pair_noise, B * H, T, u.shape(), q.dtype());
+    if (gate.pair_noise) u = u + pair_noise(*gate.pair_noise, B * H, T, u.shape(), q.dtype(), device);
     u = ops::mul_scalar(u, 1.0 / gate.pair_temperature);
     G = ops::sigmoid(u);
     M = ops::add_scalar(ops::mul(G, gate.pair_alpha) - gate.pair_alpha, 1.0);
     A = P * M;
   }
 
-  ops::AttentionResult result;
+  AttentionResult result;
   result.out = ops::matmul(A, v);
 
   // H_i = −Σ_j A_ij ln A_ij with ln A = log_softmax(S) + ln M, zeroed where hidden before the
@@ -115,7 +118,7 @@ ops::AttentionResult reference_attention(const Tensor& q, const Tensor& k, const
 
   if (options.stats) {
     NoGradGuard no_grad;
-    ops::AttentionStats st;
+    AttentionStats st;
     const std::vector<double> ent = row_entropy.to_vector(), a = A.to_vector();
     const std::vector<double> g = pair ? G.to_vector() : std::vector<double>();
     const std::vector<double> hid = hidden.to_vector();
@@ -137,4 +140,4 @@ ops::AttentionResult reference_attention(const Tensor& q, const Tensor& k, const
   return result;
 }
 
-}  // namespace gattn::test
+}  // namespace gattn::ops

@@ -1,0 +1,25 @@
+// Gated attention composed from the primitive autograd ops: ops/attention.h's math written term by
+// term, materialising the [B, H, T, T] scores and weights. Two users:
+//  - the tests, as the obviously-correct oracle that ops::flash_attention (outputs, statistics and
+//    every gradient) is checked against — its gradients come from the primitives' own gradchecked
+//    backwards;
+//  - ops::flash_attention on CUDA tensors until the fused CUDA kernels (issue 7) exist: every
+//    primitive it uses has a CUDA kernel, so attention runs on the GPU, at O(T²) memory per head.
+#pragma once
+#include "framework/tensor/tensor.h"
+#include "ops/attention.h"
+
+namespace gattn::ops {
+
+// Same contract as flash_attention: out, row_entropy when options.entropy_output, gate_entropy when
+// options.pair_gate_entropy, and options.stats filled the same way. With gate.pair_noise set it
+// draws the same logistic noise as the fused op (same Philox words, same advance of the
+// generator), so noisy runs agree too. All tensors on one device (CPU or CUDA).
+AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate = {},
+                                   const AttentionOptions& options = {});
+
+// i32 [T, T] on `device` with 1 where key j is hidden from query i: j > i, or i − j ≥ window when
+// window > 0.
+Tensor attention_hidden_mask(std::int64_t T, std::int64_t window, Device device = Device::cpu);
+
+}  // namespace gattn::ops
