@@ -2,6 +2,9 @@
 # through scripts/launch.sh with the test's gattn binary, and comparing metrics across runs.
 launch="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/scripts/launch.sh"
 export GATTN_BIN="$gattn" OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
+# OpenMPI's session directory under this test's own temporary directory: mpiruns started at the
+# same moment (ctest -j, the fault jobs) can race creating a shared one ("orte_session_dir failed").
+export OMPI_MCA_orte_tmpdir_base="$tmp"
 
 # write_dist_config FILE RUN_DIR: 2 layers, 32 wide, block 16, output gates (no noise), 4 rows per rank.
 write_dist_config() {
