@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "framework/autograd/engine.h"
 #include "framework/autograd/grad_mode.h"
 #include "framework/config/config.h"
 #include "framework/data/dataset.h"
@@ -142,6 +143,22 @@ GeneratorState base_noise_state(GeneratorState mine, int rank) {
   mine.stream -= static_cast<std::uint64_t>(rank) << kRankStreamShift;
   return mine;
 }
+
+// Installs a leaf-ready hook for one backward and removes it again, also when backward throws.
+class BackwardHookGuard {
+ public:
+  explicit BackwardHookGuard(autograd::LeafGradReadyHook hook) : active_(static_cast<bool>(hook)) {
+    if (active_) autograd::set_leaf_grad_ready_hook(std::move(hook));
+  }
+  ~BackwardHookGuard() {
+    if (active_) autograd::set_leaf_grad_ready_hook({});
+  }
+  BackwardHookGuard(const BackwardHookGuard&) = delete;
+  BackwardHookGuard& operator=(const BackwardHookGuard&) = delete;
+
+ private:
+  bool active_;
+};
 
 // "3.4 MB, 41 ms" for the checkpoint message.
 std::string describe_write(const CheckpointWritten& w) {
@@ -311,7 +328,11 @@ int train(const TrainArgs& args) {
       if (w_gate != 0 && r.gate_entropy.defined()) total = total + r.gate_entropy * w_gate;
       if (w_attn != 0 && r.attn_entropy.defined()) total = total + r.attn_entropy * w_attn;
       if (w_router != 0 && r.router_balance.defined()) total = total + r.router_balance * w_router;
-      (total * (1.0 / static_cast<double>(grad_accum))).backward();
+      {
+        // The step's last backward starts the gradient buckets as their parameters finish.
+        BackwardHookGuard hook(micro + 1 == grad_accum ? optimizer.backward_hook() : autograd::LeafGradReadyHook());
+        (total * (1.0 / static_cast<double>(grad_accum))).backward();
+      }
       loss_sum += r.loss.item();
       if (r.gate_entropy.defined()) gate_ent += r.gate_entropy.item();
       if (r.attn_entropy.defined()) attn_ent += r.attn_entropy.item();

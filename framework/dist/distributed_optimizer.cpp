@@ -28,6 +28,11 @@ void DistributedOptimizer::broadcast_parameters() {
   }
 }
 
+autograd::LeafGradReadyHook DistributedOptimizer::backward_hook() {
+  if (!buckets_) return {};
+  return [buckets = buckets_.get()](const TensorImpl& leaf) { buckets->ready_leaf(leaf); };
+}
+
 void DistributedOptimizer::average_gradients() {
   if (sharded_)
     sharded_->reduce_scatter_gradients();

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "framework/autograd/engine.h"
 #include "framework/dist/communicator.h"
 #include "framework/dist/gradient_buckets.h"
 #include "framework/dist/zero_adamw.h"
@@ -24,6 +25,10 @@ class DistributedOptimizer {
 
   // Collective: every rank's weights become rank 0's (identical starting weights).
   void broadcast_parameters();
+  // For the autograd engine (autograd::set_leaf_grad_ready_hook) during the last backward of a
+  // step: starts gradient buckets as their parameters become ready. Empty when there is nothing
+  // to overlap (one rank, or ZeRO-1's single reduce-scatter).
+  autograd::LeafGradReadyHook backward_hook();
   // Collective: each rank's gradients (its local mean) become the mean over ranks.
   void average_gradients();
   // Global-norm clipping over the averaged gradients; returns the norm (collective under zero 1).

@@ -16,6 +16,7 @@ GradientBuckets::GradientBuckets(NamedParameters params, Communicator& comm, std
       throw DistError("dist: parameter " + name + " is " + p.str() + " on " + device_name(p.device()) +
                       "; gradient buckets hold f32 tensors on " + device_name(comm_.device()));
     sizes.push_back(p.numel());
+    index_of_leaf_.emplace(&p.impl(), sizes.size() - 1);
   }
   bucket_of_.resize(params_.size());
   reported_.assign(params_.size(), false);
@@ -38,6 +39,17 @@ void GradientBuckets::ready(std::size_t index) {
   reported_[index] = true;
   Bucket& b = buckets_[bucket_of_[index]];
   if (--b.pending == 0) launch(bucket_of_[index]);
+}
+
+void GradientBuckets::ready_leaf(const TensorImpl& leaf) {
+  auto it = index_of_leaf_.find(&leaf);
+  if (it != index_of_leaf_.end()) ready(it->second);
+}
+
+std::size_t GradientBuckets::buckets_in_flight() const {
+  std::size_t n = 0;
+  for (const Bucket& b : buckets_) n += b.work != nullptr;
+  return n;
 }
 
 void GradientBuckets::ready_all() {

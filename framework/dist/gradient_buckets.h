@@ -3,12 +3,13 @@
 // all-reduce is launched as soon as the last of its parameters reports its gradient ready, so
 // communication of the late layers overlaps with the backward of the early ones. On the CPU the
 // trainer reports all parameters after backward (ready_all), which still overlaps packing a bucket
-// with the reduction of the one before; a hook in the autograd engine that calls ready(i) when a
-// leaf's gradient is final is the place to start buckets during backward.
+// with the reduction of the one before. The trainer also installs ready_leaf as the autograd
+// engine's leaf-ready hook for the last backward of a step, so buckets start during backward.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,8 @@ class GradientBuckets {
   // Parameter `index`'s gradient for this step is final. Launches its bucket's all-reduce when it
   // was the bucket's last one. A parameter without a gradient contributes zeros.
   void ready(std::size_t index);
+  // ready() for the parameter whose tensor is `leaf`; other tensors are ignored.
+  void ready_leaf(const TensorImpl& leaf);
   // Reports every parameter not reported yet, last first.
   void ready_all();
   // Waits for every bucket, then writes the mean over ranks into each parameter's grad (defining
@@ -37,6 +40,8 @@ class GradientBuckets {
   void finish();
 
   std::size_t num_buckets() const { return buckets_.size(); }
+  // Buckets launched and not yet finished (for tests of the overlap).
+  std::size_t buckets_in_flight() const;
 
  private:
   struct Bucket {
@@ -52,6 +57,7 @@ class GradientBuckets {
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> bucket_of_;  // per parameter
   std::vector<bool> reported_;
+  std::unordered_map<const TensorImpl*, std::size_t> index_of_leaf_;
 };
 
 }  // namespace gattn::dist

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/autograd/engine.h"
 #include "framework/dist/distributed_optimizer.h"
 #include "framework/dist/gradient_buckets.h"
 #include "framework/dist/launch_env.h"
@@ -20,6 +21,8 @@
 #include "framework/dist/zero_adamw.h"
 #include "framework/optim/adamw.h"
 #include "framework/tensor/random.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
 #include "thread_world.h"
 
 namespace gattn {
@@ -345,6 +348,37 @@ TEST(GradientBuckets, MeanOverRanksInEveryBucket) {
         }
       }
     }
+  });
+}
+
+TEST(GradientBuckets, TheAutogradHookLaunchesEveryBucketDuringBackward) {
+  testing::ThreadWorld threads(2);
+  std::mutex mu;
+  threads.run([&](dist::Communicator& comm) {
+    // y = Σ (w0·x)² + Σ w1·x + Σ w2: three parameters, one bucket each.
+    std::vector<std::pair<std::string, Tensor>> params;
+    for (const char* name : {"w0", "w1", "w2"}) {
+      Tensor p = Tensor::full({4}, 0.5 + static_cast<double>(params.size()), DType::f32);
+      p.set_requires_grad(true);
+      params.emplace_back(name, p);
+    }
+    dist::GradientBuckets buckets(params, comm, /*bucket_elements=*/4);
+    ASSERT_EQ(buckets.num_buckets(), 3u);
+    const Tensor x = Tensor::full({4}, 1.0 + comm.rank(), DType::f32);  // differs per rank
+    const Tensor h = ops::mul(params[0].second, x);
+    Tensor y = ops::add(ops::add(ops::sum(ops::mul(h, h)), ops::sum(ops::mul(params[1].second, x))),
+                        ops::sum(params[2].second));
+    autograd::set_leaf_grad_ready_hook([&](const TensorImpl& leaf) { buckets.ready_leaf(leaf); });
+    y.backward();
+    autograd::set_leaf_grad_ready_hook({});
+    EXPECT_EQ(buckets.buckets_in_flight(), 3u);  // all started by the hook, none waited for yet
+    buckets.finish();
+    EXPECT_EQ(buckets.buckets_in_flight(), 0u);
+    std::lock_guard<std::mutex> lock(mu);
+    // d/dw0 = 2·w0·x², mean over x = 1, 2: 0.5·(2·0.5·1 + 2·0.5·4) = 2.5; d/dw1 = x -> 1.5; d/dw2 = 1.
+    for (double g : params[0].second.grad().to_vector()) EXPECT_DOUBLE_EQ(g, 2.5);
+    for (double g : params[1].second.grad().to_vector()) EXPECT_DOUBLE_EQ(g, 1.5);
+    for (double g : params[2].second.grad().to_vector()) EXPECT_DOUBLE_EQ(g, 1.0);
   });
 }
 
