@@ -4,6 +4,9 @@
 find_package(OpenMP REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
+# MPI (Debian's OpenMPI): launches and connects the ranks of a multi-process run, carries CPU
+# gradients and bootstraps NCCL. gattn calls only its C API (the C++ bindings are deprecated).
+find_package(MPI REQUIRED COMPONENTS CXX)
 
 # OpenBLAS: prefer Debian's OpenMP build so BLAS and our own OpenMP loops share one thread pool
 # (the pthread build would oversubscribe the cores when both run).

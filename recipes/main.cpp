@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "framework/data/errors.h"
+#include "framework/dist/errors.h"
+#include "framework/dist/launch_env.h"
 #include "framework/io/errors.h"
 #include "framework/runtime/build_info.h"
 #include "framework/tensor/error.h"
@@ -15,9 +17,13 @@
 
 namespace {
 
-// One line on stderr, then the exit code SPEC §1 gives the kind of failure.
+// One line on stderr, then the exit code SPEC §1 gives the kind of failure. A rank of a
+// multi-process run says which rank it is: mpirun interleaves every rank's stderr.
 int fail(const std::string& message, int code) {
-  std::cerr << "gattn: " << message << "\n";
+  const gattn::dist::LaunchInfo launch = gattn::dist::detect_launch();
+  std::cerr << "gattn: ";
+  if (launch.size > 1) std::cerr << "rank " << launch.rank << " of " << launch.size << ": ";
+  std::cerr << message << "\n";
   return code;
 }
 
@@ -60,6 +66,8 @@ int main(int argc, char** argv) {
     return fail(e.what(), 3);
   } catch (const gattn::DataError& e) {
     return fail(e.what(), 3);
+  } catch (const gattn::DistError& e) {
+    return fail(e.what(), 3);  // a peer died or stalled: the run's environment failed, as with data
   } catch (const gattn::NumericalError& e) {
     return fail(e.what(), 4);
   } catch (const gattn::Error& e) {

@@ -49,7 +49,8 @@ std::string resume_command(const std::string& config, const std::vector<std::str
   return cmd + " --resume auto";
 }
 
-std::optional<Resumed> resume_run(const std::string& resume, RunSetup& run, optim::AdamW& optimizer) {
+std::optional<Resumed> resume_run(const std::string& resume, RunSetup& run,
+                                  const std::function<void(const OptimizerSnapshot&)>& restore_optimizer) {
   std::string dir = resume;
   if (resume == "auto") {
     dir = latest_checkpoint(run.dir);
@@ -61,18 +62,17 @@ std::optional<Resumed> resume_run(const std::string& resume, RunSetup& run, opti
   const std::string state_path = (fs::path(dir) / kStateFile).string();
   const nlohmann::json now = run.config.to_json();
   check_resume_config(files.state, now, state_path);
-  if (files.state.world_size != 1)
-    throw CheckpointError("checkpoint file '" + state_path + "': written by " + std::to_string(files.state.world_size) +
-                          " ranks; this build trains on one");
   for (const char* name : {kDataRng, kModelNoiseRng})
     if (!files.state.rng.count(name))
       throw CheckpointError("checkpoint file '" + state_path + "': field 'rng." + name + "' is missing");
   check_vocab(files.model, *run.data);
 
-  // Each loader validates its whole file before it changes anything. Should the second still
-  // refuse, the run is abandoned (exit 3) with nothing on disk changed yet.
-  load_optimizer(files.optimizer, optimizer);
+  // Both files are validated whole before anything changes: the optimizer's here, the model's by
+  // load_module before it copies. Should either refuse, the run is abandoned (exit 3) with nothing
+  // on disk changed yet.
+  const OptimizerSnapshot optimizer_state = read_optimizer(files.optimizer, run.model->named_parameters());
   load_module(files.model, *run.model);
+  restore_optimizer(optimizer_state);
   run.model->noise_generator().set_state(files.state.rng.at(kModelNoiseRng));
 
   Resumed out;

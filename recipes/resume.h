@@ -1,10 +1,12 @@
 // `gattn train --resume auto|DIR`: finding the checkpoint, checking that this config may continue
 // it, and loading it into the run's model and optimizer.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "framework/io/optimizer_io.h"
 #include "framework/io/train_state.h"
 #include "framework/optim/adamw.h"
 #include "recipes/run_setup.h"
@@ -20,10 +22,13 @@ struct Resumed {
 // `resume` is "auto" (the checkpoint run.dir/checkpoints/latest names) or a checkpoint directory.
 // Returns nullopt for "auto" when the run has no checkpoint yet (a fresh start). Otherwise reads and
 // verifies the checkpoint (every file, checksums, state.json), refuses it when the config hash or
-// the vocabulary differs, loads the weights into run.model and the moments into `optimizer`, and
-// returns its state. Throws CheckpointError (exit 3) naming the file and the tensor or field, and
-// in particular never falls back to a fresh start when `latest` exists but is damaged.
-std::optional<Resumed> resume_run(const std::string& resume, RunSetup& run, optim::AdamW& optimizer);
+// the vocabulary differs, loads the weights into run.model, hands the full optimizer state to
+// `restore_optimizer` (which a ZeRO-1 rank cuts to its shard: a checkpoint of any world size
+// resumes on any other), and returns its state. Throws CheckpointError (exit 3) naming the file and
+// the tensor or field, and in particular never falls back to a fresh start when `latest` exists but
+// is damaged.
+std::optional<Resumed> resume_run(const std::string& resume, RunSetup& run,
+                                  const std::function<void(const OptimizerSnapshot&)>& restore_optimizer);
 
 // The shell command that continues a run started with `config` and `overrides`: this binary
 // (/proc/self/exe), `train --config`, the overrides, `--resume auto`; words quoted where needed.

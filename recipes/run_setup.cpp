@@ -97,7 +97,9 @@ void start_run_directory(RunSetup& run) {
   write_file_atomically((fs::path(run.dir) / "config.yaml").string(), run.config.to_yaml());
 }
 
-EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t batch_size) {
+EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t batch_size,
+                    dist::Communicator* comm) {
+  const int world = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
   NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
@@ -105,7 +107,9 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
   const std::int64_t windows = data.eval_windows(T, cfg.get_int("eval.max_windows"));
   double loss_sum = 0, correct = 0;
   std::int64_t tokens = 0;
+  std::int64_t batch_index = 0;
   for (std::int64_t first = 0; first < windows; first += batch_size) {
+    if (batch_index++ % world != rank) continue;
     const std::int64_t count = std::min(batch_size, windows - first);
     Batch batch = data.eval_batch(first, count, T);
     models::ForwardResult r = model.forward(batch.x, batch.y);
@@ -116,6 +120,13 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
     tokens += n;
   }
   model.train(was_training);
+  if (world > 1) {
+    const std::vector<double> sums = comm->all_reduce_host({loss_sum, correct, static_cast<double>(tokens)},
+                                                           dist::ReduceOp::sum, "all-reduce of the eval sums");
+    loss_sum = sums[0];
+    correct = sums[1];
+    tokens = static_cast<std::int64_t>(sums[2]);
+  }
   EvalResult e;
   e.tokens = tokens;
   e.loss = tokens ? loss_sum / static_cast<double>(tokens) : 0.0;
@@ -134,18 +145,21 @@ std::string format_eval(std::int64_t step, const EvalResult& e) {
   return buf;
 }
 
-CheckpointWritten save_checkpoint(const RunSetup& run, const optim::AdamW& optimizer, TrainState state) {
+CheckpointWritten save_checkpoint_directory(const RunSetup& run, const OptimizerSnapshot& optimizer,
+                                            const std::vector<std::pair<std::string, double>>& lrs, TrainState state) {
   std::map<std::string, std::string> meta{{"format", kCheckpointFormat}, {"config", run.config.to_json().dump()}};
   if (!run.data->vocab_json().empty()) meta["vocab"] = run.data->vocab_json();
   state.config = run.config.to_json();
   state.config_hash = config_hash(state.config);
   state.lr.clear();
   if (state.step > 0)
-    for (const auto& [group, lr] : optimizer.current_lrs(state.step - 1)) state.lr[group] = lr;
-  CheckpointWritten written = write_checkpoint(run.dir, *run.model, optimizer, meta, state);
-  prune_checkpoints(run.dir, state.step, run.config.get_int("checkpoint.keep_last"),
-                    run.config.get_int("checkpoint.keep_every"));
-  return written;
+    for (const auto& [group, lr] : lrs) state.lr[group] = lr;
+  return write_checkpoint_directory(run.dir, *run.model, optimizer, meta, state);
+}
+
+void publish_checkpoint(const RunSetup& run, std::int64_t step) {
+  gattn::publish_checkpoint(run.dir, step);
+  prune_checkpoints(run.dir, step, run.config.get_int("checkpoint.keep_last"), run.config.get_int("checkpoint.keep_every"));
 }
 
 std::string sample_text(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t n) {

@@ -8,6 +8,7 @@
 
 #include "framework/config/config.h"
 #include "framework/data/dataset.h"
+#include "framework/dist/communicator.h"
 #include "framework/io/run_lock.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/train_state.h"
@@ -42,14 +43,21 @@ struct EvalResult {
   std::optional<double> accuracy;  // synthetic tasks: answer-token accuracy
 };
 
-// Mean loss over the val split's eval windows (SPEC §5), in batches of `batch_size` windows.
-EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t batch_size);
+// Mean loss over the val split's eval windows (SPEC §5), in batches of `batch_size` windows. With a
+// communicator of several ranks the batches are dealt round-robin and the sums reduced: every rank
+// gets the same result, each having run 1/world of the windows.
+EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t batch_size,
+                    dist::Communicator* comm = nullptr);
 std::string format_eval(std::int64_t step, const EvalResult& e);
 
-// Writes checkpoints/step_<state.step>/: the weights with the SPEC §3 metadata, the optimizer, and
-// `state` with the resolved config, its hash and the groups' learning rates filled in; then drops
-// old checkpoints as checkpoint.keep_last / keep_every say.
-CheckpointWritten save_checkpoint(const RunSetup& run, const optim::AdamW& optimizer, TrainState state);
+// Writes checkpoints/step_<state.step>/ (not yet `latest`): the weights with the SPEC §3 metadata,
+// the optimizer state, and `state` with the resolved config, its hash and the groups' learning
+// rates `lrs` (of the last step done) filled in.
+CheckpointWritten save_checkpoint_directory(const RunSetup& run, const OptimizerSnapshot& optimizer,
+                                            const std::vector<std::pair<std::string, double>>& lrs, TrainState state);
+// Points `latest` at step `step`'s checkpoint, then drops old checkpoints as checkpoint.keep_last /
+// keep_every say. A multi-rank run calls it once every rank agreed that the checkpoint is complete.
+void publish_checkpoint(const RunSetup& run, std::int64_t step);
 
 // `n` characters sampled from the model with the KV cache (temperature 0.8, seed from the config),
 // starting from a newline when the vocabulary has one. Text data only ("" otherwise).

@@ -2,7 +2,11 @@
 // CPU from a YAML config (SPEC §1, §2, §5): gradient accumulation, regularisers, clipping, the NaN
 // guard, periodic eval, full checkpoints (weights, optimizer, loop state) from which a stopped run
 // continues bit for bit, graceful stops on SIGINT/SIGTERM, metrics.jsonl with gate statistics, and
-// a live terminal line.
+// a live terminal line. Under mpirun / srun the same program is one rank of a data-parallel run
+// (framework/dist): every rank draws the same global batch from the shared data stream and trains
+// on its own rows of it, gradients are averaged (or reduce-scattered under dist.zero: 1), and rank 0
+// alone writes metrics, checkpoints and the terminal.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,9 +15,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "framework/autograd/engine.h"
 #include "framework/autograd/grad_mode.h"
 #include "framework/config/config.h"
 #include "framework/data/dataset.h"
+#include "framework/dist/communicator.h"
+#include "framework/dist/distributed_optimizer.h"
+#include "framework/dist/sharding.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/metrics.h"
 #include "framework/io/metrics_rewind.h"
@@ -24,6 +32,7 @@
 #include "framework/runtime/progress.h"
 #include "framework/runtime/threads.h"
 #include "models/gpt.h"
+#include "recipes/fault_injection.h"
 #include "recipes/recipe.h"
 #include "recipes/resume.h"
 #include "recipes/run_setup.h"
@@ -85,6 +94,72 @@ void add_stats(nlohmann::json& line, const std::vector<models::LayerStats>& stat
   }
 }
 
+// LayerStats are sums and counts, so the statistics of the global batch are the ranks' sums added.
+constexpr std::size_t kStatsFields = 14;
+
+std::vector<double> flatten_stats(const std::vector<models::LayerStats>& stats) {
+  std::vector<double> out;
+  for (const auto& s : stats) {
+    const ops::AttentionStats& a = s.attention;
+    for (const ops::GateMoments* g : {&a.pair_gate, &s.gate})
+      out.insert(out.end(), {g->sum, g->sum_sq, static_cast<double>(g->count), static_cast<double>(g->below_0_1),
+                             static_cast<double>(g->above_0_9)});
+    out.insert(out.end(), {a.entropy_sum, static_cast<double>(a.entropy_count), a.sink_sum, static_cast<double>(a.sink_count)});
+  }
+  return out;
+}
+
+void unflatten_stats(const std::vector<double>& v, std::vector<models::LayerStats>& stats) {
+  auto as_int = [](double x) { return static_cast<std::int64_t>(std::llround(x)); };
+  for (std::size_t l = 0; l < stats.size(); ++l) {
+    const double* f = v.data() + l * kStatsFields;
+    ops::AttentionStats& a = stats[l].attention;
+    for (ops::GateMoments* g : {&a.pair_gate, &stats[l].gate}) {
+      g->sum = f[0];
+      g->sum_sq = f[1];
+      g->count = as_int(f[2]);
+      g->below_0_1 = as_int(f[3]);
+      g->above_0_9 = as_int(f[4]);
+      f += 5;
+    }
+    a.entropy_sum = f[0];
+    a.entropy_count = as_int(f[1]);
+    a.sink_sum = f[2];
+    a.sink_count = as_int(f[3]);
+  }
+}
+
+// Gumbel noise per rank: rank r draws from its own Philox stream (the base stream + r·2³²) at the
+// offset every rank shares, so ranks do not repeat each other's noise on different rows, rank 0's
+// stream is the single-process one, and a checkpoint (which stores rank 0's state) resumes on any
+// world size. A world of two with noise is therefore not bitwise a world of one with twice the
+// batch (the rows get other noise draws), only equal in distribution.
+constexpr int kRankStreamShift = 32;
+GeneratorState rank_noise_state(GeneratorState base, int rank) {
+  base.stream += static_cast<std::uint64_t>(rank) << kRankStreamShift;
+  return base;
+}
+GeneratorState base_noise_state(GeneratorState mine, int rank) {
+  mine.stream -= static_cast<std::uint64_t>(rank) << kRankStreamShift;
+  return mine;
+}
+
+// Installs a leaf-ready hook for one backward and removes it again, also when backward throws.
+class BackwardHookGuard {
+ public:
+  explicit BackwardHookGuard(autograd::LeafGradReadyHook hook) : active_(static_cast<bool>(hook)) {
+    if (active_) autograd::set_leaf_grad_ready_hook(std::move(hook));
+  }
+  ~BackwardHookGuard() {
+    if (active_) autograd::set_leaf_grad_ready_hook({});
+  }
+  BackwardHookGuard(const BackwardHookGuard&) = delete;
+  BackwardHookGuard& operator=(const BackwardHookGuard&) = delete;
+
+ private:
+  bool active_;
+};
+
 // "3.4 MB, 41 ms" for the checkpoint message.
 std::string describe_write(const CheckpointWritten& w) {
   char buf[64];
@@ -93,12 +168,22 @@ std::string describe_write(const CheckpointWritten& w) {
   return buf;
 }
 
-int run_train(const TrainArgs& args) {
+int train(const TrainArgs& args) {
+  // A launched rank joins its job here (MPI_Init); a plain run is a world of one without MPI.
+  dist::Communicator& comm = dist::cpu_world();
+  const int rank = comm.rank(), world = comm.size();
+  const bool lead = rank == 0;  // writes metrics, checkpoints and the terminal
+
   const bool resuming = !args.resume.empty();
   RunSetup run = prepare_run(args.config, args.overrides, resuming);
   const Config& cfg = run.config;
   models::GPT& model = *run.model;
   Dataset& data = *run.data;
+  comm.set_timeout(cfg.get_double("dist.timeout_s"));
+  // train.threads 0 means all cores: shared among the ranks on this node, not each taking them all.
+  const dist::LaunchInfo& launch = dist::world_launch();
+  if (cfg.get_int("train.threads") == 0 && launch.local_size > 1)
+    set_num_threads(std::max(1, num_procs() / launch.local_size));
 
   const std::int64_t B = cfg.get_int("train.batch_size"), T = cfg.model_config().block_size;
   const std::int64_t max_steps = cfg.get_int("train.max_steps"), grad_accum = cfg.get_int("train.grad_accum");
@@ -106,45 +191,73 @@ int run_train(const TrainArgs& args) {
   const std::int64_t ckpt_every = cfg.get_int("checkpoint.every"), max_bad = cfg.get_int("train.max_bad_steps");
   const double w_gate = cfg.get_double("regularization.gate_entropy"), w_attn = cfg.get_double("regularization.attn_entropy");
   const double w_router = cfg.get_double("regularization.router_balance");
+  const int zero = static_cast<int>(cfg.get_int("dist.zero"));
 
-  optim::AdamW optimizer(model.named_parameters(), adamw_options(cfg));
+  dist::DistributedOptimizer optimizer(model.named_parameters(), adamw_options(cfg), comm, zero);
   // Training batches are drawn from this stream and nothing else: its state is the data position.
   // Stream 2: the model's init and noise generators use streams 0 and 1 of the same seed, and
-  // sharing one would correlate the batch positions with the gumbel noise.
+  // sharing one would correlate the batch positions with the gumbel noise. Every rank draws the
+  // whole global batch (world × batch_size windows) and keeps its rows, so the position is in
+  // global tokens and the same on every rank and for every world size.
   Generator data_gen(static_cast<std::uint64_t>(cfg.get_int("seed")), kDataStream);
   std::int64_t start_step = 0, bad_in_a_row = 0;
   double elapsed_before = 0;  // training time of the attempts before this one
   std::optional<Resumed> resumed;
-  if (resuming) resumed = resume_run(args.resume, run, optimizer);
+  if (resuming)
+    resumed = resume_run(args.resume, run, [&](const OptimizerSnapshot& state) { optimizer.load_state(state); });
   if (resumed) {
     start_step = resumed->state.step;
     bad_in_a_row = resumed->state.bad_steps_in_a_row;
     elapsed_before = resumed->state.elapsed_s;
     data_gen.set_state(resumed->state.rng.at(kDataRng));
   }
+  model.noise_generator().set_state(rank_noise_state(model.noise_generator().state(), rank));
+  optimizer.broadcast_parameters();  // identical starting weights, whatever each rank read or drew
 
-  start_run_directory(run);  // only now, after every check has passed: bad input writes nothing
-  const std::string metrics_path = (fs::path(run.dir) / "metrics.jsonl").string();
-  // The lines after the checkpoint belong to training this run redoes (all of them when an attempt
-  // stopped before its first checkpoint).
-  const std::int64_t rewound = resuming ? rewind_metrics(metrics_path, start_step) : 0;
-  MetricsWriter metrics(metrics_path);
-  ProgressDisplay progress(max_steps, ProgressDisplay::is_tty(stdout));
-  progress.message("gattn train: " + std::to_string(model.num_parameters()) + " parameters, " + data.describe());
-  progress.message("run directory: " + run.dir);
+  // Every rank has checked the run (config, data, "run.dir already holds a run") before rank 0
+  // creates anything in it.
+  comm.barrier("the barrier before the run directory is created");
+  std::string metrics_path = (fs::path(run.dir) / "metrics.jsonl").string();
+  std::int64_t rewound = 0;
+  std::optional<MetricsWriter> metrics;
+  if (lead) {
+    start_run_directory(run);  // only now, after every check has passed: bad input writes nothing
+    // The lines after the checkpoint belong to training this run redoes (all of them when an attempt
+    // stopped before its first checkpoint).
+    rewound = resuming ? rewind_metrics(metrics_path, start_step) : 0;
+    metrics.emplace(metrics_path);
+  }
+  // mpirun hands its ranks a pseudo-terminal even when its own output goes to a file: under a
+  // launcher the progress is plain lines (one per train.log_every), never redrawn in place.
+  ProgressDisplay progress(max_steps, lead && !launch.launched && ProgressDisplay::is_tty(stdout));
+  auto say = [&](const std::string& text) {
+    if (lead) progress.message(text);
+  };
+  std::string intro = "gattn train: " + std::to_string(model.num_parameters()) + " parameters, " + data.describe();
+  if (world > 1) {
+    intro += ", ";
+    intro.append(std::to_string(world)).append(" ranks (").append(comm.backend()).append(", dist.zero ");
+    intro.append(std::to_string(zero)).append(")");
+  }
+  say(intro);
+  say("run directory: " + run.dir);
   if (resumed) {
     std::string msg = "resumed from " + resumed->dir + " at step " + std::to_string(start_step);
     if (rewound > 0) msg += " (" + std::to_string(rewound) + " later metrics lines dropped)";
-    progress.message(msg);
-    for (const std::string& change : resumed->config_changes) progress.message("  config changed: " + change);
+    say(msg);
+    if (resumed->state.world_size != world) {
+      std::string w = "  the checkpoint was written by ";
+      w.append(std::to_string(resumed->state.world_size)).append(" rank(s); continuing on ").append(std::to_string(world));
+      say(w + (zero == 1 ? " (optimizer state re-sharded)" : ""));
+    }
+    for (const std::string& change : resumed->config_changes) say("  config changed: " + change);
   } else if (resuming) {
-    progress.message("--resume auto: no checkpoint in " + (fs::path(run.dir) / "checkpoints").string() +
-                     " yet; starting from step 0");
+    say("--resume auto: no checkpoint in " + (fs::path(run.dir) / "checkpoints").string() + " yet; starting from step 0");
   }
   if (start_step >= max_steps) {
-    progress.message("the run is already at step " + std::to_string(start_step) + " of train.max_steps " +
-                     std::to_string(max_steps) + "; nothing to train (raise train.max_steps to continue)");
-    std::cout << "run directory: " << run.dir << "\n";
+    say("the run is already at step " + std::to_string(start_step) + " of train.max_steps " + std::to_string(max_steps) +
+        "; nothing to train (raise train.max_steps to continue)");
+    if (lead) std::cout << "run directory: " << run.dir << "\n";
     return 0;
   }
 
@@ -155,16 +268,39 @@ int run_train(const TrainArgs& args) {
   EvalResult last_eval;
   double window_tokens = 0, window_start = elapsed_before;
   std::string last_checkpoint = resumed ? resumed->dir : "";
+  // Collective: rank 0 writes the step directory, every rank then agrees it is complete (an
+  // all-reduce of the failures, which is also a barrier), and only then does `latest` move.
   auto checkpoint = [&](std::int64_t done) {
     TrainState st;
     st.step = done;
+    st.world_size = world;
     st.rng[kDataRng] = data_gen.state();
-    st.rng[kModelNoiseRng] = model.noise_generator().state();
+    st.rng[kModelNoiseRng] = base_noise_state(model.noise_generator().state(), rank);
     st.bad_steps_in_a_row = bad_in_a_row;
     st.elapsed_s = elapsed();
-    const CheckpointWritten w = save_checkpoint(run, optimizer, st);
-    last_checkpoint = w.dir;
-    progress.message("checkpoint: " + w.dir + " (" + describe_write(w) + ")");
+    const std::string name = checkpoint_name(done);
+    const OptimizerSnapshot state = optimizer.state_for_checkpoint();
+    std::optional<CheckpointWritten> written;
+    std::string error;
+    if (lead) {
+      try {
+        written = save_checkpoint_directory(run, state, optimizer.current_lrs(done - 1), st);
+      } catch (const CheckpointError& e) {
+        if (world == 1) throw;
+        error = e.what();
+      }
+    }
+    const double failures = comm.all_reduce_host({error.empty() ? 0.0 : 1.0}, dist::ReduceOp::sum,
+                                                 "the agreement that checkpoint " + name + " is complete")[0];
+    if (failures > 0) {
+      if (lead) throw CheckpointError(error);
+      throw DistError("dist: rank 0 could not write checkpoint " + name + " (its message says why)");
+    }
+    if (lead) {
+      publish_checkpoint(run, done);
+      last_checkpoint = written->dir;
+      progress.message("checkpoint: " + written->dir + " (" + describe_write(*written) + ")");
+    }
   };
 
   StopSignals signals;  // from here on, SIGINT/SIGTERM stop after the current step
@@ -172,11 +308,16 @@ int run_train(const TrainArgs& args) {
     const std::int64_t done = step + 1;
     const bool last = done == max_steps;
     const bool log_step = done % log_every == 0 || step == 0 || last;
+    maybe_inject_fault(rank, done);
     double loss_sum = 0, gate_ent = 0, attn_ent = 0, router = 0;
     std::vector<models::LayerStats> stats;
     model.train();
     for (std::int64_t micro = 0; micro < grad_accum; ++micro) {
-      Batch batch = data.sample_train(B, T, data_gen);
+      Batch batch = data.sample_train(B * world, T, data_gen);
+      if (world > 1) {
+        const dist::Range rows = dist::batch_rows(B, rank);
+        batch = Batch{batch.x.alias_rows(rows.begin, rows.end), batch.y.alias_rows(rows.begin, rows.end)};
+      }
       models::ForwardOptions fo;
       fo.gate_entropy = w_gate != 0 || log_step;
       fo.attn_entropy = w_attn != 0;
@@ -187,12 +328,30 @@ int run_train(const TrainArgs& args) {
       if (w_gate != 0 && r.gate_entropy.defined()) total = total + r.gate_entropy * w_gate;
       if (w_attn != 0 && r.attn_entropy.defined()) total = total + r.attn_entropy * w_attn;
       if (w_router != 0 && r.router_balance.defined()) total = total + r.router_balance * w_router;
-      (total * (1.0 / static_cast<double>(grad_accum))).backward();
+      {
+        // The step's last backward starts the gradient buckets as their parameters finish.
+        BackwardHookGuard hook(micro + 1 == grad_accum ? optimizer.backward_hook() : autograd::LeafGradReadyHook());
+        (total * (1.0 / static_cast<double>(grad_accum))).backward();
+      }
       loss_sum += r.loss.item();
       if (r.gate_entropy.defined()) gate_ent += r.gate_entropy.item();
       if (r.attn_entropy.defined()) attn_ent += r.attn_entropy.item();
       if (r.router_balance.defined()) router += r.router_balance.item();
       if (fo.collect_stats) stats = std::move(r.stats);
+    }
+    optimizer.average_gradients();
+    if (world > 1) {
+      // The logged values are means over ranks (each rank's is the mean of its rows), the gate
+      // statistics sums over the global batch; a non-finite loss on any rank makes every rank skip.
+      std::vector<double> sums = comm.all_reduce_host({loss_sum, gate_ent, attn_ent, router}, dist::ReduceOp::sum,
+                                                      "all-reduce of the step's losses");
+      loss_sum = sums[0] / world;
+      gate_ent = sums[1] / world;
+      attn_ent = sums[2] / world;
+      router = sums[3] / world;
+      if (!stats.empty()) unflatten_stats(comm.all_reduce_host(flatten_stats(stats), dist::ReduceOp::sum,
+                                                               "all-reduce of the gate statistics"),
+                                          stats);
     }
     const double loss = loss_sum / static_cast<double>(grad_accum);
     const double grad_norm = optimizer.clip_grad_norm();
@@ -206,8 +365,8 @@ int run_train(const TrainArgs& args) {
       }
       optimizer.zero_grad();
       ++bad_in_a_row;
-      progress.message("step " + std::to_string(done) + ": non-finite " + culprit + ", update skipped (" +
-                       std::to_string(bad_in_a_row) + "/" + std::to_string(max_bad) + ")");
+      say("step " + std::to_string(done) + ": non-finite " + culprit + ", update skipped (" + std::to_string(bad_in_a_row) +
+          "/" + std::to_string(max_bad) + ")");
       if (bad_in_a_row >= max_bad) {
         progress.finish();
         std::string what = "train: non-finite ";
@@ -221,10 +380,10 @@ int run_train(const TrainArgs& args) {
       bad_in_a_row = 0;
       optimizer.step(step);
       optimizer.zero_grad();
-      window_tokens += static_cast<double>(B * T * grad_accum);
+      window_tokens += static_cast<double>(B * T * grad_accum * world);  // the global rate
     }
 
-    if (log_step && bad_in_a_row == 0) {
+    if (log_step && bad_in_a_row == 0 && lead) {
       const double now = elapsed();
       const double tokens_per_s = window_tokens / std::max(now - window_start, 1e-9);
       window_tokens = 0;
@@ -237,17 +396,19 @@ int run_train(const TrainArgs& args) {
       if (w_attn != 0) line["attn_entropy_reg"] = attn_ent / static_cast<double>(grad_accum);
       if (model.config().gate.kind == models::GateKind::routed) line["router_balance"] = router / static_cast<double>(grad_accum);
       add_stats(line, stats);
-      metrics.write(line);
+      metrics->write(line);
       ProgressState ps{done, loss, lr, tokens_per_s, now, std::nullopt};
       if (line.contains("gate_mean")) ps.gate_mean = line["gate_mean"].get<double>();
       progress.update(ps);
     }
     if ((eval_every > 0 && done % eval_every == 0) || last) {
-      last_eval = evaluate(model, data, cfg, B);
-      nlohmann::json line = {{"step", done}, {"split", "val"}, {"loss", last_eval.loss}};
-      if (last_eval.accuracy) line["accuracy"] = *last_eval.accuracy;
-      metrics.write(line);
-      progress.message(format_eval(done, last_eval));
+      last_eval = evaluate(model, data, cfg, B, &comm);
+      if (lead) {
+        nlohmann::json line = {{"step", done}, {"split", "val"}, {"loss", last_eval.loss}};
+        if (last_eval.accuracy) line["accuracy"] = *last_eval.accuracy;
+        metrics->write(line);
+      }
+      say(format_eval(done, last_eval));
     }
     // No periodic checkpoint during a run of skipped steps: the newest one stays the last good
     // state, and keep_last cannot push it out. The final one is written regardless (a skipped
@@ -255,17 +416,26 @@ int run_train(const TrainArgs& args) {
     const bool due = (ckpt_every > 0 && done % ckpt_every == 0 && bad_in_a_row == 0) || last;
     if (due) checkpoint(done);
 
-    const int signo = StopSignals::received();
+    // A signal reaches the ranks at different moments: they stop together at the first step
+    // after which any of them has seen one.
+    int signo = StopSignals::received();
+    if (world > 1)
+      signo = static_cast<int>(comm.all_reduce_host({static_cast<double>(signo)}, dist::ReduceOp::max,
+                                                    "all-reduce of the stop signal")[0]);
     if (!last && (signo != 0 || done == args.stop_after)) {
       if (!due) checkpoint(done);
       progress.finish();
-      std::cout << "stopped at step " << done << " of " << max_steps << " ("
-                << (signo != 0 ? signal_name(signo) : std::string("--stop-after")) << "); resume with:\n  "
-                << resume_command(args.config, args.overrides) << "\n";
+      std::string how;  // a multi-rank run resumes under a launcher, on this or any other world size
+      if (world > 1) how.append(" (on any number of ranks, e.g. scripts/launch.sh -n ").append(std::to_string(world)).append(")");
+      if (lead)
+        std::cout << "stopped at step " << done << " of " << max_steps << " ("
+                  << (signo != 0 ? signal_name(signo) : std::string("--stop-after")) << "); resume with" << how
+                  << ":\n  " << resume_command(args.config, args.overrides) << "\n";
       return 0;
     }
   }
   progress.finish();
+  if (!lead) return 0;
   std::cout << "run directory: " << run.dir << "\n";
   std::cout << "final " << format_eval(max_steps, last_eval) << "\n";
   // An interrupt during the last step still ends the run normally, without the slow sample.
@@ -273,6 +443,14 @@ int run_train(const TrainArgs& args) {
     std::cout << "sample:\n" << sample_text(model, data, cfg, 200) << "\n";
   }
   return 0;
+}
+
+// A successful run ends MPI together; an error leaves without it (the exception reaches main,
+// which exits non-zero, and mpirun / srun then stop the other ranks).
+int run_train(const TrainArgs& args) {
+  const int rc = train(args);
+  dist::finalize_world();
+  return rc;
 }
 
 }  // namespace

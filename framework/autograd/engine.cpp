@@ -12,6 +12,7 @@ namespace gattn::autograd {
 
 namespace {
 thread_local bool g_grad_enabled = true;
+thread_local LeafGradReadyHook g_leaf_ready_hook;
 
 // Adds g into leaf->grad. The first gradient is copied: it may be the caller's tensor or share
 // storage with another gradient (views), and later accumulation writes into .grad in place.
@@ -39,6 +40,8 @@ Edge edge_to(const Tensor& x) {
   return e;
 }
 }  // namespace
+
+void set_leaf_grad_ready_hook(LeafGradReadyHook hook) { g_leaf_ready_hook = std::move(hook); }
 
 bool grad_enabled() { return g_grad_enabled; }
 void set_grad_enabled(bool on) { g_grad_enabled = on; }
@@ -106,18 +109,23 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
   if (!root.grad_fn()) {
     if (!root.requires_grad()) throw AutogradError("backward: tensor " + root.str() + " does not require grad and has no history");
     accumulate_into_leaf(root.impl(), gradient);
+    if (g_leaf_ready_hook) g_leaf_ready_hook(root.impl());
     return;
   }
 
   // Count, for every node reachable from the root, how many edges point at it.
   Node* root_node = root.grad_fn().get();
   std::unordered_map<Node*, int> pending;
+  // With a leaf-ready hook: how many edges point at each leaf, so it fires after the last one.
+  const bool track_leaves = static_cast<bool>(g_leaf_ready_hook);
+  std::unordered_map<TensorImpl*, int> leaf_pending;
   std::vector<Node*> stack{root_node};
   pending[root_node] = 0;
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
     for (const Edge& e : n->inputs()) {
+      if (track_leaves && e.leaf) ++leaf_pending[e.leaf.get()];
       if (!e.fn) continue;
       auto [it, inserted] = pending.try_emplace(e.fn.get(), 0);
       ++it->second;
@@ -154,6 +162,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       Tensor gi = any_grad ? input_grads[i] : Tensor();
       if (e.leaf) {
         if (gi.defined()) accumulate_into_leaf(*e.leaf, gi);
+        if (track_leaves && --leaf_pending[e.leaf.get()] == 0) g_leaf_ready_hook(*e.leaf);
       } else if (e.fn) {
         Node* next = e.fn.get();
         std::vector<Tensor>& slot = grads[next];

@@ -170,6 +170,8 @@ std::vector<KeySpec> make_schema() {
     k.max = 1.0;
     s.push_back(k);
   }
+  s.push_back(num_key("dist.timeout_s", 300.0, 0.0, true,
+                      "seconds a collective waits for the other ranks before the run fails (a rank died or stalled)"));
   return s;
 }
 

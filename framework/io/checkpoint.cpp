@@ -70,8 +70,9 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   fsync_dir(fs::path(path).parent_path());
 }
 
-CheckpointWritten write_checkpoint(const std::string& run_dir, nn::Module& model, const optim::AdamW& optimizer,
-                                   const std::map<std::string, std::string>& metadata, const TrainState& state) {
+CheckpointWritten write_checkpoint_directory(const std::string& run_dir, nn::Module& model,
+                                            const OptimizerSnapshot& optimizer,
+                                            const std::map<std::string, std::string>& metadata, const TrainState& state) {
   const auto start = std::chrono::steady_clock::now();
   const fs::path root = fs::path(run_dir) / "checkpoints";
   const std::string name = checkpoint_name(state.step);
@@ -93,12 +94,11 @@ CheckpointWritten write_checkpoint(const std::string& run_dir, nn::Module& model
   fsync_dir(tmp_dir);
 
   // Replacing a directory of the same step: move the old one aside first, so that some complete
-  // checkpoint of this step exists at every moment.
+  // checkpoint of this step exists at every moment (`latest` may name this step already).
   fs::remove_all(old_dir, ec);
   if (fs::exists(final_dir)) rename_or_throw(final_dir, old_dir);
   rename_or_throw(tmp_dir, final_dir);
   fsync_dir(root);
-  write_file_atomically((root / "latest").string(), name + "\n");
   fs::remove_all(old_dir, ec);
 
   CheckpointWritten out;
@@ -107,6 +107,19 @@ CheckpointWritten write_checkpoint(const std::string& run_dir, nn::Module& model
     const std::uintmax_t size = fs::file_size(final_dir / f, ec);
     if (!ec) out.bytes += size;
   }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+void publish_checkpoint(const std::string& run_dir, std::int64_t step) {
+  write_file_atomically((fs::path(run_dir) / "checkpoints" / "latest").string(), checkpoint_name(step) + "\n");
+}
+
+CheckpointWritten write_checkpoint(const std::string& run_dir, nn::Module& model, const optim::AdamW& optimizer,
+                                   const std::map<std::string, std::string>& metadata, const TrainState& state) {
+  const auto start = std::chrono::steady_clock::now();
+  CheckpointWritten out = write_checkpoint_directory(run_dir, model, optimizer_snapshot(optimizer), metadata, state);
+  publish_checkpoint(run_dir, state.step);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

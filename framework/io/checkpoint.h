@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/io/optimizer_io.h"
 #include "framework/io/safetensors.h"
 #include "framework/io/train_state.h"
 #include "framework/nn/module.h"
@@ -36,6 +37,14 @@ struct CheckpointWritten {
 // an earlier attempt is replaced whole. Throws CheckpointError.
 CheckpointWritten write_checkpoint(const std::string& run_dir, nn::Module& model, const optim::AdamW& optimizer,
                                    const std::map<std::string, std::string>& metadata, const TrainState& state);
+
+// write_checkpoint in two halves, for a multi-rank run whose ranks must all agree that the
+// checkpoint is complete before `latest` moves: the step directory, complete and renamed into
+// place (the optimizer as a snapshot, e.g. ZeRO-1 shards gathered), and then `latest`.
+CheckpointWritten write_checkpoint_directory(const std::string& run_dir, nn::Module& model,
+                                            const OptimizerSnapshot& optimizer,
+                                            const std::map<std::string, std::string>& metadata, const TrainState& state);
+void publish_checkpoint(const std::string& run_dir, std::int64_t step);
 
 // Retention, run after a complete write of step `newest_step`: among the step directories before
 // it, keeps the newest keep_last − 1 (keep_last counts the new one; 0 keeps all) and every step

@@ -20,15 +20,24 @@ std::string where(const SafetensorsFile& file) { return "checkpoint file '" + fi
 
 }  // namespace
 
-void save_optimizer(const std::string& path, const optim::AdamW& opt, const std::map<std::string, std::string>& metadata) {
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  nlohmann::json steps = nlohmann::json::object(), groups = nlohmann::json::object();
+OptimizerSnapshot optimizer_snapshot(const optim::AdamW& opt) {
+  OptimizerSnapshot out;
   for (const auto& [name, p] : opt.named_parameters()) {
     const optim::ParamState& s = opt.state(name);
-    tensors.emplace_back(name + kExpAvg, s.exp_avg.to(Device::cpu).to(DType::f32));
-    tensors.emplace_back(name + kExpAvgSq, s.exp_avg_sq.to(Device::cpu).to(DType::f32));
-    steps[name] = s.t;
-    groups[name] = opt.group_of(name);
+    out.push_back({name, opt.group_of(name), s.exp_avg, s.exp_avg_sq, s.t});
+  }
+  return out;
+}
+
+void save_optimizer(const std::string& path, const OptimizerSnapshot& state,
+                    const std::map<std::string, std::string>& metadata) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  nlohmann::json steps = nlohmann::json::object(), groups = nlohmann::json::object();
+  for (const ParamMoments& m : state) {
+    tensors.emplace_back(m.name + kExpAvg, m.exp_avg.to(Device::cpu).to(DType::f32));
+    tensors.emplace_back(m.name + kExpAvgSq, m.exp_avg_sq.to(Device::cpu).to(DType::f32));
+    steps[m.name] = m.t;
+    groups[m.name] = m.group;
   }
   std::map<std::string, std::string> meta = metadata;
   meta["format"] = kCheckpointFormat;
@@ -39,7 +48,11 @@ void save_optimizer(const std::string& path, const optim::AdamW& opt, const std:
   save_safetensors(path, tensors, meta);
 }
 
-void load_optimizer(const SafetensorsFile& file, optim::AdamW& opt) {
+void save_optimizer(const std::string& path, const optim::AdamW& opt, const std::map<std::string, std::string>& metadata) {
+  save_optimizer(path, optimizer_snapshot(opt), metadata);
+}
+
+OptimizerSnapshot read_optimizer(const SafetensorsFile& file, const optim::AdamW::NamedParameters& params) {
   verify_checksums(file, /*required=*/true);
   auto steps_it = file.metadata.find(kStepCountsKey);
   if (steps_it == file.metadata.end())
@@ -50,14 +63,9 @@ void load_optimizer(const SafetensorsFile& file, optim::AdamW& opt) {
 
   std::unordered_map<std::string, const Tensor*> by_name;
   for (const auto& [name, t] : file.tensors) by_name.emplace(name, &t);
-  struct Restore {
-    optim::ParamState* state;
-    const Tensor *m, *v;
-    std::int64_t t;
-  };
-  std::vector<Restore> restores;
+  OptimizerSnapshot out;
   std::unordered_set<std::string> wanted;
-  for (const auto& [name, p] : opt.named_parameters()) {
+  for (const auto& [name, p] : params) {
     const Tensor* moments[2] = {nullptr, nullptr};
     const std::string names[2] = {name + kExpAvg, name + kExpAvgSq};
     for (int k = 0; k < 2; ++k) {
@@ -77,17 +85,22 @@ void load_optimizer(const SafetensorsFile& file, optim::AdamW& opt) {
     auto t = steps.find(name);
     if (t == steps.end() || !t->is_number_integer() || t->get<std::int64_t>() < 0)
       throw CheckpointError(where(file) + ": parameter '" + name + "' has no valid step count in \"step_counts\"");
-    restores.push_back({&opt.state(name), moments[0], moments[1], t->get<std::int64_t>()});
+    out.push_back({name, "", *moments[0], *moments[1], t->get<std::int64_t>()});
   }
   for (const auto& [name, t] : file.tensors)
     if (!wanted.count(name))
       throw CheckpointError(where(file) + ": extra tensor '" + printable_name(name) +
                             "' that the optimizer does not have (a different model config?)");
+  return out;
+}
 
-  for (Restore& r : restores) {
-    r.state->exp_avg.copy_from(*r.m);
-    r.state->exp_avg_sq.copy_from(*r.v);
-    r.state->t = r.t;
+void load_optimizer(const SafetensorsFile& file, optim::AdamW& opt) {
+  const OptimizerSnapshot state = read_optimizer(file, opt.named_parameters());
+  for (const ParamMoments& m : state) {
+    optim::ParamState& s = opt.state(m.name);
+    s.exp_avg.copy_from(m.exp_avg);
+    s.exp_avg_sq.copy_from(m.exp_avg_sq);
+    s.t = m.t;
   }
 }
 

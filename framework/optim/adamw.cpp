@@ -128,15 +128,11 @@ AdamW::AdamW(NamedParameters params, AdamWOptions options) : options_(std::move(
     groups_.push_back(Group{g.name, g.lr, g.lr_scale, g.weight_decay.value_or(o.weight_decay), g.freeze_steps, {}});
   }
 
-  // Every glob must match some parameter, even one an earlier group already took: a typo is an
-  // error either way, and a shadowed glob is not a typo.
-  for (std::size_t gi = 0; gi < o.groups.size(); ++gi)
-    for (const std::string& pattern : o.groups[gi].match) {
-      bool any = false;
-      for (const auto& [name, p] : params_) any = any || glob_match(pattern, name);
-      if (!any)
-        throw OptimizerConfigError(group_key(gi, o.groups[gi].name) + ": glob '" + pattern + "' matches no parameter");
-    }
+  if (o.require_glob_matches) {
+    std::vector<std::string> names;
+    for (const auto& [name, p] : params_) names.push_back(name);
+    check_globs_match(o.groups, names);
+  }
 
   std::size_t total_blocks = 0;
   states_.reserve(params_.size());
@@ -167,7 +163,31 @@ AdamW::AdamW(NamedParameters params, AdamWOptions options) : options_(std::move(
   norm_partials_.assign(total_blocks, 0.0);
 }
 
+void check_globs_match(const std::vector<ParamGroupOptions>& groups, const std::vector<std::string>& names) {
+  // Every glob must match some parameter, even one an earlier group already took: a typo is an
+  // error either way, and a shadowed glob is not a typo.
+  for (std::size_t gi = 0; gi < groups.size(); ++gi)
+    for (const std::string& pattern : groups[gi].match) {
+      bool any = false;
+      for (const std::string& name : names) any = any || glob_match(pattern, name);
+      if (!any) throw OptimizerConfigError(group_key(gi, groups[gi].name) + ": glob '" + pattern + "' matches no parameter");
+    }
+}
+
+std::string group_for(const std::string& name, const std::vector<ParamGroupOptions>& groups) {
+  for (const ParamGroupOptions& g : groups)
+    for (const std::string& pattern : g.match)
+      if (glob_match(pattern, name)) return g.name;
+  return AdamW::kDefaultGroup;
+}
+
 double AdamW::clip_grad_norm() {
+  const double norm = std::sqrt(grad_sum_of_squares());
+  if (options_.grad_clip > 0.0 && std::isfinite(norm) && norm > options_.grad_clip) scale_grads(options_.grad_clip / norm);
+  return norm;
+}
+
+double AdamW::grad_sum_of_squares() {
   double sum = 0.0;
   NoGradGuard no_grad;
   Tensor device_sum;  // Σ g² over the CUDA grads, kept on the device and read once (one sync)
@@ -188,15 +208,14 @@ double AdamW::clip_grad_norm() {
     for (std::int64_t b = 0; b < num_blocks(g.numel()); ++b) sum += partials[b];
   }
   if (device_sum.defined()) sum += device_sum.item();
-  const double norm = std::sqrt(sum);
-  if (options_.grad_clip > 0.0 && std::isfinite(norm) && norm > options_.grad_clip) {
-    const double scale = options_.grad_clip / norm;
-    for (auto& [name, p] : params_) {
-      Tensor g = p.grad();
-      if (g.defined()) ops::scale_(g, scale);
-    }
+  return sum;
+}
+
+void AdamW::scale_grads(double factor) {
+  for (auto& [name, p] : params_) {
+    Tensor g = p.grad();
+    if (g.defined()) ops::scale_(g, factor);
   }
-  return norm;
 }
 
 void AdamW::step(std::int64_t global_step) {

@@ -41,7 +41,17 @@ struct AdamWOptions {
   double grad_clip = 1.0;   // global L2 norm bound; 0 = no clipping
   ScheduleConfig schedule;  // its lr field is overwritten with `lr`
   std::vector<ParamGroupOptions> groups;
+  // Every glob must match some parameter (a typo is a config error). A ZeRO-1 shard holds only
+  // part of the parameters: it checks the globs against the whole model first and turns this off.
+  bool require_glob_matches = true;
 };
+
+// The name of the group that takes parameter `name`: the first of `groups` with a matching glob,
+// else AdamW::kDefaultGroup.
+std::string group_for(const std::string& name, const std::vector<ParamGroupOptions>& groups);
+// Throws OptimizerConfigError "optim.param_groups[i] (name): glob '…' matches no parameter" for the
+// first glob of `groups` that matches none of `names`.
+void check_globs_match(const std::vector<ParamGroupOptions>& groups, const std::vector<std::string>& names);
 
 // Optimizer state of one parameter. Moments have the parameter's dtype (f32 in training; f64
 // models, used by tests, keep f64 moments). t counts this parameter's own updates, so a group that
@@ -70,6 +80,10 @@ class AdamW {
   // grads by grad_clip / norm. Returns the norm before clipping; a NaN/Inf norm is returned as is
   // and leaves the grads unscaled, for the caller's bad-step guard to act on.
   double clip_grad_norm();
+  // The two halves of clip_grad_norm, for a caller whose gradients are sharded across ranks: the
+  // sum of squares of this optimizer's grads (same order and bits as above), and a scaling of them.
+  double grad_sum_of_squares();
+  void scale_grads(double factor);
 
   // One update for optimizer step `global_step` (0-based; it drives the schedule and the freeze).
   // Per group: lr_now = group lr, else lr_scale (default 1) × scheduled_lr(global_step). A group

@@ -15,4 +15,6 @@ void set_num_threads(int n) {
 
 int num_threads() { return omp_get_max_threads(); }
 
+int num_procs() { return omp_get_num_procs(); }
+
 }  // namespace gattn

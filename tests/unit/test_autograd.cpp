@@ -2,9 +2,11 @@
 // buffer release, and gradchecks of the broadcasting arithmetic it is built on.
 #include <gtest/gtest.h>
 
+#include "framework/autograd/engine.h"
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/node.h"
 #include "ops/elementwise.h"
+#include "ops/reduce.h"
 #include "test_util.h"
 
 namespace gattn {
@@ -213,6 +215,37 @@ TEST(Elementwise, InPlaceUpdatesRecordNothing) {
   ops::scale_(a, 0.5);
   EXPECT_EQ(a.to_vector(), (std::vector<double>{6.5, 12, 7.5, 13}));
   EXPECT_THROW(ops::add_(a, Tensor::zeros({3}, DType::f64)), ShapeError);
+}
+
+// The leaf-ready hook (data parallelism starts gradient buckets from it): each leaf fires once,
+// after its last contribution of the pass, with its gradient then complete; no hook, no calls.
+TEST(Autograd, LeafReadyHookFiresOncePerLeafWithItsFinalGradient) {
+  Tensor a = Tensor::from({1, 2}, {2}, DType::f64), b = Tensor::from({3, 4}, {2}, DType::f64);
+  a.set_requires_grad(true);
+  b.set_requires_grad(true);
+  std::vector<std::pair<const TensorImpl*, std::vector<double>>> fired;
+  autograd::set_leaf_grad_ready_hook([&](const TensorImpl& leaf) {
+    fired.emplace_back(&leaf, Tensor(std::const_pointer_cast<TensorImpl>(leaf.grad)).to_vector());
+  });
+  // a is used three times (a·b, a·a): its gradient b + 2a is complete only after all three.
+  Tensor y = ops::sum(ops::add(ops::mul(a, b), ops::mul(a, a)));
+  y.backward();
+  autograd::set_leaf_grad_ready_hook({});
+  ASSERT_EQ(fired.size(), 2u);
+  for (const auto& [leaf, grad] : fired) {
+    if (leaf == &a.impl()) {
+      EXPECT_EQ(grad, (std::vector<double>{5, 8}));
+    } else {
+      EXPECT_EQ(leaf, &b.impl());
+      EXPECT_EQ(grad, (std::vector<double>{1, 2}));
+    }
+  }
+  EXPECT_NE(fired[0].first, fired[1].first);
+  // Without a hook nothing is called.
+  fired.clear();
+  a.zero_grad();
+  ops::sum(ops::mul(a, a)).backward();
+  EXPECT_TRUE(fired.empty());
 }
 
 }  // namespace gattn

@@ -217,6 +217,8 @@ TEST(ConfigErrors, OutOfRangeNamesLineKeyAndValue) {
   EXPECT_TRUE(rejects("train:\n  grad_accum: 0\n", {"config.yaml:2", "train.grad_accum must be >= 1, got 0"}));
   EXPECT_TRUE(rejects("model:\n  n_layer: 0\n", {"model.n_layer must be > 0"}));
   EXPECT_TRUE(rejects("dist:\n  zero: 2\n", {"dist.zero must be in [0, 1], got 2"}));
+  EXPECT_TRUE(rejects("dist:\n  timeout_s: 0\n", {"config.yaml:2", "dist.timeout_s must be > 0, got 0"}));
+  EXPECT_TRUE(rejects("dist:\n  timeout_s: -5\n", {"dist.timeout_s must be > 0"}));
   EXPECT_TRUE(rejects("model:\n  gate:\n    temperature: 0\n", {"config.yaml:3", "model.gate.temperature"}));
   EXPECT_TRUE(rejects("model:\n  gate:\n    windows: [0, -4]\n", {"model.gate.windows[1] must be >= 0, got -4"}));
   EXPECT_TRUE(rejects("optim:\n  betas: [0.9, 1.0]\n", {"optim.betas[1] must be in [0, 1), got 1.0"}));
