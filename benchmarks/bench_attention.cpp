@@ -1,5 +1,5 @@
-// Fused gated attention (ops::flash_attention) vs the composite reference that materialises the
-// T×T scores (tests/reference), forward + backward, with peak tensor memory. Default shape is the
+// Fused gated attention (ops::flash_attention) vs the composed attention that materialises the
+// T×T scores (ops/composed_attention.h), forward + backward, with peak tensor memory. Default shape is the
 // issue's B=4, H=4, T=256, d=32. Run: ./build/benchmarks/gattn_bench_attention
 #include <benchmark/benchmark.h>
 
@@ -8,7 +8,7 @@
 #include "ops/attention.h"
 #include "ops/reduce.h"
 #include "ops/elementwise.h"
-#include "reference/attention_reference.h"
+#include "ops/composed_attention.h"
 
 namespace {
 
@@ -78,7 +78,7 @@ void BM_FusedAttention(benchmark::State& state) {
 }
 
 void BM_CompositeAttention(benchmark::State& state) {
-  run(state, [](const Inputs& in) { return gattn::test::reference_attention(in.q, in.k, in.v, in.gate); });
+  run(state, [](const Inputs& in) { return gattn::ops::composed_attention(in.q, in.k, in.v, in.gate); });
 }
 
 void shapes(benchmark::internal::Benchmark* b) {

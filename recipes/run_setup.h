@@ -23,7 +23,12 @@ struct RunSetup {
   std::unique_ptr<Dataset> data;
   std::unique_ptr<models::GPT> model;
   std::unique_ptr<RunDirectoryLock> lock;  // held from start_run_directory until the run ends
+  Device device = Device::cpu;             // where the model trains (`device`, auto resolved)
 };
+
+// `device` resolved: auto is CUDA when this build has it and a GPU is visible, else the CPU; cuda
+// without either is a ConfigError naming the key.
+Device resolve_device(const Config& cfg);
 
 // Loads and validates everything a run needs before anything is written: the config (ConfigError,
 // exit 2), the data (DataError, exit 3), the model shape, and, unless `resuming`, that run.dir

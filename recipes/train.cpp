@@ -192,6 +192,15 @@ int train(const TrainArgs& args) {
   const double w_gate = cfg.get_double("regularization.gate_entropy"), w_attn = cfg.get_double("regularization.attn_entropy");
   const double w_router = cfg.get_double("regularization.router_balance");
   const int zero = static_cast<int>(cfg.get_int("dist.zero"));
+  const Device device = run.device;
+  // The MPI gradient buckets and ZeRO shards work on host tensors; NCCL is built
+  // (framework/dist/nccl_communicator) but not yet wired into the trainer.
+  if (device != Device::cpu && world > 1)
+    throw ConfigError(cfg.where("device") + ": device 'cuda' with " + std::to_string(world) +
+                      " ranks: multi-GPU training (NCCL) is not wired into the trainer yet; use one rank per run");
+  // Before the optimizer: its moments are made beside the parameters. A resume then copies the
+  // checkpoint's weights and moments onto the device.
+  if (device != Device::cpu) model.to_(device);
 
   dist::DistributedOptimizer optimizer(model.named_parameters(), adamw_options(cfg), comm, zero);
   // Training batches are drawn from this stream and nothing else: its state is the data position.
@@ -318,6 +327,7 @@ int train(const TrainArgs& args) {
         const dist::Range rows = dist::batch_rows(B, rank);
         batch = Batch{batch.x.alias_rows(rows.begin, rows.end), batch.y.alias_rows(rows.begin, rows.end)};
       }
+      if (device != Device::cpu) batch = Batch{batch.x.to(device), batch.y.to(device)};
       models::ForwardOptions fo;
       fo.gate_entropy = w_gate != 0 || log_step;
       fo.attn_entropy = w_attn != 0;
@@ -440,6 +450,7 @@ int train(const TrainArgs& args) {
   std::cout << "final " << format_eval(max_steps, last_eval) << "\n";
   // An interrupt during the last step still ends the run normally, without the slow sample.
   if (!data.vocab_json().empty() && StopSignals::received() == 0) {
+    model.to_(Device::cpu);  // generation's KV-cache attention is a CPU kernel
     std::cout << "sample:\n" << sample_text(model, data, cfg, 200) << "\n";
   }
   return 0;
