@@ -38,11 +38,15 @@ TEST_P(Inspection, AgreesWithTheForwardStatistics) {
         double row_sum = 0;
         for (std::int64_t j = 0; j < T; ++j) {
           const double a = in.attention[static_cast<std::size_t>((h * T + i) * T + j)];
-          if (j > i) EXPECT_EQ(a, 0.0) << "causal mask, row " << i << " key " << j;
+          if (j > i) {
+            EXPECT_EQ(a, 0.0) << "causal mask, row " << i << " key " << j;
+          }
           if (a > 0) entropy -= a * std::log(a);
           row_sum += a;
         }
-        if (GetParam() != GateKind::pair) EXPECT_NEAR(row_sum, 1.0, 1e-9);  // pair does not renormalise
+        if (GetParam() != GateKind::pair) {
+          EXPECT_NEAR(row_sum, 1.0, 1e-9);  // pair does not renormalise
+        }
         if (i >= 1) sink += in.attention[static_cast<std::size_t>((h * T + i) * T)];
       }
     EXPECT_NEAR(entropy / static_cast<double>(H * T), st.attn_entropy(), 1e-9) << "layer " << layer;
