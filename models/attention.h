@@ -4,6 +4,7 @@
 // LayerStats.
 #pragma once
 #include <memory>
+#include <vector>
 
 #include "framework/nn/layers.h"
 #include "framework/nn/module.h"
@@ -22,6 +23,17 @@ struct LayerStats {
   double sink_ratio() const;    // mean over heads and queries i ≥ 1 of A_i0
 };
 
+// What one layer shows when a forward is inspected (`gattn report`): its gate values and the final
+// attention weights. A gate value is what SPEC §4's statistics count (for `pair` G_ij, j ≤ i; for
+// `routed` the kept router weights r̃).
+struct LayerInspection {
+  std::vector<double> gate_values;    // every gate value of the layer, all sequences of the batch
+  std::vector<double> gate_by_token;  // [T]: the first sequence's mean gate value at each position
+                                      // (routed: the first expert's r̃); empty without gates
+  std::vector<double> attention;      // [H, T, T]: the first sequence's final attention weights A_ij
+  std::int64_t heads = 0, tokens = 0;
+};
+
 // What a forward pass asks of each attention layer, and where the layer reports back.
 struct AttentionContext {
   bool training = false;
@@ -36,6 +48,7 @@ struct AttentionContext {
   double attn_entropy_count = 0;
   bool router_balance = false;
   Tensor router_balance_sum;
+  LayerInspection* inspect = nullptr;  // this layer's inspection (eval-mode forwards only)
 };
 
 // q, k, v per head [B, H, T, d]; h is the block's normalised input [B, T, C].

@@ -103,6 +103,8 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
                        shape_str(idx.shape()));
   }
 
+  // Inspection recomputes the attention weights outside the forward: gumbel noise would differ.
+  if (options.inspect && is_training()) throw ValueError("GPT.forward: inspect needs eval mode (model.eval())");
   Tensor x = wte->forward(idx) + wpe->forward(Tensor::arange(T, DType::i32).to(idx.device()));  // [B, T, C] + [T, C]
 
   ForwardResult result;
@@ -114,8 +116,14 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
   ctx.attn_entropy = options.attn_entropy;
   ctx.router_balance = options.router_balance;
   if (options.collect_stats) result.stats.resize(static_cast<std::size_t>(config_.n_layer));
+  if (options.inspect) result.inspection.resize(static_cast<std::size_t>(config_.n_layer));
   for (std::size_t i = 0; i < blocks->size(); ++i) {
     ctx.stats = options.collect_stats ? &result.stats[i] : nullptr;
+    if (options.inspect) {
+      ctx.inspect = &result.inspection[i];
+      ctx.inspect->heads = config_.n_head;
+      ctx.inspect->tokens = T;
+    }
     x = (*blocks)[i].forward(x, ctx);
   }
   x = ln_f->forward(x);

@@ -34,6 +34,7 @@ struct ForwardOptions {
   bool gate_entropy = false;    // compute the differentiable gate-entropy regulariser
   bool attn_entropy = false;    // compute the differentiable attention-entropy regulariser
   bool router_balance = false;  // compute the router balance loss (routed only)
+  bool inspect = false;         // fill ForwardResult::inspection (slow: one extra pass per layer)
 };
 
 struct ForwardResult {
@@ -43,6 +44,7 @@ struct ForwardResult {
   Tensor attn_entropy;    // [] mean attention entropy over layers, heads, queries (when asked)
   Tensor router_balance;  // [] Switch balance loss summed over routed layers (when asked and routed)
   std::vector<LayerStats> stats;  // one per layer when collect_stats
+  std::vector<LayerInspection> inspection;  // one per layer when inspect
 };
 
 class GPT : public nn::Module {

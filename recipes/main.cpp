@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
   add(gattn::recipes::add_eval);
   add(gattn::recipes::add_sample);
   add(gattn::recipes::add_inspect);
+  add(gattn::recipes::add_ablate);
+  add(gattn::recipes::add_report);
 
   try {
     app.parse(argc, argv);

@@ -14,5 +14,7 @@ Action add_train(CLI::App& app);
 Action add_eval(CLI::App& app);
 Action add_inspect(CLI::App& app);
 Action add_sample(CLI::App& app);
+Action add_ablate(CLI::App& app);
+Action add_report(CLI::App& app);
 
 }  // namespace gattn::recipes

@@ -2,7 +2,8 @@
 # Installs the Debian packages gattn builds against, only when something is missing (idempotent,
 # fast when all is there). The CUDA toolkit is not installed here: the build uses it when the
 # machine has it in its standard place (/usr/local/cuda). `--bench` also installs what the
-# comparison scripts under scripts/bench/ need (PyTorch from Debian).
+# comparison scripts under scripts/bench/ need (PyTorch from Debian). The report test uses Debian's
+# python3 (/usr/bin/python3) for PIL.
 set -euo pipefail
 
 packages=(
@@ -12,6 +13,7 @@ packages=(
   libopenblas-openmp-dev
   libopenmpi-dev openmpi-bin
   python3-numpy
+  chromium python3-pil  # the report test renders report.html headless and checks the screenshot
 )
 if [[ ${1:-} == --bench ]]; then packages+=(python3-torch python3-yaml); fi
 

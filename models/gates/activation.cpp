@@ -1,6 +1,7 @@
 // sigmoid / gumbel_sigmoid gate activation and the reporting of gate values.
 #include "models/gates/activation.h"
 
+#include "models/inspection.h"
 #include "models/regularizers.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -35,8 +36,9 @@ GateActivation activate_gate(const Tensor& z, const GateConfig& config, const At
   return out;
 }
 
-void report_gate(const GateActivation& gate, AttentionContext& ctx) {
+void report_gate(const GateActivation& gate, AttentionContext& ctx, std::int64_t token_axis) {
   if (ctx.collect_stats && ctx.stats) add_gate_moments(ctx.stats->gate, gate.value);
+  if (ctx.inspect) inspect_gate_values(gate.value.detach(), token_axis, *ctx.inspect);
   if (ctx.gate_entropy) {
     accumulate(ctx.gate_entropy_sum, ops::sum(binary_entropy_from_logit(gate.logit)));
     ctx.gate_entropy_count += static_cast<double>(gate.value.numel());

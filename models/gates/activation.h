@@ -21,8 +21,9 @@ GateActivation activate_gate(const Tensor& z, const GateConfig& config, const At
 double gate_temperature(const GateConfig& config);
 bool gate_noise_active(const GateConfig& config, const AttentionContext& ctx);
 
-// Reports gate values to the layer: their moments into ctx.stats (when collecting) and Σ h(g) with
-// its count into the gate-entropy sum (when asked).
-void report_gate(const GateActivation& gate, AttentionContext& ctx);
+// Reports gate values to the layer: their moments into ctx.stats (when collecting), Σ h(g) with
+// its count into the gate-entropy sum (when asked), the values into ctx.inspect (when inspecting;
+// `token_axis` is the positions' axis of gate.value, whose axis 0 is the batch).
+void report_gate(const GateActivation& gate, AttentionContext& ctx, std::int64_t token_axis = 1);
 
 }  // namespace gattn::models

@@ -25,7 +25,7 @@ Tensor ContextGate::attend_cached(const AttentionInputs& in, LayerKVCache& cache
 
 Tensor ContextGate::mixed(const Tensor& q, const Tensor& y, AttentionContext& ctx) {
   GateActivation g = activate_gate(ops::linear(ops::concat({q, y}, 3), weight, bias), gate_, ctx);
-  report_gate(g, ctx);
+  report_gate(g, ctx, 2);  // g: [B, H, T, d]
   // g ⊙ y + (1 − g) ⊙ q written as q + g ⊙ (y − q): one product instead of two.
   return merge_heads(q + g.value * (y - q));
 }

@@ -2,6 +2,7 @@
 // that reports statistics and the attention-entropy regulariser.
 #include "models/gates/gates.h"
 
+#include "models/inspection.h"
 #include "models/regularizers.h"
 #include "ops/reduce.h"
 
@@ -32,6 +33,10 @@ ops::AttentionResult run_attention(const AttentionInputs& in, const ops::Attenti
   if (ctx.attn_entropy) {
     accumulate(ctx.attn_entropy_sum, ops::sum(r.row_entropy));
     ctx.attn_entropy_count += static_cast<double>(r.row_entropy.numel());
+  }
+  if (ctx.inspect) {
+    ctx.inspect->attention = attention_weights(in.q, in.k, terms, options.window);
+    if (terms.pair_row.defined()) inspect_pair_gate(terms, *ctx.inspect);
   }
   return r;
 }

@@ -9,6 +9,7 @@
 
 #include "framework/autograd/grad_mode.h"
 #include "models/gates/gates.h"
+#include "models/inspection.h"
 #include "models/regularizers.h"
 #include "ops/elementwise.h"
 #include "ops/nn_functional.h"
@@ -95,6 +96,30 @@ Routing route(nn::Linear& router, const Tensor& h, std::int64_t top_k) {
   return out;
 }
 
+// The mixed attention A_i = Σ_e r̃_e(i) A^e_i of the first sequence, the kept router weights as the
+// gate values, and the first expert's weight per position.
+void inspect_routing(const AttentionInputs& in, const Routing& routing, const std::vector<std::int64_t>& windows,
+                     LayerInspection& out) {
+  const std::int64_t H = in.q.size(1), T = in.q.size(2);
+  const auto E = static_cast<std::int64_t>(windows.size());
+  const std::vector<double> w = routing.weights.to_vector();  // [B, T, E]
+  out.attention.assign(static_cast<std::size_t>(H * T * T), 0.0);
+  for (std::int64_t e = 0; e < E; ++e) {
+    if (!routing.used(e)) continue;
+    const std::vector<double> A = attention_weights(in.q, in.k, {}, windows[static_cast<std::size_t>(e)]);
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t i = 0; i < T; ++i)
+        for (std::int64_t j = 0; j < T; ++j) {
+          const std::size_t at = static_cast<std::size_t>((h * T + i) * T + j);
+          out.attention[at] += w[static_cast<std::size_t>(i * E + e)] * A[at];
+        }
+  }
+  for (std::size_t t = 0; t < routing.mask_v.size(); ++t)
+    if (routing.mask_v[t] != 0.0) out.gate_values.push_back(w[t]);
+  out.gate_by_token.resize(static_cast<std::size_t>(T));
+  for (std::int64_t i = 0; i < T; ++i) out.gate_by_token[static_cast<std::size_t>(i)] = w[static_cast<std::size_t>(i * E)];
+}
+
 }  // namespace
 
 RoutedGate::RoutedGate(const ModelConfig& config, Generator& init) : gate_(config.gate) {
@@ -158,6 +183,7 @@ Tensor RoutedGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
     ctx.gate_entropy_count += static_cast<double>(B * T * top_k);
   }
   if (ctx.router_balance) accumulate(ctx.router_balance_sum, switch_balance_loss(r, mask, top_k));
+  if (ctx.inspect) inspect_routing(in, routing, gate_.windows, *ctx.inspect);
   if (collect) {
     ops::AttentionStats st;
     for (double h : row_entropy.to_vector()) st.entropy_sum += h;

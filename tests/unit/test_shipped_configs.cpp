@@ -1,5 +1,6 @@
-// Every YAML under configs/ loads through the schema, and its parameter groups match parameters
-// of the model it describes (a glob matching nothing is a config error at train time).
+// Every training YAML under configs/ loads through the schema, and its parameter groups match
+// parameters of the model it describes (a glob matching nothing is a config error at train time);
+// every ablation file under configs/ablation/ does the same for each of its cells.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include "framework/config/config.h"
 #include "framework/optim/adamw.h"
 #include "models/gpt.h"
+#include "recipes/ablation.h"
 #include "recipes/run_setup.h"
 
 namespace gattn {
@@ -14,13 +16,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> shipped_configs() {
+// The training configs (ablation = false) or the ablation files (configs/ablation/).
+std::vector<std::string> shipped_configs(bool ablation = false) {
   std::vector<std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(fs::path(GATTN_SOURCE_DIR) / "configs"))
-    if (e.is_regular_file() && e.path().extension() == ".yaml") files.push_back(e.path().string());
+    if (e.is_regular_file() && e.path().extension() == ".yaml" &&
+        (e.path().parent_path().filename() == "ablation") == ablation)
+      files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   return files;
 }
+
+// The model's shape at a size that builds in milliseconds: the same parameter names.
+const std::vector<std::string> kSmall{"model.n_layer=2", "model.n_embd=16", "model.n_head=2", "model.block_size=32",
+                                      "model.vocab_size=11"};
 
 TEST(ShippedConfigs, LoadAndTheirGroupsMatchTheModel) {
   const std::vector<std::string> files = shipped_configs();
@@ -28,15 +37,32 @@ TEST(ShippedConfigs, LoadAndTheirGroupsMatchTheModel) {
   for (const std::string& file : files) {
     SCOPED_TRACE(file);
     Config cfg = Config::load(file);
-    // The model's shape at a size that builds in milliseconds: the same parameter names.
-    Config small = Config::load(file, {"model.n_layer=2", "model.n_embd=16", "model.n_head=2", "model.block_size=32",
-                                       "model.vocab_size=11"});
+    Config small = Config::load(file, kSmall);
     models::GPT model(small.model_config(), 0);
     EXPECT_NO_THROW(optim::AdamW(model.named_parameters(), recipes::adamw_options(small)));
     // A gated model trains its gates in their own group (seed 001's lower gate lr).
     if (cfg.model_config().gate.kind != models::GateKind::none && cfg.model_config().gate.kind != models::GateKind::routed) {
       optim::AdamW opt(model.named_parameters(), recipes::adamw_options(small));
       EXPECT_NE(opt.group_of("blocks.0.attn.gate.bias"), optim::AdamW::kDefaultGroup);
+    }
+  }
+}
+
+TEST(ShippedConfigs, EveryAblationCellLoadsAndTrainsItsParameters) {
+  const std::vector<std::string> files = shipped_configs(true);
+  ASSERT_GE(files.size(), 2u);  // noisy_recall, shakespeare_char
+  for (const std::string& file : files) {
+    SCOPED_TRACE(file);
+    const recipes::AblationSpec spec = recipes::load_ablation(file);
+    const std::string base = (fs::path(GATTN_SOURCE_DIR) / spec.base).string();  // relative to the project root
+    for (const recipes::Cell& cell : recipes::expand_grid(spec.grid)) {
+      SCOPED_TRACE(cell.name);
+      std::vector<std::string> overrides = spec.overrides;
+      for (const std::string& ov : cell.overrides()) overrides.push_back(ov);
+      overrides.insert(overrides.end(), kSmall.begin(), kSmall.end());
+      Config small = Config::load(base, overrides);
+      models::GPT model(small.model_config(), 0);
+      EXPECT_NO_THROW(optim::AdamW(model.named_parameters(), recipes::adamw_options(small)));
     }
   }
 }

@@ -1,0 +1,81 @@
+// Gate values and attention weights of one layer for `gattn report`.
+#include "models/inspection.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "framework/autograd/grad_mode.h"
+#include "ops/shape.h"
+
+namespace gattn::models {
+
+namespace {
+
+// The first sequence of a [B, …] term (undefined stays undefined).
+Tensor first_sequence(const Tensor& t) { return t.defined() ? ops::slice(t.detach(), 0, 0, 1) : t; }
+
+}  // namespace
+
+void inspect_gate_values(const Tensor& values, std::int64_t token_axis, LayerInspection& out) {
+  const std::vector<double> v = values.to_vector();
+  out.gate_values.insert(out.gate_values.end(), v.begin(), v.end());
+  const std::int64_t T = values.size(token_axis);
+  std::int64_t inner = 1;
+  for (std::int64_t a = token_axis + 1; a < values.dim(); ++a) inner *= values.size(a);
+  const std::int64_t per_sequence = values.numel() / values.size(0);
+  std::vector<double> sum(static_cast<std::size_t>(T), 0.0);
+  for (std::int64_t i = 0; i < per_sequence; ++i) sum[static_cast<std::size_t>((i / inner) % T)] += v[static_cast<std::size_t>(i)];
+  const double per_token = static_cast<double>(per_sequence / T);
+  for (double& s : sum) s /= per_token;
+  out.gate_by_token = std::move(sum);
+}
+
+void inspect_pair_gate(const ops::AttentionGateTerms& terms, LayerInspection& out) {
+  const std::int64_t B = terms.pair_row.size(0), H = terms.pair_row.size(1), T = terms.pair_row.size(2);
+  const std::vector<double> a = terms.pair_row.to_vector(), c = terms.pair_col.to_vector();
+  const double tau = terms.pair_temperature;
+  std::vector<double> by_token(static_cast<std::size_t>(T), 0.0);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t i = 0; i < T; ++i)
+        for (std::int64_t j = 0; j <= i; ++j) {
+          const std::size_t row = static_cast<std::size_t>((b * H + h) * T);
+          const double g = 1.0 / (1.0 + std::exp(-(a[row + static_cast<std::size_t>(i)] + c[row + static_cast<std::size_t>(j)]) / tau));
+          out.gate_values.push_back(g);
+          if (b == 0) by_token[static_cast<std::size_t>(i)] += g / static_cast<double>(H * (i + 1));
+        }
+  out.gate_by_token = std::move(by_token);
+}
+
+std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const ops::AttentionGateTerms& terms,
+                                      std::int64_t window) {
+  NoGradGuard no_grad;
+  const Tensor q0 = first_sequence(q), k0 = first_sequence(k);
+  const std::int64_t H = q0.size(1), T = q0.size(2), d = q0.size(3);
+  ops::AttentionGateTerms t = terms;
+  t.key_bias = first_sequence(terms.key_bias);
+  t.forget_cum = first_sequence(terms.forget_cum);
+  t.pair_row = first_sequence(terms.pair_row);
+  t.pair_col = first_sequence(terms.pair_col);
+  if (t.pair_alpha.defined()) t.pair_alpha = t.pair_alpha.detach();
+  t.pair_noise = nullptr;
+  ops::AttentionOptions options;
+  options.window = window;
+  std::vector<double> A(static_cast<std::size_t>(H * T * T), 0.0);
+  // Pass p sends key j = p·d + c to output column c: out[i, c] = Σ_j A_ij V_jc = A_i,p·d+c.
+  for (std::int64_t first = 0; first < T; first += d) {
+    std::vector<double> onehot(static_cast<std::size_t>(H * T * d), 0.0);
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t c = 0; c < d && first + c < T; ++c)
+        onehot[static_cast<std::size_t>((h * T + first + c) * d + c)] = 1.0;
+    const std::vector<double> out =
+        ops::flash_attention(q0, k0, Tensor::from(onehot, q0.shape(), q0.dtype()), t, options).out.to_vector();
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t i = 0; i < T; ++i)
+        for (std::int64_t c = 0; c < d && first + c < T; ++c)
+          A[static_cast<std::size_t>((h * T + i) * T + first + c)] = out[static_cast<std::size_t>((h * T + i) * d + c)];
+  }
+  return A;
+}
+
+}  // namespace gattn::models

@@ -1,0 +1,27 @@
+// Filling a LayerInspection (models/attention.h) during an eval-mode forward: gate values per
+// position, and the final attention weights, which the fused op never materialises: they are
+// recovered exactly as the op's output on one-hot values (A·V with V = I, d columns per pass).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "framework/tensor/tensor.h"
+#include "models/attention.h"
+#include "ops/attention.h"
+
+namespace gattn::models {
+
+// Appends every value of `values` to out.gate_values and sets out.gate_by_token to the first
+// sequence's mean at each position; axis 0 of `values` is the batch, `token_axis` the positions.
+void inspect_gate_values(const Tensor& values, std::int64_t token_axis, LayerInspection& out);
+
+// The pair gate's values G_ij = σ((a_i + c_j)/τ), j ≤ i, from its row and column terms [B, H, T]
+// (eval mode: no noise), into out.gate_values and out.gate_by_token (mean over heads and keys).
+void inspect_pair_gate(const ops::AttentionGateTerms& terms, LayerInspection& out);
+
+// The first sequence's final attention weights [H, T, T] (row i, column j) of flash_attention on
+// q, k [B, H, T, d] with `terms` and `window`.
+std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const ops::AttentionGateTerms& terms,
+                                      std::int64_t window);
+
+}  // namespace gattn::models

@@ -1,0 +1,92 @@
+// `gattn report RUN_DIR… [--output FILE] [--heads L:H,…]`: one self-contained report.html over the
+// runs (an ablation directory stands for its cells).
+#include "recipes/report.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+
+#include "framework/io/checkpoint.h"
+#include "recipes/ablation.h"
+#include "recipes/recipe.h"
+
+namespace gattn::recipes {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ReportArgs {
+  std::vector<std::string> dirs;
+  std::string output;
+  std::string heads = "0:0,-1:0";
+  std::string title = "gattn report";
+  std::int64_t windows = 8;
+  std::int64_t sample_tokens = 64;
+};
+
+// A run directory as given; an ablation directory (no metrics.jsonl, a cells/ folder) as its cells.
+std::vector<std::string> expand_dirs(const std::vector<std::string>& dirs) {
+  std::vector<std::string> out;
+  for (const std::string& d : dirs) {
+    if (!fs::is_directory(d)) throw UsageError("report: " + d + " is not a directory");
+    if (!fs::exists(fs::path(d) / "metrics.jsonl") && fs::is_directory(fs::path(d) / "cells")) {
+      std::vector<std::string> cells;
+      for (const auto& e : fs::directory_iterator(fs::path(d) / "cells"))
+        if (e.is_directory()) cells.push_back(e.path().string());
+      std::sort(cells.begin(), cells.end());
+      if (cells.empty()) throw UsageError("report: the ablation directory " + d + " has no cells yet");
+      out.insert(out.end(), cells.begin(), cells.end());
+    } else {
+      out.push_back(d);
+    }
+  }
+  return out;
+}
+
+int run_report(const ReportArgs& args) {
+  ReportRequest request;
+  request.run_dirs = expand_dirs(args.dirs);
+  request.output = !args.output.empty() ? args.output
+                   : args.dirs.size() == 1 ? (fs::path(args.dirs[0]) / "report.html").string()
+                                           : std::string("report.html");
+  request.options.heads = parse_heads(args.heads);
+  request.options.title = args.title;
+  request.windows = args.windows;
+  request.sample_tokens = args.sample_tokens;
+  const std::uintmax_t bytes = write_report(request);
+  std::cout << "report: " << request.output << " (" << request.run_dirs.size() << " run(s), " << (bytes + 512) / 1024
+            << " KB)\n";
+  return 0;
+}
+
+}  // namespace
+
+std::uintmax_t write_report(const ReportRequest& request) {
+  std::vector<ReportRun> runs;
+  for (const std::string& dir : request.run_dirs) runs.push_back(ReportRun{read_run(dir), RunProbe{}});
+  for (ReportRun& run : runs) run.probe = probe_run(run.record.dir, request.windows, request.sample_tokens);
+  const std::string html = report_html(runs, request.options);
+  write_file_atomically(request.output, html);
+  return html.size();
+}
+
+Action add_report(CLI::App& app) {
+  auto args = std::make_shared<ReportArgs>();
+  CLI::App* cmd = app.add_subcommand("report", "write one self-contained report.html comparing run directories");
+  cmd->add_option("dirs", args->dirs, "run directories (an ablation directory stands for its cells)")->required();
+  cmd->add_option("-o,--output", args->output,
+                  "the HTML file (default: DIR/report.html for one directory, ./report.html for several)");
+  cmd->add_option("--heads", args->heads, "attention maps to draw, LAYER:HEAD,… (-1 = last layer)")
+      ->capture_default_str();
+  cmd->add_option("--title", args->title, "the page title")->capture_default_str();
+  cmd->add_option("--windows", args->windows, "val windows whose gate values fill the histograms")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--sample-tokens", args->sample_tokens, "positions of the sample text (at most the block size)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  return [args] { return run_report(*args); };
+}
+
+}  // namespace gattn::recipes

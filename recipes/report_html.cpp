@@ -1,0 +1,295 @@
+// Assembling report.html from run records and probes.
+#include "recipes/report_html.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "recipes/ablation.h"
+#include "recipes/svg.h"
+
+namespace gattn::recipes {
+
+namespace {
+
+using report::ChartOptions;
+using report::escape_xml;
+using report::Series;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+const char* kStyle = R"(
+body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1400px; }
+h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #ccc; } h3 { font-size: 14px; }
+table { border-collapse: collapse; font-size: 13px; } td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+.charts { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
+.note { color: #777; font-size: 13px; }
+.tokens { font-family: monospace; font-size: 13px; line-height: 1.9; margin: 2px 0 8px 0; }
+.tokens span { white-space: pre; padding: 1px 0; }
+.layer-label { font-size: 12px; color: #555; }
+.legend-ramp { display: inline-block; width: 160px; height: 10px; vertical-align: middle;
+  background: linear-gradient(to right, #f7fbff, #08306b); border: 1px solid #aaa; }
+)";
+
+std::string opt_text(const std::optional<double>& v, int decimals, double scale = 1) {
+  if (!v) return "–";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, *v * scale);
+  return buf;
+}
+
+Series series_of(const std::string& label, const StepSeries& s) { return Series{label, s.step, s.value}; }
+
+std::string figure(const std::string& svg) { return "<figure style=\"margin:0\">" + svg + "</figure>"; }
+
+int n_layers(const RunRecord& r) {
+  if (r.config.is_object() && r.config.contains("model") && r.config["model"].contains("n_layer"))
+    return r.config["model"]["n_layer"].get<int>();
+  for (auto it = r.metrics.rbegin(); it != r.metrics.rend(); ++it)
+    if (it->contains("attn_entropy_by_layer")) return static_cast<int>((*it)["attn_entropy_by_layer"].size());
+  return 0;
+}
+
+std::string summary_table(const std::vector<ReportRun>& runs) {
+  std::string s = "<table><tr><th>run</th><th>steps</th><th>val loss</th><th>val accuracy (%)</th><th>gate mean</th>"
+                  "<th>gate &lt; 0.1</th><th>attn entropy</th><th>sink ratio</th><th>tokens/s</th><th>parameters</th></tr>";
+  for (const ReportRun& run : runs) {
+    const RunRecord& r = run.record;
+    s += std::string("<tr><td>").append(escape_xml(r.name)) + "</td><td>" + std::to_string(r.last_step) + "</td><td>" +
+         opt_text(r.val_loss, 4) + "</td><td>" + opt_text(r.val_accuracy, 1, 100) + "</td><td>" +
+         opt_text(r.gate_mean, 3) + "</td><td>" + opt_text(r.gate_frac_lt_0_1, 3) + "</td><td>" +
+         opt_text(r.attn_entropy, 3) + "</td><td>" + opt_text(r.sink_ratio, 3) + "</td><td>" +
+         opt_text(r.tokens_per_s, 0) + "</td><td>" + (r.parameters ? std::to_string(*r.parameters) : "–") + "</td></tr>";
+  }
+  return s + "</table>";
+}
+
+std::string curves_chart(const std::vector<ReportRun>& runs, const std::string& split, const std::string& key,
+                         const std::string& id, const std::string& title, const std::string& y_label, int width = 620) {
+  std::vector<Series> series;
+  for (const ReportRun& run : runs) series.push_back(series_of(run.record.name, metric_series(run.record, split, key)));
+  ChartOptions o;
+  o.id = id;
+  o.title = title;
+  o.x_label = "step";
+  o.y_label = y_label;
+  o.width = width;
+  return figure(report::line_chart(series, o));
+}
+
+std::string final_bars(const std::vector<ReportRun>& runs, const std::optional<double> RunRecord::*field,
+                       const std::string& id, const std::string& title) {
+  std::vector<std::string> labels;
+  std::vector<double> values;
+  for (const ReportRun& run : runs) {
+    labels.push_back(run.record.name);
+    const std::optional<double>& v = run.record.*field;
+    values.push_back(v ? *v : kNaN);
+  }
+  ChartOptions o;
+  o.id = id;
+  o.title = title;
+  o.width = std::max(360, 60 + 48 * static_cast<int>(runs.size()));
+  o.height = 320;
+  return figure(report::bar_chart(labels, values, o));
+}
+
+bool has_gates(const ReportRun& run) { return run.record.gate_mean.has_value(); }
+
+std::string gate_over_training(const std::vector<ReportRun>& runs) {
+  std::string s = "<div class=\"charts\">";
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const ReportRun& run = runs[k];
+    if (!has_gates(run)) continue;
+    std::vector<Series> series;
+    for (int l = 0; l < n_layers(run.record); ++l)
+      series.push_back(series_of(std::string("layer ").append(std::to_string(l)), metric_series(run.record, "train", "gate_mean_by_layer", l)));
+    ChartOptions o;
+    o.id = std::string("gate-mean-run").append(std::to_string(k));
+    o.title = run.record.name + ": gate mean per layer";
+    o.x_label = "step";
+    o.y_label = "gate mean";
+    o.width = 460;
+    o.height = 260;
+    s += figure(report::line_chart(series, o));
+  }
+  return s + "</div>";
+}
+
+std::string gate_histograms(const std::vector<ReportRun>& runs) {
+  std::string s;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const ReportRun& run = runs[k];
+    if (!has_gates(run)) continue;
+    s += std::string("<h3>").append(escape_xml(run.record.name)) + "</h3>";
+    if (!run.probe.ok()) {
+      s += std::string("<p class=\"note\">no gate values: ").append(escape_xml(run.probe.note)) + "</p>";
+      continue;
+    }
+    s += "<div class=\"charts\">";
+    for (std::size_t l = 0; l < run.probe.layers.size(); ++l) {
+      const models::LayerInspection& layer = run.probe.layers[l];
+      if (layer.gate_values.empty()) continue;  // a layer outside model.gate.layers
+      ChartOptions o;
+      o.id = std::string("gate-hist-run").append(std::to_string(k)) + "-layer" + std::to_string(l);
+      o.title = std::string("layer ").append(std::to_string(l)) + " (" + std::to_string(layer.gate_values.size()) + " values)";
+      o.x_label = "gate value";
+      o.y_label = "fraction";
+      o.width = 300;
+      o.height = 210;
+      s += figure(report::histogram_chart(layer.gate_values, 0.0, 1.0, 20, o));
+    }
+    s += "</div>";
+  }
+  return s;
+}
+
+// The sample's tokens as spans coloured by `gate` (none given: plain); token ids are spaced apart.
+std::string coloured_tokens(const RunProbe& probe, const std::vector<double>& gate) {
+  std::string s;
+  for (std::size_t i = 0; i < probe.tokens.size(); ++i) {
+    s += "<span";
+    if (i < gate.size()) {
+      const double g = gate[i];
+      s += " style=\"background:";
+      s += report::ramp_color(g);
+      if (report::ramp_is_dark(g)) s += ";color:#fff";
+      s += "\" title=\"position ";
+      s += std::to_string(i);
+      s += ": gate ";
+      s += report::format_number(g, 3);
+      s += "\"";
+    }
+    s += ">";
+    s += escape_xml(probe.tokens[i]);
+    s += "</span>";
+    if (!probe.text) s += " ";
+  }
+  return s;
+}
+
+std::string sample_section(const std::vector<ReportRun>& runs, const ReportOptions& options) {
+  std::string s;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const ReportRun& run = runs[k];
+    s += std::string("<h3>").append(escape_xml(run.record.name)) + "</h3>";
+    if (!run.probe.ok()) {
+      s += std::string("<p class=\"note\">no sample: ").append(escape_xml(run.probe.note)) + "</p>";
+      continue;
+    }
+    const std::vector<models::LayerInspection>& layers = run.probe.layers;
+    if (has_gates(run)) {
+      s += std::string("<div class=\"sample-gates\" id=\"tokens-run").append(std::to_string(k)) + "\">";
+      for (std::size_t l = 0; l < layers.size(); ++l) {
+        if (layers[l].gate_by_token.empty()) continue;
+        s += std::string("<div class=\"layer-label\">layer ").append(std::to_string(l)) + "</div><div class=\"tokens\" data-layer=\"" +
+             std::to_string(l) + "\">" + coloured_tokens(run.probe, layers[l].gate_by_token) + "</div>";
+      }
+      s += "</div>";
+    } else {
+      s += "<div class=\"tokens\">" + coloured_tokens(run.probe, {}) + "</div>"
+           "<p class=\"note\">no gates (kind none): the text uncoloured</p>";
+    }
+    s += "<div class=\"charts\">";
+    std::vector<std::pair<int, int>> drawn;  // "0:0,-1:0" on a 1-layer model names one head twice
+    for (const HeadChoice& choice : options.heads) {
+      const int L = static_cast<int>(layers.size());
+      const int l = choice.layer < 0 ? L + choice.layer : choice.layer;
+      if (l < 0 || l >= L || choice.head < 0 || choice.head >= layers[static_cast<std::size_t>(l)].heads) continue;
+      if (std::find(drawn.begin(), drawn.end(), std::make_pair(l, choice.head)) != drawn.end()) continue;
+      drawn.emplace_back(l, choice.head);
+      const models::LayerInspection& layer = layers[static_cast<std::size_t>(l)];
+      const std::int64_t T = layer.tokens;
+      std::vector<double> map(layer.attention.begin() + choice.head * T * T,
+                              layer.attention.begin() + (choice.head + 1) * T * T);
+      ChartOptions o;
+      o.id = std::string("attn-run").append(std::to_string(k)) + "-l" + std::to_string(l) + "-h" + std::to_string(choice.head);
+      o.title = std::string("layer ").append(std::to_string(l)) + ", head " + std::to_string(choice.head);
+      o.width = 280;
+      o.height = 310;
+      s += figure(report::heatmap(map, T, T, o));
+    }
+    s += "</div>";
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<HeadChoice> parse_heads(const std::string& text) {
+  std::vector<HeadChoice> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const std::size_t colon = item.find(':');
+    HeadChoice c;
+    std::size_t used_l = 0, used_h = 0;
+    bool ok = colon != std::string::npos;
+    try {
+      if (ok) {
+        c.layer = std::stoi(item.substr(0, colon), &used_l);
+        c.head = std::stoi(item.substr(colon + 1), &used_h);
+      }
+    } catch (const std::exception&) {
+      ok = false;
+    }
+    if (!ok || used_l != colon || used_h != item.size() - colon - 1 || c.head < 0)
+      throw UsageError("--heads: '" + item + "' is not LAYER:HEAD (e.g. 0:0 or -1:2 for the last layer's head 2)");
+    out.push_back(c);
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string report_html(const std::vector<ReportRun>& runs, const ReportOptions& options) {
+  bool any_accuracy = false, any_gates = false;
+  for (const ReportRun& r : runs) {
+    any_accuracy = any_accuracy || r.record.val_accuracy.has_value();
+    any_gates = any_gates || has_gates(r);
+  }
+  std::string s = std::string("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>").append(escape_xml(options.title)) +
+                  "</title><style>" + kStyle + "</style></head><body>\n";
+  s += std::string("<h1>").append(escape_xml(options.title)) + "</h1>\n";
+  s += std::string("<p class=\"note\">").append(std::to_string(runs.size())) + " run(s): ";
+  for (std::size_t k = 0; k < runs.size(); ++k) s += (k ? ", " : "") + escape_xml(runs[k].record.dir);
+  s += ". Final values: the last val line and the last train line's statistics; tokens/s is the median over logged "
+       "steps.</p>\n";
+
+  s += "<section id=\"summary\"><h2>Summary</h2>" + summary_table(runs) + "</section>\n";
+
+  s += "<section id=\"loss-curves\"><h2>Loss curves</h2><div class=\"charts\">";
+  s += curves_chart(runs, "train", "loss", "loss-train", "training loss", "loss");
+  s += curves_chart(runs, "val", "loss", "loss-val", "validation loss", "loss");
+  if (any_accuracy) s += curves_chart(runs, "val", "accuracy", "accuracy-val", "validation answer accuracy", "accuracy");
+  s += "</div></section>\n";
+
+  s += "<section id=\"attention-stats\"><h2>Attention entropy and sink ratio</h2>"
+       "<p class=\"note\">Entropy: mean over layers, heads and queries of −Σ A ln A; sink ratio: mean attention on "
+       "token 0 (SPEC §4), both on training batches.</p><div class=\"charts\">";
+  s += final_bars(runs, &RunRecord::attn_entropy, "attn-entropy-final", "final attention entropy");
+  s += final_bars(runs, &RunRecord::sink_ratio, "sink-ratio-final", "final sink ratio");
+  s += curves_chart(runs, "train", "attn_entropy", "attn-entropy-curves", "attention entropy over training", "entropy (nats)");
+  s += curves_chart(runs, "train", "sink_ratio", "sink-ratio-curves", "sink ratio over training", "sink ratio");
+  s += "</div></section>\n";
+
+  s += "<section id=\"gate-over-training\"><h2>Gate mean per layer over training</h2>";
+  s += any_gates ? gate_over_training(runs) : "<p class=\"note\">no run has gates</p>";
+  s += "</section>\n";
+
+  s += "<section id=\"gate-histograms\"><h2>Gate values per layer</h2><p class=\"note\">All gate values of the "
+       "final checkpoint on the first val windows (eval mode).</p>";
+  s += any_gates ? gate_histograms(runs) : "<p class=\"note\">no run has gates</p>";
+  s += "</section>\n";
+
+  s += "<section id=\"sample\"><h2>One sample text</h2><p class=\"note\">The first val window through the final "
+       "checkpoint. Tokens are coloured by their mean gate value in each layer <span class=\"legend-ramp\"></span> "
+       "(0 → 1; hover for the value); attention maps show query rows against key columns, colour ∝ √A.</p>";
+  s += sample_section(runs, options);
+  s += "</section>\n</body></html>\n";
+  return s;
+}
+
+}  // namespace gattn::recipes

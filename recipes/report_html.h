@@ -1,0 +1,34 @@
+// The page `gattn report` writes: one self-contained HTML file (inline SVG and CSS, no scripts, no
+// network) with the runs' summary table, loss curves, attention entropy and sink ratio, gate means
+// per layer over training, gate-value histograms per layer, and for one sample text the tokens
+// coloured by their gate value per layer and the attention maps of chosen heads.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "recipes/run_probe.h"
+#include "recipes/run_summary.h"
+
+namespace gattn::recipes {
+
+struct ReportRun {
+  RunRecord record;
+  RunProbe probe;
+};
+
+struct HeadChoice {
+  int layer = 0, head = 0;  // layer −1 stands for the last layer
+};
+
+struct ReportOptions {
+  std::string title = "gattn report";
+  std::vector<HeadChoice> heads;  // attention maps to draw for each run's sample text
+};
+
+// "0:0,-1:1" → {(0,0), (−1,1)}; throws UsageError naming the bad item.
+std::vector<HeadChoice> parse_heads(const std::string& text);
+
+std::string report_html(const std::vector<ReportRun>& runs, const ReportOptions& options);
+
+}  // namespace gattn::recipes

@@ -1,0 +1,56 @@
+// Running a checkpoint over val windows with the inspection hook.
+#include "recipes/run_probe.h"
+
+#include <algorithm>
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/data/byte_vocab.h"
+#include "framework/data/dataset.h"
+#include "ops/shape.h"
+#include "recipes/checkpoint_model.h"
+#include "recipes/run_setup.h"
+
+namespace gattn::recipes {
+
+namespace {
+
+std::string show_byte(unsigned char c) {
+  if (c == '\n') return "\u21b5";  // ↵
+  if (c == '\t') return "\u2192";  // →
+  if (c < 0x20 || c >= 0x7f) return "?";
+  return std::string(1, static_cast<char>(c));
+}
+
+}  // namespace
+
+RunProbe probe_run(const std::string& run_dir, std::int64_t windows, std::int64_t max_tokens) {
+  RunProbe probe;
+  try {
+    CheckpointModel ckpt = load_checkpoint_model(run_dir, {}, "report");
+    models::GPT& model = *ckpt.model;
+    const std::int64_t T = model.config().block_size;
+    std::unique_ptr<Dataset> data = make_dataset(data_options(ckpt.config), T);
+    const std::int64_t count = std::clamp<std::int64_t>(windows, 1, data->eval_windows(T, 0));
+    Tensor x = data->eval_batch(0, count, T).x;
+    const std::int64_t n = std::clamp<std::int64_t>(max_tokens, 1, T);
+    if (n < T) x = ops::slice(x, 1, 0, n);
+    NoGradGuard no_grad;
+    model.eval();
+    models::ForwardOptions fo;
+    fo.inspect = true;
+    probe.layers = model.forward(x, Tensor(), fo).inspection;
+    const std::vector<double> ids = ops::slice(x, 0, 0, 1).to_vector();
+    std::optional<ByteVocab> vocab = ByteVocab::from_json(ckpt.vocab_json);
+    probe.text = vocab.has_value();
+    for (double id : ids) {
+      const auto t = static_cast<std::int32_t>(id);
+      probe.tokens.push_back(vocab ? show_byte(static_cast<unsigned char>(vocab->decode({t}).at(0))) : std::to_string(t));
+    }
+  } catch (const std::exception& e) {
+    probe = RunProbe{};
+    probe.note = e.what();
+  }
+  return probe;
+}
+
+}  // namespace gattn::recipes

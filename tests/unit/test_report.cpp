@@ -1,0 +1,144 @@
+// The report's pieces: SVG helpers (recipes/svg.h) and the page (recipes/report_html.h), from
+// hand-made run records, without any training.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "recipes/ablation.h"
+#include "recipes/report_html.h"
+#include "recipes/svg.h"
+
+namespace gattn::recipes {
+namespace {
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+TEST(Svg, EscapesAndFormats) {
+  EXPECT_EQ(report::escape_xml("a<b & \"c\"'"), "a&lt;b &amp; &quot;c&quot;&#39;");
+  EXPECT_EQ(report::format_number(0.25), "0.25");
+  EXPECT_EQ(report::format_number(12345.0), "1.234e+04");
+  EXPECT_EQ(report::format_number(std::nan("")), "n/a");
+  EXPECT_EQ(report::nice_ticks(0, 1, 5), (std::vector<double>{0, 0.2, 0.4, 0.6000000000000001, 0.8, 1}));
+  EXPECT_EQ(report::nice_ticks(3, 17, 3), (std::vector<double>{5, 10, 15}));
+  EXPECT_TRUE(report::nice_ticks(1, 1).empty());
+  EXPECT_EQ(report::ramp_color(0), "#f7fbff");
+  EXPECT_EQ(report::ramp_color(1), "#08306b");
+  EXPECT_EQ(report::ramp_color(7), "#08306b");  // clamped
+}
+
+TEST(Svg, LineChartDrawsEachSeriesAndBreaksAtGaps) {
+  report::ChartOptions o;
+  o.id = "c1";
+  o.title = "loss <train>";
+  const std::string svg = report::line_chart(
+      {{"a", {1, 2, 3, 4}, {1, 2, std::nan(""), 4}}, {"b", {1, 2}, {3, 3}}}, o);
+  EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart line\" data-chart=\"line\" id=\"c1\"", 0), 0u);
+  EXPECT_EQ(count(svg, "<polyline"), 3u);  // a: two pieces; b: one
+  EXPECT_NE(svg.find("loss &lt;train&gt;"), std::string::npos);
+  EXPECT_EQ(svg.substr(svg.size() - 6), "</svg>");
+}
+
+TEST(Svg, HistogramCountsFractions) {
+  report::ChartOptions o;
+  o.id = "h";
+  const std::string svg = report::histogram_chart({0.05, 0.06, 0.95, 2.0}, 0, 1, 10, o);
+  EXPECT_EQ(count(svg, "class=\"bin\""), 2u);  // 2.0 is clamped into the last bin
+  EXPECT_NE(svg.find("data-chart=\"histogram\""), std::string::npos);
+}
+
+TEST(Svg, HeatmapDrawsNonZeroCells) {
+  report::ChartOptions o;
+  o.id = "m";
+  const std::string svg = report::heatmap({1, 0, 0.5, 0.5}, 2, 2, o);
+  EXPECT_EQ(count(svg, "width=\"1\" height=\"1\""), 3u);
+  EXPECT_NE(svg.find("data-chart=\"heatmap\""), std::string::npos);
+}
+
+TEST(Svg, BarChartOneBarPerFiniteValue) {
+  report::ChartOptions o;
+  o.id = "b";
+  const std::string svg = report::bar_chart({"x", "y", "z"}, {1.0, std::nan(""), 0.5}, o);
+  EXPECT_EQ(count(svg, "class=\"bar\""), 2u);
+}
+
+TEST(ReportPage, ParseHeads) {
+  const std::vector<HeadChoice> h = parse_heads("0:1,-1:0");
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[0].layer, 0);
+  EXPECT_EQ(h[0].head, 1);
+  EXPECT_EQ(h[1].layer, -1);
+  EXPECT_THROW(parse_heads("0"), UsageError);
+  EXPECT_THROW(parse_heads("0:x"), UsageError);
+  EXPECT_THROW(parse_heads("0:1,"), UsageError);
+}
+
+ReportRun fake_run(const std::string& name, bool gated) {
+  ReportRun run;
+  run.record.name = name;
+  run.record.dir = "runs/" + name;
+  run.record.config = {{"model", {{"n_layer", 2}}}};
+  for (int step = 1; step <= 3; ++step) {
+    nlohmann::json line = {{"step", step}, {"split", "train"}, {"loss", 3.0 - step * 0.1}, {"attn_entropy", 1.0},
+                           {"sink_ratio", 0.2}};
+    if (gated) line["gate_mean_by_layer"] = {0.5, 0.4};
+    run.record.metrics.push_back(line);
+  }
+  run.record.metrics.push_back({{"step", 3}, {"split", "val"}, {"loss", 2.8}});
+  run.record.val_loss = 2.8;
+  run.record.attn_entropy = 1.0;
+  run.record.sink_ratio = 0.2;
+  if (gated) run.record.gate_mean = 0.45;
+  run.probe.tokens = {"a", "b", "c"};
+  for (int l = 0; l < 2; ++l) {
+    models::LayerInspection layer;
+    layer.heads = 1;
+    layer.tokens = 3;
+    layer.attention = {1, 0, 0, 0.5, 0.5, 0, 0.2, 0.3, 0.5};
+    if (gated) {
+      layer.gate_values = {0.1, 0.9, 0.5};
+      layer.gate_by_token = {0.1, 0.9, 0.5};
+    }
+    run.probe.layers.push_back(layer);
+  }
+  return run;
+}
+
+TEST(ReportPage, HasEveryChart) {
+  ReportOptions o;
+  o.heads = parse_heads("0:0,-1:0");
+  const std::string html = report_html({fake_run("gated", true), fake_run("plain<&>", false)}, o);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // No network: the only URL is the SVG namespace name.
+  EXPECT_EQ(count(html, "http"), count(html, "xmlns=\"http://www.w3.org/2000/svg\""));
+  for (const char* section : {"summary", "loss-curves", "attention-stats", "gate-over-training", "gate-histograms", "sample"})
+    EXPECT_NE(html.find(std::string("<section id=\"") + section + "\""), std::string::npos) << section;
+  EXPECT_NE(html.find("id=\"loss-train\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"loss-val\""), std::string::npos);
+  EXPECT_EQ(count(html, "data-chart=\"histogram\""), 2u);  // the gated run's two layers
+  EXPECT_EQ(count(html, "data-chart=\"heatmap\""), 4u);    // two heads for each run
+  EXPECT_EQ(count(html, "id=\"gate-mean-run0\""), 1u);
+  EXPECT_EQ(count(html, "id=\"gate-mean-run1\""), 0u);     // no gates
+  EXPECT_EQ(count(html, "class=\"tokens\" data-layer="), 2u);
+  EXPECT_NE(html.find("plain&lt;&amp;&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("plain<&>"), std::string::npos);
+  EXPECT_EQ(count(html, "<svg"), count(html, "</svg>"));
+}
+
+TEST(ReportPage, RunWithoutProbeSaysWhy) {
+  ReportRun run = fake_run("r", true);
+  run.probe = RunProbe{};
+  run.probe.note = "no checkpoint";
+  ReportOptions o;
+  o.heads = parse_heads("0:0");
+  const std::string html = report_html({run}, o);
+  EXPECT_NE(html.find("no sample: no checkpoint"), std::string::npos);
+  EXPECT_EQ(count(html, "data-chart=\"heatmap\""), 0u);
+}
+
+}  // namespace
+}  // namespace gattn::recipes
