@@ -7,6 +7,7 @@
 #include "cuda_test_util.h"
 #include "framework/optim/adamw.h"
 #include "models/gpt.h"
+#include "ops/elementwise.h"
 #include "unit/model_test_util.h"
 
 namespace gattn {
