@@ -119,22 +119,21 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
   if (options.stats) {
     NoGradGuard no_grad;
     AttentionStats st;
-    const std::vector<double> ent = row_entropy.to_vector(), a = A.to_vector();
-    const std::vector<double> g = pair ? G.to_vector() : std::vector<double>();
-    const std::vector<double> hid = hidden.to_vector();
-    for (std::int64_t bh = 0; bh < B * H; ++bh)
-      for (std::int64_t i = 0; i < T; ++i) {
-        st.entropy_sum += ent[static_cast<std::size_t>(bh * T + i)];
-        ++st.entropy_count;
-        if (i >= 1) {  // A_i0 is 0 where key 0 is hidden (outside the window)
-          st.sink_sum += a[static_cast<std::size_t>((bh * T + i) * T)];
-          ++st.sink_count;
-        }
-        if (pair)
+    // Entropy and sink are reduced where A lives (one small read each, no T×T copy to the host).
+    st.entropy_sum = ops::sum(row_entropy).item();
+    st.entropy_count = B * H * T;
+    if (T > 1) {  // A_i0 over queries i >= 1; it is 0 where key 0 is hidden (outside the window)
+      st.sink_sum = ops::sum(ops::slice(ops::slice(A, 2, 1, T), 3, 0, 1)).item();
+      st.sink_count = B * H * (T - 1);
+    }
+    if (pair) {  // the moments of G over visible pairs need the values themselves
+      const std::vector<double> g = G.to_vector(), hid = hidden.to_vector();
+      for (std::int64_t bh = 0; bh < B * H; ++bh)
+        for (std::int64_t i = 0; i < T; ++i)
           for (std::int64_t j = 0; j < T; ++j)
             if (hid[static_cast<std::size_t>(i * T + j)] == 0)
               st.pair_gate.add(g[static_cast<std::size_t>((bh * T + i) * T + j)]);
-      }
+    }
     options.stats->merge(st);
   }
   return result;
