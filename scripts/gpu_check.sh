@@ -74,15 +74,15 @@ if command -v mpirun >/dev/null 2>&1; then
 fi
 
 # 200 steps of the GPT-2 124M shape (configs/gpt2_124m.yaml: 12 layers, 768 wide, T = 1024, output
-# gates) on synthetic tokens, one micro-batch of 16 sequences per step, fp32 with TF32 GEMMs and
-# the composed CUDA attention. Tokens/s is the median of the logged rates after step 20; MFU counts
+# gates) on synthetic tokens, one micro-batch of 8 sequences per step (the composed CUDA attention
+# stores several B·H·T·T score tensors per layer: 8 keeps them near 25 GB), fp32 with TF32 GEMMs. Tokens/s is the median of the logged rates after step 20; MFU counts
 # 6·N + 6·L·T·C FLOPs per token (PaLM's formula with causal attention's half) against the H200's
 # dense TF32 peak of 494 TFLOP/s.
 echo "gpu_check: 200-step gpt2_124m-shaped training run on synthetic tokens [$(elapsed)]"
 if cmake --build build-gpu -j "$jobs" --target gattn >>"$logs/build.log" 2>&1; then
   rm -rf build-gpu/gpt2_check
   timeout 300 build-gpu/gattn train --config configs/gpt2_124m.yaml device=cuda data.kind=synthetic data.task=copy \
-    data.vocab_size=50304 train.grad_accum=1 train.max_steps=200 train.log_every=10 eval.every=0 eval.max_windows=4 \
+    data.vocab_size=50304 train.batch_size=8 train.grad_accum=1 train.max_steps=200 train.log_every=10 eval.every=0 eval.max_windows=4 \
     checkpoint.every=0 run.dir=build-gpu/gpt2_check >"$logs/train_gpt2_shape.log" 2>&1
   train_status=$?
   tail -5 "$logs/train_gpt2_shape.log"
