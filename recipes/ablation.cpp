@@ -9,20 +9,13 @@
 
 #include "framework/config/errors.h"
 #include "framework/config/schema.h"
+#include "framework/config/yaml_position.h"
 
 namespace gattn::recipes {
 
 namespace {
 
-std::string at(const std::string& origin, const YAML::Node& n) {
-  std::string out = origin;
-  const YAML::Mark m = n.Mark();
-  if (!m.is_null()) {
-    out.push_back(':');
-    out += std::to_string(m.line + 1);
-  }
-  return out;
-}
+std::string at(const std::string& origin, const YAML::Node& n) { return yaml_position(origin, n); }
 
 // A value as one line of YAML flow text, as an override takes it.
 std::string flow(const YAML::Node& n) {

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "framework/config/schema.h"
+#include "framework/config/yaml_position.h"
 
 namespace gattn {
 
@@ -39,13 +40,7 @@ struct Source {
   std::string override_text;  // non-empty for an override
   std::string at(const YAML::Node& n) const {
     if (!override_text.empty()) return "override '" + override_text + "'";
-    std::string out = origin;
-    const YAML::Mark m = n.Mark();
-    if (!m.is_null()) {
-      out.push_back(':');
-      out += std::to_string(m.line + 1);
-    }
-    return out;
+    return yaml_position(origin, n);
   }
 };
 
