@@ -66,8 +66,10 @@ const ModelConfig& checked(const ModelConfig& config) {
 }
 
 void check_token_ids(const Tensor& idx, std::int64_t vocab_size, const char* who) {
-  const Tensor host = idx.to(Device::cpu);  // ids on the GPU are checked from a host copy
-  const std::int32_t* ids = host.data<std::int32_t>();
+  // Ids on the GPU are checked where they are used: the embedding's device-side scan reads back one
+  // integer, where a host copy here would move the whole batch back every step.
+  if (idx.device() != Device::cpu) return;
+  const std::int32_t* ids = idx.data<std::int32_t>();
   for (std::int64_t n = 0; n < idx.numel(); ++n)
     if (ids[n] < 0 || ids[n] >= vocab_size)
       throw ValueError(std::string(who) + ": token id " + std::to_string(ids[n]) + " at position " +
