@@ -2,6 +2,7 @@
 // cpu::batched_gemm: every product is a BLAS call with transpose flags, never a transposed copy.
 #include "ops/matmul.h"
 
+#include "ops/autocast.h"
 #include "ops/common.h"
 #include "ops/cpu/gemm.h"
 #ifdef GATTN_WITH_CUDA
@@ -22,12 +23,24 @@ void check_matmul_operand(const Tensor& t, const char* op) {
   check_floating_any_device(t, op);
 }
 
-// For i < batch: C_i = op(X_i) op(Y_i) (cpu::batched_gemm's contract) on C's device.
+// Whether a product of these operands runs as mixed precision: f32 tensors on the GPU inside a bf16
+// AutocastScope. Its operands are then cast to bf16 and its result stays f32 (GemmType::bf16_f32out).
+bool autocast_product(const Tensor& a) {
+  return a.device() == Device::cuda && a.dtype() == DType::f32 && autocast_bf16();
+}
+
+// A GEMM operand as the product reads it: a bf16 copy under mixed precision, else the tensor itself.
+Tensor gemm_operand(const Tensor& t, bool mixed) { return mixed ? t.detach().to(DType::bf16) : t; }
+
+// For i < batch: C_i = op(X_i) op(Y_i) (cpu::batched_gemm's contract) on C's device. With X and Y
+// in bf16 and C in f32 this is mixed precision's product.
 void batched_product(std::int64_t batch, bool tx, bool ty, std::int64_t M, std::int64_t N, std::int64_t K, const Tensor& X,
                      std::int64_t sx, const Tensor& Y, std::int64_t sy, Tensor& C, std::int64_t sc) {
 #ifdef GATTN_WITH_CUDA
   if (C.device() == Device::cuda) {
-    const cuda::GemmType type = C.dtype() == DType::bf16 ? cuda::GemmType::bf16 : cuda::GemmType::f32;
+    const cuda::GemmType type = X.dtype() == DType::f32    ? cuda::GemmType::f32
+                                : C.dtype() == DType::bf16 ? cuda::GemmType::bf16
+                                                           : cuda::GemmType::bf16_f32out;
     cuda::batched_gemm(type, batch, tx, ty, M, N, K, X.raw_data(), sx, Y.raw_data(), sy, C.raw_data(), sc, cuda::stream());
     return;
   }
@@ -87,26 +100,32 @@ MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
-  const MatmulDims d = matmul_dims(a, b, trans_a, trans_b);
-  Tensor out = Tensor::empty(d.out_shape, a.dtype(), a.device());
+Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b) {
+  const MatmulDims d = matmul_dims(a_in, b_in, trans_a, trans_b);
+  // Under mixed precision the product (and its backward) reads bf16 copies; those are also what
+  // the backward keeps, at half the memory of the f32 operands.
+  const bool mixed = autocast_product(a_in);
+  const Tensor a = gemm_operand(a_in, mixed), b = gemm_operand(b_in, mixed);
+  const DType out_type = a_in.dtype();
+  Tensor out = Tensor::empty(d.out_shape, out_type, a.device());
   const std::int64_t sa = d.M * d.K, sb = d.shared_b ? 0 : d.K * d.N, sg = d.M * d.N;
   batched_product(d.batch, trans_a, trans_b, d.M, d.N, d.K, a, sa, b, sb, out, sg);
   return autograd::record(
-      "matmul", out, {a, b},
-      [a = a.detach(), b = b.detach(), d, trans_a, trans_b](const Tensor& g_in, const std::vector<bool>& needs) {
+      "matmul", out, {a_in, b_in},
+      [a = a.detach(), b = b.detach(), d, trans_a, trans_b, out_type](const Tensor& g_in, const std::vector<bool>& needs) {
+        // g in the operands' type (bf16 under mixed precision); the gradients in the inputs' type.
         const Tensor g = g_in.dtype() == a.dtype() ? g_in : g_in.to(a.dtype());
         const std::int64_t sa = d.M * d.K, sb = d.shared_b ? 0 : d.K * d.N, sg = d.M * d.N;
         Tensor da, db;
         if (needs[0]) {
-          da = Tensor::empty(a.shape(), a.dtype(), a.device());
+          da = Tensor::empty(a.shape(), out_type, a.device());
           if (!trans_a)  // dA_i [M, K] = g_i · op(B_i)ᵀ
             batched_product(d.batch, false, !trans_b, d.M, d.K, d.N, g, sg, b, sb, da, sa);
           else  // A_i is op(A_i)ᵀ, so dA_i [K, M] = (g_i · op(B_i)ᵀ)ᵀ = op(B_i) · g_iᵀ
             batched_product(d.batch, trans_b, true, d.K, d.M, d.N, b, sb, g, sg, da, sa);
         }
         if (needs[1]) {
-          db = Tensor::empty(b.shape(), b.dtype(), b.device());
+          db = Tensor::empty(b.shape(), out_type, b.device());
           // For a shared 2-D B the per-batch gradients are summed (stride 0 output).
           const std::int64_t sdb = d.shared_b ? 0 : d.K * d.N;
           if (!trans_b)  // dB_i [K, N] = op(A_i)ᵀ · g_i
@@ -144,11 +163,17 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Shape out_shape = lead;
   out_shape.push_back(out_f);
   Tensor y = Tensor::empty(out_shape, x.dtype(), device);
+  // Mixed precision: bf16 copies of x and W feed the GEMM (and are what backward keeps); y, the
+  // bias and every gradient stay f32.
+  const bool mixed = autocast_product(x);
+  const Tensor xs = gemm_operand(x, mixed), ws = gemm_operand(weight, mixed);
 #ifdef GATTN_WITH_CUDA
   if (device == Device::cuda) {
+    if (x.dtype() != DType::f32) throw DTypeError("linear: CUDA tensors must be f32, got " + std::string(dtype_name(x.dtype())));
+    const cuda::GemmType type = mixed ? cuda::GemmType::bf16_f32out : cuda::GemmType::f32;
     auto* py = static_cast<float*>(y.raw_data());
     if (bias.defined()) cuda::fill_rows_f32(py, rows, out_f, static_cast<const float*>(bias.raw_data()), cuda::stream());
-    cuda::gemm(cuda::GemmType::f32, false, true, rows, out_f, in_f, 1.0f, x.raw_data(), in_f, weight.raw_data(), in_f,
+    cuda::gemm(type, false, true, rows, out_f, in_f, 1.0f, xs.raw_data(), in_f, ws.raw_data(), in_f,
                bias.defined() ? 1.0f : 0.0f, py, out_f, cuda::stream());
   } else
 #endif
@@ -161,21 +186,23 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   });
   return autograd::record(
       "linear", y, {x, weight, bias},
-      [x = x.detach(), w = weight.detach(), rows, in_f, out_f](const Tensor& g, const std::vector<bool>& needs) {
+      [x = xs.detach(), w = ws.detach(), rows, in_f, out_f, mixed](const Tensor& g, const std::vector<bool>& needs) {
         // With X = x flattened to [rows, in] and G = g as [rows, out]:
         // dX = G · W [rows, in]; dW = Gᵀ · X [out, in] (one GEMM over all rows); db_j = Σ_i G_ij.
         Tensor dx, dw, db;
 #ifdef GATTN_WITH_CUDA
         if (x.device() == Device::cuda) {
-          const cuda::GemmType f32 = cuda::GemmType::f32;
+          // Mixed precision: G rounded to bf16 for the two products (f32 results); db sums the f32 G.
+          const cuda::GemmType type = mixed ? cuda::GemmType::bf16_f32out : cuda::GemmType::f32;
+          const Tensor gs = mixed ? g.to(DType::bf16) : g;
           if (needs[0]) {
-            dx = Tensor::empty(x.shape(), x.dtype(), x.device());
-            cuda::gemm(f32, false, false, rows, in_f, out_f, 1.0f, g.raw_data(), out_f, w.raw_data(), in_f, 0.0f, dx.raw_data(),
+            dx = Tensor::empty(x.shape(), DType::f32, x.device());
+            cuda::gemm(type, false, false, rows, in_f, out_f, 1.0f, gs.raw_data(), out_f, w.raw_data(), in_f, 0.0f, dx.raw_data(),
                        in_f, cuda::stream());
           }
           if (needs[1]) {
-            dw = Tensor::empty(w.shape(), w.dtype(), w.device());
-            cuda::gemm(f32, true, false, out_f, in_f, rows, 1.0f, g.raw_data(), out_f, x.raw_data(), in_f, 0.0f, dw.raw_data(),
+            dw = Tensor::empty(w.shape(), DType::f32, w.device());
+            cuda::gemm(type, true, false, out_f, in_f, rows, 1.0f, gs.raw_data(), out_f, x.raw_data(), in_f, 0.0f, dw.raw_data(),
                        in_f, cuda::stream());
           }
           if (needs.size() > 2 && needs[2]) {

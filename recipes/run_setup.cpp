@@ -72,17 +72,24 @@ Device resolve_device(const Config& cfg) {
   return Device::cpu;
 }
 
+ops::ComputePrecision resolve_precision(const Config& cfg, Device device) {
+  const std::string precision = cfg.get_string("train.precision");
+  if (precision == "fp32") return ops::ComputePrecision::fp32;
+  // bf16 is mixed precision on tensor cores; the CPU kernels compute in f32/f64 only, and training
+  // silently in fp32 under a bf16 config would mislabel every number the run reports.
+  if (device != Device::cuda)
+    throw ConfigError(cfg.where("train.precision") + ": train.precision 'bf16' needs device cuda (the CPU kernels compute "
+                      "in f32); use fp32 on the CPU");
+  return ops::ComputePrecision::bf16;
+}
+
 RunSetup prepare_run(const std::string& config_path, const std::vector<std::string>& overrides, bool resuming) {
   Config cfg = Config::load(config_path, overrides);
   const Device device = resolve_device(cfg);
-  // Mixed precision is part of the CUDA backend issue and not built yet: refused rather than
-  // silently trained in fp32.
-  if (cfg.get_string("train.precision") != "fp32")
-    throw ConfigError(cfg.where("train.precision") + ": train.precision '" + cfg.get_string("train.precision") +
-                      "': bf16 mixed precision is not implemented yet; use fp32");
+  const ops::ComputePrecision precision = resolve_precision(cfg, device);
   set_num_threads(static_cast<int>(cfg.get_int("train.threads")));
 
-  RunSetup run{std::move(cfg), "", nullptr, nullptr, nullptr, device};
+  RunSetup run{std::move(cfg), "", nullptr, nullptr, nullptr, device, precision};
   models::ModelConfig mc = run.config.model_config();
   run.data = make_dataset(data_options(run.config), mc.block_size);
   const std::int64_t data_vocab = run.data->vocab_size();
@@ -121,6 +128,8 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
   model.eval();
   const std::int64_t T = model.config().block_size;
   const Device device = model.parameters().front().device();  // batches go where the model is
+  // Evaluated in the precision the run trains in, so val loss measures the model as trained.
+  const ops::AutocastScope autocast(resolve_precision(cfg, device));
   const std::int64_t windows = data.eval_windows(T, cfg.get_int("eval.max_windows"));
   double loss_sum = 0, correct = 0;
   std::int64_t tokens = 0;

@@ -14,6 +14,7 @@
 #include "framework/io/train_state.h"
 #include "framework/optim/adamw.h"
 #include "models/gpt.h"
+#include "ops/autocast.h"
 
 namespace gattn::recipes {
 
@@ -24,11 +25,16 @@ struct RunSetup {
   std::unique_ptr<models::GPT> model;
   std::unique_ptr<RunDirectoryLock> lock;  // held from start_run_directory until the run ends
   Device device = Device::cpu;             // where the model trains (`device`, auto resolved)
+  ops::ComputePrecision precision = ops::ComputePrecision::fp32;  // train.precision
 };
 
 // `device` resolved: auto is CUDA when this build has it and a GPU is visible, else the CPU; cuda
 // without either is a ConfigError naming the key.
 Device resolve_device(const Config& cfg);
+
+// train.precision: fp32, or bf16 mixed precision (ops/autocast.h), which needs the model on CUDA;
+// bf16 elsewhere is a ConfigError naming the key.
+ops::ComputePrecision resolve_precision(const Config& cfg, Device device);
 
 // Loads and validates everything a run needs before anything is written: the config (ConfigError,
 // exit 2), the data (DataError, exit 3), the model shape, and, unless `resuming`, that run.dir

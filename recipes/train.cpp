@@ -35,6 +35,7 @@
 #include "recipes/fault_injection.h"
 #include "recipes/recipe.h"
 #include "recipes/resume.h"
+#include "recipes/batch_upload.h"
 #include "recipes/run_setup.h"
 #include "recipes/stop_signal.h"
 
@@ -312,6 +313,7 @@ int train(const TrainArgs& args) {
     }
   };
 
+  BatchUploader uploader(device);  // host batches reach the GPU through pinned memory
   StopSignals signals;  // from here on, SIGINT/SIGTERM stop after the current step
   for (std::int64_t step = start_step; step < max_steps; ++step) {
     const std::int64_t done = step + 1;
@@ -321,13 +323,15 @@ int train(const TrainArgs& args) {
     double loss_sum = 0, gate_ent = 0, attn_ent = 0, router = 0;
     std::vector<models::LayerStats> stats;
     model.train();
+    // Forward and backward of every micro-batch in train.precision (bf16: mixed precision).
+    const ops::AutocastScope autocast(run.precision);
     for (std::int64_t micro = 0; micro < grad_accum; ++micro) {
       Batch batch = data.sample_train(B * world, T, data_gen);
       if (world > 1) {
         const dist::Range rows = dist::batch_rows(B, rank);
         batch = Batch{batch.x.alias_rows(rows.begin, rows.end), batch.y.alias_rows(rows.begin, rows.end)};
       }
-      if (device != Device::cpu) batch = Batch{batch.x.to(device), batch.y.to(device)};
+      batch = uploader.upload(batch);
       models::ForwardOptions fo;
       fo.gate_entropy = w_gate != 0 || log_step;
       fo.attn_entropy = w_attn != 0;

@@ -44,6 +44,15 @@ void PinnedBuffer::upload(Tensor& dst) {
   done_.record(stream);
 }
 
+void PinnedBuffer::upload_bytes(void* dst, std::size_t offset, std::size_t bytes) {
+  if (offset + bytes > bytes_)
+    throw ValueError("PinnedBuffer::upload_bytes: bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) +
+                     ") exceed the buffer's " + std::to_string(bytes_));
+  const Stream& stream = compute_stream();
+  GATTN_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const char*>(data_) + offset, bytes, cudaMemcpyHostToDevice, stream.handle()));
+  done_.record(stream);
+}
+
 void PinnedBuffer::download(const Tensor& src) {
   const std::size_t n = check_tensor(src, "download");
   const Stream& stream = compute_stream();

@@ -30,6 +30,8 @@ class PinnedBuffer {
   // Queues a copy of the first numel × dtype-size bytes of this buffer into the CUDA tensor `dst` on the
   // compute stream and returns at once. Kernels queued after it see the data.
   void upload(Tensor& dst);
+  // Queues a copy of bytes [offset, offset + bytes) of this buffer to device memory `dst`, likewise.
+  void upload_bytes(void* dst, std::size_t offset, std::size_t bytes);
   // Queues a copy of the CUDA tensor `src` into the start of this buffer; wait() before reading it.
   void download(const Tensor& src);
   // Blocks until the last upload/download has finished, so data() may be rewritten or read.

@@ -238,9 +238,13 @@ void Tensor::copy_from(const Tensor& src) {
       cuda::copy_bytes(raw_data(), device(), src.raw_data(), src.device(), static_cast<std::size_t>(numel()) * dtype_size(dtype()));
       return;
     }
-    // Converting on a device goes through the host until ops/cuda has a cast kernel.
-    Tensor converted = src.to(Device::cpu).to(dtype());
-    cuda::copy_bytes(raw_data(), device(), converted.raw_data(), Device::cpu, static_cast<std::size_t>(numel()) * dtype_size(dtype()));
+    // Converting across devices: move first (in the source type), then convert where the data is.
+    const Tensor here = src.device() == device() ? src : src.to(device());
+    if (device() == Device::cpu) {
+      copy_from(here);
+      return;
+    }
+    cuda::convert_device_elements(raw_data(), dtype(), here.raw_data(), here.dtype(), static_cast<std::size_t>(numel()));
     return;
   }
   dispatch_any(src.dtype(), [&]<class S>() {

@@ -46,8 +46,11 @@ int dim32(long long v, const char* what) {
   return static_cast<int>(v);
 }
 
-cudaDataType_t data_type(GemmType t) { return t == GemmType::f32 ? CUDA_R_32F : CUDA_R_16BF; }
-std::size_t elem_size(GemmType t) { return t == GemmType::f32 ? 4 : 2; }
+// The element types of the operands A, B and of the result C.
+cudaDataType_t operand_type(GemmType t) { return t == GemmType::f32 ? CUDA_R_32F : CUDA_R_16BF; }
+cudaDataType_t result_type(GemmType t) { return t == GemmType::bf16 ? CUDA_R_16BF : CUDA_R_32F; }
+std::size_t operand_size(GemmType t) { return t == GemmType::f32 ? 4 : 2; }
+std::size_t result_size(GemmType t) { return t == GemmType::bf16 ? 2 : 4; }
 
 cublasComputeType_t compute_type(GemmType t) {
   if (t == GemmType::f32 && g_tf32.load()) return CUBLAS_COMPUTE_32F_FAST_TF32;
@@ -64,8 +67,8 @@ void gemm_strided(GemmType t, long long batch, bool ta, bool tb, long long M, lo
     if (beta != 0.0f) return;  // beta·C + 0 with beta = 1 leaves C as it is
     for (long long i = 0; i < (sc == 0 ? 1 : batch); ++i)
       for (long long r = 0; r < M; ++r)
-        GATTN_CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(C) + static_cast<std::size_t>(i * sc + r * ldc) * elem_size(t), 0,
-                                         static_cast<std::size_t>(N) * elem_size(t), stream));
+        GATTN_CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(C) + static_cast<std::size_t>(i * sc + r * ldc) * result_size(t), 0,
+                                         static_cast<std::size_t>(N) * result_size(t), stream));
     return;
   }
   cublasHandle_t h = handle_for_current_device();
@@ -73,19 +76,19 @@ void gemm_strided(GemmType t, long long batch, bool ta, bool tb, long long M, lo
   const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int m = dim32(N, "N"), n = dim32(M, "M"), k = dim32(K, "K");
   const int la = dim32(lda, "lda"), lb = dim32(ldb, "ldb"), lc = dim32(ldc, "ldc");
-  const cudaDataType_t dt = data_type(t);
+  const cudaDataType_t dt = operand_type(t), ctype = result_type(t);
   const cublasComputeType_t ct = compute_type(t);
   if (batch == 1) {
-    GATTN_CUBLAS_CHECK(cublasGemmEx(h, op_b, op_a, m, n, k, &alpha, B, dt, lb, A, dt, la, &beta, C, dt, lc, ct,
+    GATTN_CUBLAS_CHECK(cublasGemmEx(h, op_b, op_a, m, n, k, &alpha, B, dt, lb, A, dt, la, &beta, C, ctype, lc, ct,
                                     CUBLAS_GEMM_DEFAULT));
   } else {
     GATTN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, op_b, op_a, m, n, k, &alpha, B, dt, lb, sb, A, dt, la, sa, &beta, C,
-                                                  dt, lc, sc, dim32(batch, "batch"), ct, CUBLAS_GEMM_DEFAULT));
+                                                  ctype, lc, sc, dim32(batch, "batch"), ct, CUBLAS_GEMM_DEFAULT));
   }
 }
 
 const void* offset(const void* p, long long elems, GemmType t) {
-  return static_cast<const char*>(p) + static_cast<std::size_t>(elems) * elem_size(t);
+  return static_cast<const char*>(p) + static_cast<std::size_t>(elems) * operand_size(t);
 }
 
 }  // namespace

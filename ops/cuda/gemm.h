@@ -8,7 +8,9 @@ struct CUstream_st;
 
 namespace gattn::cuda {
 
-enum class GemmType : int { f32, bf16 };
+// f32: every matrix f32. bf16: every matrix bf16 (f32 accumulation). bf16_f32out: A and B bf16,
+// C f32 — mixed precision's products, which keep their f32 result without a rounding to bf16.
+enum class GemmType : int { f32, bf16, bf16_f32out };
 
 // Whether f32 GEMMs may round their inputs to TF32 (default true). Process-wide.
 void set_tf32_enabled(bool on);

@@ -76,7 +76,7 @@ expect 2 "glob matching nothing" 'optim.param_groups=[{name: g, match: ["*.nothi
 expect 2 "lr <= 0" optim.lr=0
 expect 2 "unknown key" optim.lrr=1
 expect 2 "n_embd not divisible by n_head" model.n_head=3
-expect 2 "bf16 (not built yet)" train.precision=bf16
+expect 2 "bf16 on the CPU" device=cpu train.precision=bf16
 # device=cuda without a usable GPU (the GPU tests cover training on one where there is one).
 if ! nvidia-smi -L >/dev/null 2>&1; then expect 2 "device cuda without a GPU" device=cuda; fi
 "$gattn" train --config "$tmp/missing.yaml" >/dev/null 2>&1; rc=$?

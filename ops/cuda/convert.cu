@@ -1,0 +1,64 @@
+// Element-type conversion on the device (f32, f64, i32, bf16 in any pair), so Tensor::to(DType)
+// and copy_from never stage a device tensor through the host. Mixed precision casts every GEMM
+// operand with it, so it is a plain grid-stride kernel, memory bound, vectorised by the compiler.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "framework/cuda/copy.h"
+#include "framework/tensor/bf16.h"
+#include "ops/cuda/host_util.h"
+#include "ops/cuda/launch.cuh"
+
+namespace gattn::cuda {
+
+namespace {
+
+template <class T> __device__ inline float to_f32(T x) { return static_cast<float>(x); }
+template <> __device__ inline float to_f32<bf16>(bf16 x) { return bf16_to_float(x); }
+
+// f64 → f64 and f64 ↔ i32 keep their precision; every other pair goes through f32, which is exact
+// for bf16 and what the CPU's convert<> does for f32 targets.
+template <class S, class D> __device__ inline D convert_one(S x) {
+  if constexpr (std::is_same_v<D, bf16>) {
+    return float_to_bf16(static_cast<float>(to_f32(x)));
+  } else if constexpr (std::is_same_v<S, bf16>) {
+    return static_cast<D>(bf16_to_float(x));
+  } else {
+    return static_cast<D>(x);
+  }
+}
+
+template <class S, class D>
+__global__ void convert_kernel(D* __restrict__ dst, const S* __restrict__ src, long long n) {
+  GATTN_GRID_STRIDE(i, n) dst[i] = convert_one<S, D>(src[i]);
+}
+
+template <class S, class D> void launch(void* dst, const void* src, long long n) {
+  convert_kernel<S, D><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
+  GATTN_CUDA_LAUNCH_CHECK("convert_kernel");
+}
+
+template <class S> void launch_from(void* dst, DType dst_type, const void* src, long long n) {
+  switch (dst_type) {
+    case DType::f32: return launch<S, float>(dst, src, n);
+    case DType::f64: return launch<S, double>(dst, src, n);
+    case DType::i32: return launch<S, std::int32_t>(dst, src, n);
+    case DType::bf16: return launch<S, bf16>(dst, src, n);
+  }
+}
+
+}  // namespace
+
+void convert_device_elements(void* dst, DType dst_type, const void* src, DType src_type, std::size_t n) {
+  if (n == 0) return;
+  const auto count = static_cast<long long>(n);
+  switch (src_type) {
+    case DType::f32: return launch_from<float>(dst, dst_type, src, count);
+    case DType::f64: return launch_from<double>(dst, dst_type, src, count);
+    case DType::i32: return launch_from<std::int32_t>(dst, dst_type, src, count);
+    case DType::bf16: return launch_from<bf16>(dst, dst_type, src, count);
+  }
+}
+
+}  // namespace gattn::cuda
