@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command for a machine with an NVIDIA GPU (made for an H200, sm_90): builds gattn with CUDA
 # into build-gpu/, runs the GPU tests (ctest -L gpu), the CUDA op benchmark, the NCCL communicator
-# under mpirun -n 1 and a 200-step GPT-2 124M-shaped training run (tokens/s, MFU), and copies every
+# under mpirun -n 1 and GPT-2 124M-shaped training runs in bf16 and fp32 (tokens/s, MFU), and copies every
 # log to $OUT (when set; else gpu_check_logs/ in the repository). Meant to finish well within 7 minutes
 # on 16 cores so that a 15-minute device budget allows one rerun.
 #
@@ -73,32 +73,46 @@ if command -v mpirun >/dev/null 2>&1; then
   tail -5 "$logs/nccl_mpirun.log"
 fi
 
-# 200 steps of the GPT-2 124M shape (configs/gpt2_124m.yaml: 12 layers, 768 wide, T = 1024, output
-# gates) on synthetic tokens, one micro-batch of 8 sequences per step (the composed CUDA attention
-# stores several B·H·T·T score tensors per layer: 8 keeps them near 25 GB), fp32 with TF32 GEMMs. Tokens/s is the median of the logged rates after step 20; MFU counts
-# 6·N + 6·L·T·C FLOPs per token (PaLM's formula with causal attention's half) against the H200's
-# dense TF32 peak of 494 TFLOP/s.
-echo "gpu_check: 200-step gpt2_124m-shaped training run on synthetic tokens [$(elapsed)]"
-if cmake --build build-gpu -j "$jobs" --target gattn >>"$logs/build.log" 2>&1; then
-  rm -rf build-gpu/gpt2_check
-  timeout 300 build-gpu/gattn train --config configs/gpt2_124m.yaml device=cuda data.kind=synthetic data.task=copy \
-    data.vocab_size=50304 train.batch_size=8 train.grad_accum=1 train.max_steps=200 train.log_every=10 eval.every=0 eval.max_windows=4 \
-    checkpoint.every=0 run.dir=build-gpu/gpt2_check >"$logs/train_gpt2_shape.log" 2>&1
-  train_status=$?
-  tail -5 "$logs/train_gpt2_shape.log"
-  if [[ $train_status -ne 0 ]]; then echo "gpu_check: the training run FAILED (exit $train_status)"; test_status=1; fi
-  cp build-gpu/gpt2_check/metrics.jsonl "$logs/gpt2_shape_metrics.jsonl" 2>/dev/null
-  python3 - "$logs/gpt2_shape_metrics.jsonl" "$logs/train_gpt2_shape.log" <<'PY' || true
+# The GPT-2 124M shape (configs/gpt2_124m.yaml: 12 layers, 768 wide, T = 1024, output gates) on
+# synthetic tokens, one micro-batch per step:
+#  - bf16 mixed precision, 200 steps of 16 sequences: the issue's tokens/s and MFU (attention in the
+#    fused kernel; GEMMs on bf16 tensor cores), against the H200's dense bf16 peak of 989 TFLOP/s;
+#  - fp32 (TF32 GEMMs, composed attention, which stores several B·H·T·T score tensors per layer:
+#    8 sequences keep them near 25 GB), 60 steps if time is left, against the TF32 peak of 494.
+# Tokens/s is the median of the logged rates after step 20 (10 for the short run); MFU counts
+# 6·N + 6·L·T·C FLOPs per token (PaLM's formula with causal attention's half).
+run_gpt2_shape() {  # NAME PRECISION BATCH STEPS PEAK_TFLOPS TIMEOUT_S
+  local name=$1 precision=$2 batch=$3 steps=$4 peak=$5 limit=$6
+  echo "gpu_check: $steps-step gpt2_124m-shaped run, $precision, batch $batch [$(elapsed)]"
+  rm -rf "build-gpu/$name"
+  timeout "$limit" build-gpu/gattn train --config configs/gpt2_124m.yaml device=cuda train.precision="$precision" \
+    data.kind=synthetic data.task=copy data.vocab_size=50304 train.batch_size="$batch" train.grad_accum=1 \
+    train.max_steps="$steps" train.log_every=10 eval.every=0 eval.max_windows=4 checkpoint.every=0 \
+    run.dir="build-gpu/$name" >"$logs/train_$name.log" 2>&1
+  local status=$?
+  tail -5 "$logs/train_$name.log"
+  if [[ $status -ne 0 ]]; then echo "gpu_check: the $precision training run FAILED (exit $status)"; test_status=1; fi
+  cp "build-gpu/$name/metrics.jsonl" "$logs/${name}_metrics.jsonl" 2>/dev/null
+  python3 - "$logs/${name}_metrics.jsonl" "$logs/train_$name.log" "$precision" "$peak" <<'PY' || true
 import json, re, statistics, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 N = int(re.search(r"(\d+) parameters", open(sys.argv[2]).read()).group(1))  # "gattn train: N parameters"
-train = [l for l in lines if l["split"] == "train" and l["step"] > 20]
-rate = statistics.median(l["tokens_per_s"] for l in train)
+precision, peak = sys.argv[3], float(sys.argv[4])
+train = [l for l in lines if l["split"] == "train"]
+skip = 20 if train[-1]["step"] > 100 else 10
+timed = [l for l in train if l["step"] > skip] or train
+rate = statistics.median(l["tokens_per_s"] for l in timed)
 L, T, C = 12, 1024, 768
 flops = (6 * N + 6 * L * T * C) * rate
-print(f"gpu_check: gpt2_124m shape: {rate:,.0f} tokens/s, {flops / 1e12:.1f} TFLOP/s, MFU {100 * flops / 494e12:.1f}% "
-      f"of TF32 peak; loss {train[0]['loss']:.3f} -> {train[-1]['loss']:.3f}")
+print(f"gpu_check: gpt2_124m shape, {precision}: {rate:,.0f} tokens/s, {flops / 1e12:.1f} TFLOP/s, "
+      f"MFU {100 * flops / (peak * 1e12):.1f}% of the {peak:.0f} TFLOP/s peak; "
+      f"loss {train[0]['loss']:.3f} -> {train[-1]['loss']:.3f}")
 PY
+}
+if cmake --build build-gpu -j "$jobs" --target gattn >>"$logs/build.log" 2>&1; then
+  run_gpt2_shape gpt2_bf16 bf16 16 200 989 180
+  if (( $(date +%s) - start < 330 )); then run_gpt2_shape gpt2_fp32 fp32 8 60 494 90
+  else echo "gpu_check: skipped the fp32 run (past 330 s)"; fi
 else
   echo "gpu_check: building gattn FAILED (log: $logs/build.log)"; test_status=1
 fi
