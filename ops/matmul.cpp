@@ -5,9 +5,12 @@
 #include "ops/autocast.h"
 #include "ops/common.h"
 #include "ops/cpu/gemm.h"
+#include "ops/unary.h"
 #ifdef GATTN_WITH_CUDA
 #include "ops/cuda/elementwise.h"
 #include "ops/cuda/gemm.h"
+#include "ops/cuda/gemm_lt.h"
+#include "ops/cuda/unary.h"
 #include "ops/cuda/host_util.h"
 #include "ops/cuda/reduce.h"
 #endif
@@ -137,99 +140,164 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b
       });
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  const char* op = "linear";
-  const Device device = common_device(op, {x, weight, bias});
+namespace {
+
+// What linear's forward and backward share: the checked problem [rows, in] · [out, in]ᵀ.
+struct LinearDims {
+  std::int64_t rows = 0, in_f = 0, out_f = 0;
+  Shape out_shape;
+};
+
+LinearDims check_linear(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  common_device(op, {x, weight, bias});
   check_floating_any_device(x, op);
   check_floating_any_device(weight, op);
   check_same_dtype(x, weight, op);
-  if (x.dim() < 1) throw ShapeError("linear: input " + shape_str(x.shape()) + " needs at least 1 dimension");
+  const std::string name = op;
+  if (x.dim() < 1) throw ShapeError(name + ": input " + shape_str(x.shape()) + " needs at least 1 dimension");
   if (weight.dim() != 2)
-    throw ShapeError("linear: input " + shape_str(x.shape()) + " and weight " + shape_str(weight.shape()) +
+    throw ShapeError(name + ": input " + shape_str(x.shape()) + " and weight " + shape_str(weight.shape()) +
                      ": weight must be 2-D [out, in]");
-  const std::int64_t out_f = weight.size(0), in_f = weight.size(1);
-  if (x.size(-1) != in_f)
-    throw ShapeError("linear: input " + shape_str(x.shape()) + " and weight " + shape_str(weight.shape()) +
-                     " have incompatible in-features " + std::to_string(x.size(-1)) + " and " + std::to_string(in_f));
+  LinearDims d;
+  d.out_f = weight.size(0);
+  d.in_f = weight.size(1);
+  if (x.size(-1) != d.in_f)
+    throw ShapeError(name + ": input " + shape_str(x.shape()) + " and weight " + shape_str(weight.shape()) +
+                     " have incompatible in-features " + std::to_string(x.size(-1)) + " and " + std::to_string(d.in_f));
   if (bias.defined()) {
     check_floating_any_device(bias, op);
     check_same_dtype(x, bias, op);
-    if (bias.shape() != Shape{out_f})
-      throw ShapeError("linear: bias " + shape_str(bias.shape()) + " does not match weight " + shape_str(weight.shape()) +
-                       " (expected [" + std::to_string(out_f) + "])");
+    if (bias.shape() != Shape{d.out_f})
+      throw ShapeError(name + ": bias " + shape_str(bias.shape()) + " does not match weight " + shape_str(weight.shape()) +
+                       " (expected [" + std::to_string(d.out_f) + "])");
   }
+  if (x.device() == Device::cuda && x.dtype() != DType::f32)
+    throw DTypeError(name + ": CUDA tensors must be f32, got " + std::string(dtype_name(x.dtype())));
   const Shape lead(x.shape().begin(), x.shape().end() - 1);
-  const std::int64_t rows = shape_numel(lead);
-  Shape out_shape = lead;
-  out_shape.push_back(out_f);
-  Tensor y = Tensor::empty(out_shape, x.dtype(), device);
+  d.rows = shape_numel(lead);
+  d.out_shape = lead;
+  d.out_shape.push_back(d.out_f);
+  return d;
+}
+
+// y = x·Wᵀ + b into the preallocated y. On CUDA with `pre_gelu`, y = GELU(x·Wᵀ + b) and pre_gelu
+// receives x·Wᵀ + b (cuBLASLt's GELU_AUX epilogue, or the plain GEMM plus the GELU kernel where
+// cuBLASLt has no algorithm). xs and ws are the GEMM operands (bf16 under mixed precision).
+void linear_forward_into(const LinearDims& d, const Tensor& xs, const Tensor& ws, const Tensor& bias, Tensor& y,
+                         Tensor* pre_gelu) {
+#ifdef GATTN_WITH_CUDA
+  if (y.device() == Device::cuda) {
+    const cuda::GemmType type = xs.dtype() == DType::bf16 ? cuda::GemmType::bf16_f32out : cuda::GemmType::f32;
+    auto* py = static_cast<float*>(y.raw_data());
+    const auto* pb = bias.defined() ? static_cast<const float*>(bias.raw_data()) : nullptr;
+    float* pre = pre_gelu ? static_cast<float*>(pre_gelu->raw_data()) : nullptr;
+    cuda::LinearEpilogue epi{pb, pre_gelu != nullptr, pre};
+    if (cuda::linear_lt(type, d.rows, d.out_f, d.in_f, xs.raw_data(), ws.raw_data(), epi, py, cuda::stream())) return;
+    // No cuBLASLt algorithm for this problem: prefill the bias, GEMM with beta 1, GELU separately.
+    float* target = pre ? pre : py;
+    if (pb) cuda::fill_rows_f32(target, d.rows, d.out_f, pb, cuda::stream());
+    cuda::gemm(type, false, true, d.rows, d.out_f, d.in_f, 1.0f, xs.raw_data(), d.in_f, ws.raw_data(), d.in_f,
+               pb ? 1.0f : 0.0f, target, d.out_f, cuda::stream());
+    if (pre) cuda::unary_forward_f32(cuda::UnaryOp::gelu, pre, py, d.rows * d.out_f, cuda::stream());
+    return;
+  }
+#endif
+  (void)pre_gelu;  // CPU callers compose GELU from ops::gelu
+  dispatch_float(y.dtype(), "linear", [&]<class T>() {
+    T* py = y.data<T>();
+    // y = bias (broadcast over rows), then y = x · Wᵀ + 1·y in the same GEMM.
+    if (bias.defined()) cpu::fill_rows<T>(py, d.rows, d.out_f, bias.data<T>());
+    cpu::gemm<T>(false, true, d.rows, d.out_f, d.in_f, T(1), xs.data<T>(), d.in_f, ws.data<T>(), d.in_f,
+                 bias.defined() ? T(1) : T(0), py, d.out_f);
+  });
+}
+
+// With X = x flattened to [rows, in] and G = g as [rows, out]: dX = G · W [rows, in]; dW = Gᵀ · X
+// [out, in] (one GEMM over all rows); db_j = Σ_i G_ij. x and w are the saved GEMM operands.
+std::vector<Tensor> linear_backward(const LinearDims& d, const Tensor& x, const Tensor& w, bool mixed, const Tensor& g,
+                                    const std::vector<bool>& needs) {
+  const std::int64_t rows = d.rows, in_f = d.in_f, out_f = d.out_f;
+  Tensor dx, dw, db;
+#ifdef GATTN_WITH_CUDA
+  if (x.device() == Device::cuda) {
+    // Mixed precision: G rounded to bf16 for the two products (f32 results); db sums the f32 G.
+    const cuda::GemmType type = mixed ? cuda::GemmType::bf16_f32out : cuda::GemmType::f32;
+    const Tensor gs = mixed ? g.to(DType::bf16) : g;
+    if (needs[0]) {
+      dx = Tensor::empty(x.shape(), DType::f32, x.device());
+      cuda::gemm(type, false, false, rows, in_f, out_f, 1.0f, gs.raw_data(), out_f, w.raw_data(), in_f, 0.0f, dx.raw_data(),
+                 in_f, cuda::stream());
+    }
+    if (needs[1]) {
+      dw = Tensor::empty(w.shape(), DType::f32, w.device());
+      cuda::gemm(type, true, false, out_f, in_f, rows, 1.0f, gs.raw_data(), out_f, x.raw_data(), in_f, 0.0f, dw.raw_data(),
+                 in_f, cuda::stream());
+    }
+    if (needs.size() > 2 && needs[2]) {
+      db = Tensor::empty({out_f}, g.dtype(), g.device());
+      cuda::sum_blocks_f32(static_cast<const float*>(g.raw_data()), static_cast<float*>(db.raw_data()), 1, rows, out_f, 1.0,
+                           cuda::stream());
+    }
+    return {dx, dw, db};
+  }
+#endif
+  (void)mixed;
+  dispatch_float(x.dtype(), "linear backward", [&]<class T>() {
+    const T* pg = g.data<T>();
+    if (needs[0]) {
+      dx = Tensor::empty(x.shape(), x.dtype());
+      cpu::gemm<T>(false, false, rows, in_f, out_f, T(1), pg, out_f, w.data<T>(), in_f, T(0), dx.data<T>(), in_f);
+    }
+    if (needs[1]) {
+      dw = Tensor::empty(w.shape(), w.dtype());
+      cpu::gemm<T>(true, false, out_f, in_f, rows, T(1), pg, out_f, x.data<T>(), in_f, T(0), dw.data<T>(), in_f);
+    }
+    if (needs.size() > 2 && needs[2]) {
+      db = Tensor::empty({out_f}, g.dtype());
+      cpu::column_sums<T>(pg, rows, out_f, db.data<T>());
+    }
+  });
+  return {dx, dw, db};
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  const LinearDims d = check_linear("linear", x, weight, bias);
+  Tensor y = Tensor::empty(d.out_shape, x.dtype(), x.device());
   // Mixed precision: bf16 copies of x and W feed the GEMM (and are what backward keeps); y, the
   // bias and every gradient stay f32.
   const bool mixed = autocast_product(x);
   const Tensor xs = gemm_operand(x, mixed), ws = gemm_operand(weight, mixed);
+  linear_forward_into(d, xs, ws, bias, y, nullptr);
+  return autograd::record("linear", y, {x, weight, bias},
+                          [x = xs.detach(), w = ws.detach(), d, mixed](const Tensor& g, const std::vector<bool>& needs) {
+                            return linear_backward(d, x, w, mixed, g, needs);
+                          });
+}
+
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  const LinearDims d = check_linear("linear_gelu", x, weight, bias);
+  // The CPU composes the two ops (the same kernels and bits as calling them one after the other).
+  if (x.device() != Device::cuda) return gelu(linear(x, weight, bias));
 #ifdef GATTN_WITH_CUDA
-  if (device == Device::cuda) {
-    if (x.dtype() != DType::f32) throw DTypeError("linear: CUDA tensors must be f32, got " + std::string(dtype_name(x.dtype())));
-    const cuda::GemmType type = mixed ? cuda::GemmType::bf16_f32out : cuda::GemmType::f32;
-    auto* py = static_cast<float*>(y.raw_data());
-    if (bias.defined()) cuda::fill_rows_f32(py, rows, out_f, static_cast<const float*>(bias.raw_data()), cuda::stream());
-    cuda::gemm(type, false, true, rows, out_f, in_f, 1.0f, xs.raw_data(), in_f, ws.raw_data(), in_f,
-               bias.defined() ? 1.0f : 0.0f, py, out_f, cuda::stream());
-  } else
+  const bool mixed = autocast_product(x);
+  const Tensor xs = gemm_operand(x, mixed), ws = gemm_operand(weight, mixed);
+  Tensor y = Tensor::empty(d.out_shape, DType::f32, x.device());
+  Tensor pre = Tensor::empty(d.out_shape, DType::f32, x.device());  // x·Wᵀ + b, saved for GELU'
+  linear_forward_into(d, xs, ws, bias, y, &pre);
+  return autograd::record("linear_gelu", y, {x, weight, bias},
+                          [x = xs.detach(), w = ws.detach(), pre, d, mixed](const Tensor& g, const std::vector<bool>& needs) {
+                            // Through GELU first (dpre = g · GELU'(pre)), then linear's backward.
+                            Tensor dpre = Tensor::empty(pre.shape(), DType::f32, pre.device());
+                            cuda::unary_backward_f32(cuda::UnaryOp::gelu, static_cast<const float*>(g.raw_data()),
+                                                     static_cast<const float*>(pre.raw_data()),
+                                                     static_cast<float*>(dpre.raw_data()), pre.numel(), cuda::stream());
+                            return linear_backward(d, x, w, mixed, dpre, needs);
+                          });
+#else
+  return gelu(linear(x, weight, bias));
 #endif
-  dispatch_float(x.dtype(), op, [&]<class T>() {
-    T* py = y.data<T>();
-    // y = bias (broadcast over rows), then y = x · Wᵀ + 1·y in the same GEMM.
-    if (bias.defined()) cpu::fill_rows<T>(py, rows, out_f, bias.data<T>());
-    cpu::gemm<T>(false, true, rows, out_f, in_f, T(1), x.data<T>(), in_f, weight.data<T>(), in_f,
-                 bias.defined() ? T(1) : T(0), py, out_f);
-  });
-  return autograd::record(
-      "linear", y, {x, weight, bias},
-      [x = xs.detach(), w = ws.detach(), rows, in_f, out_f, mixed](const Tensor& g, const std::vector<bool>& needs) {
-        // With X = x flattened to [rows, in] and G = g as [rows, out]:
-        // dX = G · W [rows, in]; dW = Gᵀ · X [out, in] (one GEMM over all rows); db_j = Σ_i G_ij.
-        Tensor dx, dw, db;
-#ifdef GATTN_WITH_CUDA
-        if (x.device() == Device::cuda) {
-          // Mixed precision: G rounded to bf16 for the two products (f32 results); db sums the f32 G.
-          const cuda::GemmType type = mixed ? cuda::GemmType::bf16_f32out : cuda::GemmType::f32;
-          const Tensor gs = mixed ? g.to(DType::bf16) : g;
-          if (needs[0]) {
-            dx = Tensor::empty(x.shape(), DType::f32, x.device());
-            cuda::gemm(type, false, false, rows, in_f, out_f, 1.0f, gs.raw_data(), out_f, w.raw_data(), in_f, 0.0f, dx.raw_data(),
-                       in_f, cuda::stream());
-          }
-          if (needs[1]) {
-            dw = Tensor::empty(w.shape(), DType::f32, w.device());
-            cuda::gemm(type, true, false, out_f, in_f, rows, 1.0f, gs.raw_data(), out_f, x.raw_data(), in_f, 0.0f, dw.raw_data(),
-                       in_f, cuda::stream());
-          }
-          if (needs.size() > 2 && needs[2]) {
-            db = Tensor::empty({out_f}, g.dtype(), g.device());
-            cuda::sum_blocks_f32(static_cast<const float*>(g.raw_data()), static_cast<float*>(db.raw_data()), 1, rows, out_f,
-                                 1.0, cuda::stream());
-          }
-          return std::vector<Tensor>{dx, dw, db};
-        }
-#endif
-        dispatch_float(x.dtype(), "linear backward", [&]<class T>() {
-          const T* pg = g.data<T>();
-          if (needs[0]) {
-            dx = Tensor::empty(x.shape(), x.dtype());
-            cpu::gemm<T>(false, false, rows, in_f, out_f, T(1), pg, out_f, w.data<T>(), in_f, T(0), dx.data<T>(), in_f);
-          }
-          if (needs[1]) {
-            dw = Tensor::empty(w.shape(), w.dtype());
-            cpu::gemm<T>(true, false, out_f, in_f, rows, T(1), pg, out_f, x.data<T>(), in_f, T(0), dw.data<T>(), in_f);
-          }
-          if (needs.size() > 2 && needs[2]) {
-            db = Tensor::empty({out_f}, g.dtype());
-            cpu::column_sums<T>(pg, rows, out_f, db.data<T>());
-          }
-        });
-        return std::vector<Tensor>{dx, dw, db};
-      });
 }
 
 }  // namespace gattn::ops

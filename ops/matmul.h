@@ -17,4 +17,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 // One GEMM forward; backward dx = g W, dW = gᵀ x, db = Σ_rows g.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+// gelu(linear(x, W, b)) (the MLP's first layer). On CUDA one cuBLASLt GEMM with the bias and GELU
+// in its epilogue, saving the pre-activation for backward; on the CPU exactly the two ops composed.
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
 }  // namespace gattn::ops

@@ -73,5 +73,24 @@ TEST(CudaMatmul, LinearMatchesCpuWithAndWithoutBias) {
   }
 }
 
+// linear_gelu: cuBLASLt's GELU_AUX(_BIAS) epilogue where out is a multiple of 8, the plain GEMM
+// plus the GELU kernel elsewhere (out = 5, 130 % 8 = 2): both against the CPU's gelu(linear(...)).
+// The epilogue's GELU must be the tanh approximation (ops::gelu, GPT-2's); the erf form differs
+// by up to ~1e-3, which 1e-5 would catch.
+TEST(CudaMatmul, LinearGeluMatchesTheCpuComposition) {
+  GATTN_REQUIRE_DEVICE();
+  ExactF32 exact;
+  for (const auto& [xs, out_f] : std::vector<std::pair<Shape, std::int64_t>>{{{7, 33}, 5}, {{2, 9, 64}, 256}, {{2, 9, 65}, 130}, {{300, 48}, 3072}}) {
+    const std::int64_t in_f = xs.back();
+    const Tensor x = frand(xs, 97, -2, 2), w = frand({out_f, in_f}, 98), b = frand({out_f}, 99);
+    EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::linear_gelu(in[0], in[1], in[2]); }, {x, w, b},
+                                 {1e-5, 1e-5}, {2e-5, 1e-5}))
+        << shape_str(xs) << " -> " << out_f;
+    EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::linear_gelu(in[0], in[1]); }, {x, w}, {1e-5, 1e-5},
+                                 {2e-5, 1e-5}))
+        << shape_str(xs) << " -> " << out_f << " without bias";
+  }
+}
+
 }  // namespace
 }  // namespace gattn

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ops/matmul.h"
+#include "ops/unary.h"
 #include "test_util.h"
 
 namespace gattn {
@@ -43,6 +44,13 @@ Shape stored(Shape batch, std::int64_t rows, std::int64_t cols, bool trans) {
 }
 
 using test::error_of;
+
+TEST(LinearGelu, OnTheCpuIsExactlyGeluOfLinear) {
+  const Tensor x = test::rand({3, 5, 7}, 41), w = test::rand({6, 7}, 42), b = test::rand({6}, 43);
+  EXPECT_EQ(ops::linear_gelu(x, w, b).to_vector(), ops::gelu(ops::linear(x, w, b)).to_vector());
+  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& in) { return ops::linear_gelu(in[0], in[1], in[2]); }, {x, w, b}));
+  EXPECT_THROW(ops::linear_gelu(x, test::rand({6, 8}, 44)), ShapeError);
+}
 
 }  // namespace
 
