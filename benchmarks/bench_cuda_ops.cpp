@@ -8,6 +8,7 @@
 #include "framework/autograd/grad_mode.h"
 #include "framework/cuda/device.h"
 #include "framework/tensor/random.h"
+#include "ops/autocast.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"
 #include "ops/unary.h"
@@ -74,6 +75,25 @@ void BM_Gemm(benchmark::State& state) {
   state.SetLabel(mode == 0 ? "f32 TF32" : mode == 1 ? "f32 exact" : "bf16");
 }
 BENCHMARK(BM_Gemm)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// The MLP's first layer as training runs it: linear_gelu forward + backward (three GEMMs; forward
+// with bias and GELU in cuBLASLt's epilogue). Arg 0: fp32 (TF32); 1: bf16 mixed precision
+// (ops::AutocastScope: operands cast to bf16 each call, f32 results).
+void BM_LinearGeluTraining(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  const bool mixed = state.range(0) == 1;
+  Tensor x = randn_on_gpu({kTokens, kC}, 4).set_requires_grad(true);
+  Tensor w = randn_on_gpu({4 * kC, kC}, 5).set_requires_grad(true), b = randn_on_gpu({4 * kC}, 6).set_requires_grad(true);
+  const Tensor g = randn_on_gpu({kTokens, 4 * kC}, 7);
+  for (auto _ : state) {
+    gattn::ops::AutocastScope scope(mixed ? gattn::ops::ComputePrecision::bf16 : gattn::ops::ComputePrecision::fp32);
+    gattn::ops::linear_gelu(x, w, b).backward(g);
+    sync();
+  }
+  set_rate(state, "TFLOP/s", 3 * 2.0 * kTokens * kC * 4 * kC / 1e12);
+  state.SetLabel(mixed ? "bf16 mixed" : "fp32 TF32");
+}
+BENCHMARK(BM_LinearGeluTraining)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_LayerNormForwardBackward(benchmark::State& state) {
   if (skip_without_device(state)) return;
