@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One command for a machine with an NVIDIA GPU (made for an H200, sm_90): builds gattn with CUDA
 # into build-gpu/, runs the GPU tests (ctest -L gpu), the CUDA op benchmark, the NCCL communicator
-# under mpirun -n 1 and a 200-step GPT-2 124M-shaped training run (tokens/s, MFU), and copies every
-# log to $OUT (when set; else gpu_check_logs/ in the repository). Meant to finish well within 7 minutes
-# on 16 cores so that a 15-minute device budget allows one rerun.
+# under mpirun -n 1, gattn's attention op against PyTorch (scripts/bench_attention_torch.py) and a
+# 200-step GPT-2 124M-shaped training run (tokens/s, MFU), and copies every log to $OUT (when set;
+# else gpu_check_logs/ in the repository). Meant to finish well within 7 minutes on 16 cores so that
+# a 15-minute device budget allows one rerun.
 #
 #   scripts/gpu_check.sh              # arch 90
 #   GATTN_CUDA_ARCH=80 scripts/gpu_check.sh
@@ -71,6 +72,23 @@ if command -v mpirun >/dev/null 2>&1; then
   timeout 120 mpirun -n 1 "${root_flag[@]}" --oversubscribe --bind-to none build-gpu/tests/gattn_gpu_tests \
     --gtest_filter='NcclCommunicator.*' >"$logs/nccl_mpirun.log" 2>&1 || { echo "gpu_check: NCCL under mpirun FAILED"; test_status=1; }
   tail -5 "$logs/nccl_mpirun.log"
+fi
+
+# gattn's attention op against PyTorch on the issue-7 shapes (16k tokens per case, T 1k/4k/16k,
+# 16x64 and 8x128, bf16): flash SDPA for none/output, the eager formula for score/forget/pair. The
+# script splits its own budget (gattn 75 s, then PyTorch 55 s; unfinished cases are marked, an eager
+# case over 2 s per iteration is reported from that one iteration) so the outer timeout only catches a
+# hang. A failure here is reported, not counted as a test failure: the numbers are goals, not
+# correctness.
+echo "gpu_check: attention benchmark, gattn vs PyTorch [$(elapsed)]"
+if cmake --build build-gpu -j "$jobs" --target gattn >>"$logs/build.log" 2>&1; then
+  timeout 150 python3 scripts/bench_attention_torch.py --gattn "$root/build-gpu/gattn" --device cuda --dtype bf16 \
+    --T 1024,4096,16384 --heads-dim 16x64,8x128 --tokens 16384 --warmup 2 --iters 5 --max-iter-s 2 \
+    --gattn-timeout 75 --torch-budget 55 --out "$logs/bench_attention.md" >"$logs/bench_attention.log" 2>&1 ||
+    echo "gpu_check: the attention benchmark failed or timed out (log: $logs/bench_attention.log)"
+  if [[ -s $logs/bench_attention.md ]]; then cat "$logs/bench_attention.md"; else tail -20 "$logs/bench_attention.log"; fi
+else
+  echo "gpu_check: building gattn FAILED (log: $logs/build.log)"; test_status=1
 fi
 
 # 200 steps of the GPT-2 124M shape (configs/gpt2_124m.yaml: 12 layers, 768 wide, T = 1024, output
