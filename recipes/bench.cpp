@@ -154,7 +154,7 @@ void print_row(const AttentionBenchResult& r) {
 }
 
 int run_bench_attention(const BenchAttentionArgs& args) {
-  const AttentionBenchSettings s = settings_from(args);
+  AttentionBenchSettings s = settings_from(args);
   const std::vector<AttentionBenchCase> cases = cases_from(args);
   if (!args.json) print_header(s);
   for (const AttentionBenchCase& c : cases) {

@@ -24,13 +24,17 @@ struct AttentionBenchSettings {
   int warmup = 2;
   int iters = 5;
   std::uint64_t seed = 0;
+  // Set by run_attention_bench once the op has refused bf16 tensors: later cases go straight to the
+  // autocast path instead of building bf16 inputs only to be refused again.
+  bool bf16_refused = false;
 };
 
 struct AttentionBenchResult {
   AttentionBenchCase shape;
   std::string status = "ok";  // "ok", "oom" or "error: <message>"
-  // How the products ran: the dtype asked for, or "bf16-autocast" when the op took no bf16 tensors
-  // and the case ran on f32 tensors inside an ops::AutocastScope(bf16) (the trainer's bf16 path).
+  // What ran: the dtype asked for, or "bf16-autocast" when the op took no bf16 tensors and the case
+  // ran on f32 tensors inside an ops::AutocastScope(bf16), the trainer's bf16 path (whether the
+  // products then run in bf16 is up to the op honouring the scope).
   std::string precision;
   double fwd_ms = 0, bwd_ms = 0;           // medians over the timed iterations
   double fwd_tflops = 0, fwd_bwd_tflops = 0;
@@ -44,6 +48,6 @@ inline double attention_backward_flops(const AttentionBenchCase& c) { return 2.5
 
 // Runs one case. Out of device memory and op errors come back as the result's status; only a
 // device that cannot be used at all throws.
-AttentionBenchResult run_attention_bench(const AttentionBenchCase& c, const AttentionBenchSettings& s);
+AttentionBenchResult run_attention_bench(const AttentionBenchCase& c, AttentionBenchSettings& s);
 
 }  // namespace gattn::recipes

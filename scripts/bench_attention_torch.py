@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -104,12 +105,24 @@ def run_gattn(a):
            "--iters", str(a.iters)]
     print("$ " + " ".join(cmd), flush=True)
     results = {}
+    # Its own session, so a timeout kills gattn and anything it started; the lines it printed
+    # before (one per finished case, flushed) are kept.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    def stop(signum, frame):  # an outer `timeout` stops us: gattn, in its own session, must go too
+        os.killpg(proc.pid, signal.SIGKILL)
+        sys.exit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=a.gattn_timeout)
-        out, err, rc = done.stdout, done.stderr, done.returncode
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        out, err = proc.communicate(timeout=a.gattn_timeout)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
         err, rc = f"timed out after {a.gattn_timeout:.0f} s", None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     for line in out.splitlines():
         try:
             r = json.loads(line)
