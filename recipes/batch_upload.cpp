@@ -1,5 +1,7 @@
 #include "recipes/batch_upload.h"
 
+#include <array>
+#include <cstddef>
 #include <cstring>
 
 #ifdef GATTN_WITH_CUDA
@@ -8,7 +10,16 @@
 
 namespace gattn::recipes {
 
-BatchUploader::BatchUploader(Device device) : device_(device) {}
+#ifdef GATTN_WITH_CUDA
+struct BatchUploader::Slots {
+  std::array<std::unique_ptr<cuda::PinnedBuffer>, 2> buffers;
+  std::size_t next = 0;
+};
+#else
+struct BatchUploader::Slots {};
+#endif
+
+BatchUploader::BatchUploader(Device device) : device_(device), slots_(std::make_unique<Slots>()) {}
 BatchUploader::~BatchUploader() = default;
 
 Batch BatchUploader::upload(const Batch& host) {
@@ -19,8 +30,8 @@ Batch BatchUploader::upload(const Batch& host) {
   const std::size_t x_bytes = static_cast<std::size_t>(x.numel()) * dtype_size(x.dtype());
   const std::size_t y_bytes = static_cast<std::size_t>(y.numel()) * dtype_size(y.dtype());
   // x and y share one slot (one copy each, one wait), laid out back to back.
-  std::unique_ptr<cuda::PinnedBuffer>& slot = slots_[next_];
-  next_ = (next_ + 1) % slots_.size();
+  std::unique_ptr<cuda::PinnedBuffer>& slot = slots_->buffers[slots_->next];
+  slots_->next = (slots_->next + 1) % slots_->buffers.size();
   if (!slot || slot->bytes() < x_bytes + y_bytes) {
     slot.reset();  // waits for its in-flight copy before freeing
     slot = std::make_unique<cuda::PinnedBuffer>(x_bytes + y_bytes);

@@ -3,15 +3,9 @@
 // GPU still runs the current step. Two slots alternate; a slot is rewritten only after its last
 // copy has finished. On the CPU (or in a build without CUDA) batches pass through unchanged.
 #pragma once
-#include <array>
-#include <cstddef>
 #include <memory>
 
 #include "framework/data/dataset.h"
-
-namespace gattn::cuda {
-class PinnedBuffer;
-}
 
 namespace gattn::recipes {
 
@@ -26,9 +20,9 @@ class BatchUploader {
   Batch upload(const Batch& host);
 
  private:
+  struct Slots;  // the pinned buffers (CUDA builds; empty otherwise)
   Device device_;
-  std::array<std::unique_ptr<cuda::PinnedBuffer>, 2> slots_;
-  std::size_t next_ = 0;
+  std::unique_ptr<Slots> slots_;
 };
 
 }  // namespace gattn::recipes

@@ -37,6 +37,10 @@ int print_version() {
 int main(int argc, char** argv) {
   CLI::App app{"gattn: train and study gated-attention Transformers"};
   app.require_subcommand(0, 1);
+  // A usage error is one line on stderr, like every other error (CLI11's default adds a second).
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("gattn: ") + e.what() + " (--help lists the options)\n";
+  });
   bool show_version = false;
   app.add_flag("--version", show_version, "print the build's version and libraries as key: value lines");
   std::vector<std::pair<CLI::App*, gattn::recipes::Action>> recipes;
@@ -51,6 +55,7 @@ int main(int argc, char** argv) {
   add(gattn::recipes::add_inspect);
   add(gattn::recipes::add_ablate);
   add(gattn::recipes::add_report);
+  add(gattn::recipes::add_bench);
 
   try {
     app.parse(argc, argv);

@@ -16,5 +16,6 @@ Action add_inspect(CLI::App& app);
 Action add_sample(CLI::App& app);
 Action add_ablate(CLI::App& app);
 Action add_report(CLI::App& app);
+Action add_bench(CLI::App& app);
 
 }  // namespace gattn::recipes

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# `gattn bench attention` on tiny CPU shapes: every gate kind is measured ("ok", positive times and
+# TFLOP/s) in --json mode and in the table; bad input (unknown kind, bf16 on the CPU, T = 0, an
+# unknown option) exits 2 with one line. Then, where PyTorch imports, the comparison script's CPU
+# smoke run writes its markdown table. T = 130 is not a multiple of any tile size.
+set -u
+gattn="$1"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+base=(--device cpu --dtype f32 --tokens 260 --iters 1 --warmup 0)
+small=("${base[@]}" --T 64,130 --heads-dim 2x16)
+
+out=$(OMP_NUM_THREADS=1 "$gattn" bench attention "${small[@]}" --json 2>"$tmp/err") ||
+  fail "bench --json exited $?: $(cat "$tmp/err")"
+[[ $(wc -l <<<"$out") -eq 10 ]] || fail "expected 10 JSON lines (5 kinds x 2 T), got: $out"
+/usr/bin/python3 - "$out" <<'PY' || fail "the JSON lines are not what they should be"
+import json, sys
+rows = [json.loads(l) for l in sys.argv[1].splitlines()]
+kinds = ["none", "output", "score", "forget", "pair"]
+assert [(r["kind"], r["T"]) for r in rows] == [(k, T) for T in (64, 130) for k in kinds], rows
+for r in rows:
+    assert r["status"] == "ok", r
+    assert (r["B"], r["H"], r["d"], r["device"], r["dtype"]) == (260 // r["T"], 2, 16, "cpu", "f32"), r
+    for key in ("fwd_ms", "bwd_ms", "fwd_tflops", "fwd_bwd_tflops"):
+        assert r[key] > 0, (key, r)
+    # FLOP convention: forward 4·B·H·T²·d/2, backward 2.5× forward.
+    flops = 4 * r["B"] * r["H"] * r["T"] ** 2 * r["d"] / 2
+    assert abs(r["fwd_tflops"] - flops / (r["fwd_ms"] * 1e-3) / 1e12) <= 1e-6 * r["fwd_tflops"], r
+    assert abs(r["fwd_bwd_tflops"] - 3.5 * flops / ((r["fwd_ms"] + r["bwd_ms"]) * 1e-3) / 1e12) <= 1e-6 * r["fwd_bwd_tflops"], r
+print("json ok")
+PY
+
+table=$(OMP_NUM_THREADS=1 "$gattn" bench attention "${base[@]}" --kinds pair,none --T 130 --heads-dim 2x16 2>&1) || fail "table mode: $table"
+[[ $(grep -c ' ok (f32)$' <<<"$table") -eq 2 ]] || fail "the table should have 2 ok rows: $table"
+
+expect() {  # expect PATTERN ARGS...: exit 2 and one stderr line matching PATTERN
+  local pattern=$1
+  shift
+  local err rc
+  err=$("$gattn" bench attention "$@" 2>&1 >/dev/null); rc=$?
+  [[ $rc -eq 2 ]] || fail "$*: exit $rc, expected 2 ($err)"
+  [[ $(wc -l <<<"$err") -eq 1 ]] || fail "$*: more than one line: $err"
+  grep -q -- "$pattern" <<<"$err" || fail "$*: '$err' does not mention '$pattern'"
+}
+expect "unknown kind 'sideways'" "${small[@]}" --kinds none,sideways
+expect "bf16" --device cpu --dtype bf16 --T 64
+expect "expected a positive integer, got '0'" "${base[@]}" --T 0
+expect "expected a positive integer" "${base[@]}" --T 64,x
+expect "expected HxD" "${base[@]}" --heads-dim 16
+expect "no-such" "${small[@]}" --no-such-option
+expect "expected cpu or cuda" --device tpu
+expect "iters" --device cpu --iters 0
+err=$("$gattn" bench 2>&1 >/dev/null); [[ $? -eq 2 ]] || fail "gattn bench without a target: $err"
+
+# The comparison script's CPU smoke mode, where some python3 has PyTorch (tests use Debian's).
+py=""
+for cand in /usr/bin/python3 python3; do
+  if "$cand" -c 'import torch' >/dev/null 2>&1; then py=$cand; break; fi
+done
+if [[ -z $py ]]; then
+  echo "skip: no python3 with torch, the comparison script's smoke run is not tested"
+else
+  OMP_NUM_THREADS=1 timeout 120 "$py" "$root/scripts/bench_attention_torch.py" --gattn "$gattn" "${small[@]}" --out "$tmp/bench.md" >"$tmp/py.log" 2>&1 ||
+    fail "bench_attention_torch.py exited $?: $(tail -5 "$tmp/py.log")"
+  [[ $(grep -c '^| \(none\|output\|score\|forget\|pair\) |' "$tmp/bench.md") -eq 10 ]] ||
+    fail "the markdown table should have 10 rows: $(cat "$tmp/bench.md")"
+  grep -q '× |' "$tmp/bench.md" || fail "no ratio in the table: $(cat "$tmp/bench.md")"
+  grep -q '^- none/output ≥ 0.8×' "$tmp/bench.md" || fail "no verdict line for none/output"
+  grep -q '^- score/forget/pair run at T = 16k: not measured' "$tmp/bench.md" || fail "no 16k verdict line"
+fi
+echo "ok"
