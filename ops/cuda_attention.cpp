@@ -99,6 +99,7 @@ float* f32_or_null(Tensor& t) { return t.defined() ? t.data<float>() : nullptr; 
 struct SavedFlash {
   Tensor q, k, v, key_bias, forget_cum, pair_row, pair_col;  // gate terms f32
   Tensor out, lse;
+  Tensor row_entropy, row_asum;  // f32, with the entropy output only
   cuda::FlashParams params;  // pointers refreshed from the tensors above in backward
 };
 
@@ -158,12 +159,14 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
   const long long n_qb = cuda::flash_query_blocks(Tn);
   std::vector<cuda::FlashGateMoments> moments;
   cuda::Scratch moments_dev(options.stats && pair ? static_cast<std::size_t>(BH * n_qb) * sizeof(cuda::FlashGateMoments) : 0);
-  if (options.stats) {
+  if (options.stats || options.entropy_output) {
     row_entropy = Tensor::empty(row_shape, DType::f32, Device::cuda);
     row_asum = Tensor::empty(row_shape, DType::f32, Device::cuda);
-    row_sink = Tensor::empty(row_shape, DType::f32, Device::cuda);
     o.row_entropy = row_entropy.data<float>();
     o.row_asum = row_asum.data<float>();
+  }
+  if (options.stats) {
+    row_sink = Tensor::empty(row_shape, DType::f32, Device::cuda);
     o.row_sink = row_sink.data<float>();
     if (pair) o.gate_moments = moments_dev.as<cuda::FlashGateMoments>();
   }
@@ -194,9 +197,15 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
 
   s.out = out.detach();
   s.lse = lse;
+  if (options.entropy_output) {
+    s.row_entropy = row_entropy.detach();
+    s.row_asum = row_asum;
+  }
   std::vector<Tensor> inputs{q, k, v, gate.key_bias, gate.forget_cum, gate.pair_row, gate.pair_col,
                              pair ? gate.pair_alpha : Tensor()};
-  auto backward = [s](const Tensor& d_out_in, const std::vector<bool>& needs) {
+  auto backward = [s](const std::vector<Tensor>& grads, const std::vector<bool>& needs) {
+    const Tensor& d_out_in = grads[0];
+    const Tensor d_entropy = grads.size() > 1 && grads[1].defined() ? grads[1].to(DType::f32) : Tensor();
     const Shape& qs = s.q.shape();
     const Shape rs{qs[0], qs[1], qs[2]};
     const DType io = s.q.dtype();
@@ -213,6 +222,11 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     in.out = s.out.raw_data();
     in.lse = s.lse.data<float>();
     in.d_out = d_out.raw_data();
+    if (d_entropy.defined()) {
+      in.d_row_entropy = d_entropy.data<float>();
+      in.row_entropy = s.row_entropy.data<float>();
+      in.row_asum = s.row_asum.data<float>();
+    }
     cuda::FlashBackwardOutputs g;
     g.dq = dq.raw_data();
     g.dk = dk.raw_data();
@@ -231,8 +245,13 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     return std::vector<Tensor>{needs[0] ? dq : Tensor(), needs[1] ? dk : Tensor(), needs[2] ? dv : Tensor(),
                                dkb, dfc, dpr, dpc, d_alpha};
   };
+  std::vector<Tensor> outputs{out};
+  if (options.entropy_output) outputs.push_back(row_entropy);
+  std::vector<Tensor> recorded = autograd::record_multi(kOp, outputs, inputs, backward);
   AttentionResult result;
-  result.out = autograd::record(kOp, out, inputs, backward);
+  result.out = recorded[0];
+  // The entropy in q's dtype, as the CPU op and the composed path give it (a no-op for f32).
+  if (options.entropy_output) result.row_entropy = cast_with_grad(recorded[1], q.dtype());
   return result;
 }
 
@@ -243,8 +262,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
 bool cuda_attention_fused(const Tensor& q, const AttentionOptions& options) {
 #ifdef GATTN_WITH_CUDA
   const bool bf16_products = q.dtype() == DType::bf16 || (q.dtype() == DType::f32 && autocast_bf16());
-  return bf16_products && q.dim() == 4 && cuda::flash_head_dim_supported(q.size(3)) && !options.entropy_output &&
-         !options.pair_gate_entropy;
+  return bf16_products && q.dim() == 4 && cuda::flash_head_dim_supported(q.size(3)) && !options.pair_gate_entropy;
 #else
   (void)q;
   (void)options;

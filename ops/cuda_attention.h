@@ -2,9 +2,10 @@
 // kernels (ops/cuda/flash_attention.h) where they apply, the composed attention otherwise.
 //
 // Fused when the products run in bf16 — q is bf16, or q is f32 inside an autocast bf16 scope (read
-// once, at forward time) — the head dim is 16, 32, 64 or 128, and neither differentiable entropy
-// output is asked for (row_entropy / gate_entropy backward run composed). f32 outside autocast stays
-// on the composed path, exact f32. Statistics (options.stats) come out of the fused forward.
+// once, at forward time) — the head dim is 16, 32, 64 or 128, and the pair gate's entropy output
+// (gate_entropy) is not asked for (that one runs composed; the row entropy output is fused). f32
+// outside autocast stays on the composed path, exact f32. Statistics (options.stats) come out of the
+// fused forward.
 // Gradients have their inputs' dtypes (gate terms may be bf16 or f32; they run as f32).
 #pragma once
 #include "framework/tensor/tensor.h"

@@ -51,8 +51,9 @@ long long flash_key_blocks(long long T);
 struct FlashForwardOutputs {
   void* out = nullptr;   // [B, H, T, d], element type of q
   float* lse = nullptr;  // [B, H, T]
-  // With stats: all three or none. row_sink is A_i0 for queries i ≥ 1 that see key 0, else 0
-  // (also 0 for i = 0, so its plain sum is SPEC §4's sink numerator).
+  // Row entropy H_i = −Σ_j A_ij ln A_ij and Σ_j A_ij (both or neither; the backward of the entropy
+  // output needs the pair). row_sink (optional, needs the other two) is A_i0 for queries i ≥ 1 that
+  // see key 0, else 0 (also 0 for i = 0, so its plain sum is SPEC §4's sink numerator).
   float* row_entropy = nullptr;
   float* row_asum = nullptr;
   float* row_sink = nullptr;
@@ -63,6 +64,10 @@ struct FlashBackwardInputs {
   const void* out = nullptr;    // the forward's output
   const float* lse = nullptr;
   const void* d_out = nullptr;  // element type of q
+  // The entropy output's gradient dH (or null), with the forward's row_entropy and row_asum.
+  const float* d_row_entropy = nullptr;
+  const float* row_entropy = nullptr;
+  const float* row_asum = nullptr;
 };
 
 // dq, dk, dv required; the gate gradients may be null when not wanted. Everything is overwritten.

@@ -9,8 +9,10 @@
 //  3. flash_bwd_dq: one block per (64-query block, head), each warp owning 16 queries; recomputes
 //     S and P, accumulates dQ = scale·dS·K and the per-query (row) sums: d forget_cum_i += Σ_j dS_ij
 //     (on top of what kernel 2 stored; same stream, so ordered), d pair_row_i = Σ_j du_ij.
-// The math is ops/cpu/flash_attention.h's backward without the entropy outputs (those run composed):
-//   dA = dO·vᵀ, dS = P ⊙ (dA ⊙ M − D), dM = dA ⊙ P, du = α·dM·G(1 − G)/τ, dα = Σ dM·(G − 1).
+// The math is ops/cpu/flash_attention.h's backward, with the row-entropy output and without the pair
+// gate's entropy output (that one runs composed):
+//   dA = dO·vᵀ − dH·(ln A + 1), dS = P ⊙ (dA ⊙ M − D), dM = dA ⊙ P, du = α·dM·G(1 − G)/τ,
+//   dα = Σ dM·(G − 1), D_i = rowsum(dO ∘ O)_i + dH_i·(H_i − Σ_j A_ij).
 // Products run on bf16 tensor cores with f32 accumulation: Q, K, V, dO staged as bf16, P/A and dS
 // rounded to bf16 as the left operand of the second product (as FlashAttention-2 does).
 #include <cuda_runtime.h>
@@ -37,18 +39,22 @@ template <int D> constexpr int kInnerTile = D == 128 ? 32 : 64;
 
 template <int D>
 constexpr int bwd_smem_bytes() {
-  return 2 * (kBlockRows + kInnerTile<D>) * (D + kPad) * 2 + 4 * kInnerTile<D> * 4;
+  return 2 * (kBlockRows + kInnerTile<D>) * (D + kPad) * 2 + 5 * kInnerTile<D> * 4;
 }
 
 // D_i = rowsum(dO ∘ O) in f32, one warp per row.
+// With the entropy output, D_i = Σ_j P_ij dP_ij also carries dH_i·(H_i − Σ_j A_ij) (the CPU kernel's
+// identity), so the tiles never need a row pass of their own.
 template <class In>
-__global__ void flash_bwd_rowdot_kernel(const In* out, const In* d_out, float* Drow, long long rows, int d) {
+__global__ void flash_bwd_rowdot_kernel(const In* out, const In* d_out, FlashBackwardInputs in, float* Drow,
+                                        long long rows, int d) {
   const int lane = threadIdx.x % 32;
   const long long warps = static_cast<long long>(gridDim.x) * (blockDim.x / 32);
   for (long long r = blockIdx.x * static_cast<long long>(blockDim.x / 32) + threadIdx.x / 32; r < rows; r += warps) {
     float s = 0.0f;
     for (int x = lane; x < d; x += 32) s += Io<In>::load1(out + r * d + x) * Io<In>::load1(d_out + r * d + x);
     for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+    if (in.d_row_entropy) s += in.d_row_entropy[r] * (in.row_entropy[r] - in.row_asum[r]);
     if (lane == 0) Drow[r] = s;
   }
 }
@@ -65,10 +71,11 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(FlashParams p,
   std::uint16_t* sV = sK + kBlockRows * kStride;
   std::uint16_t* sQ = sV + kBlockRows * kStride;
   std::uint16_t* sdO = sQ + kQ * kStride;
-  float* sL = reinterpret_cast<float*>(sdO + kQ * kStride);  // per query of the tile: lse, D, fc, pair_row
+  float* sL = reinterpret_cast<float*>(sdO + kQ * kStride);  // per query of the tile: lse, D, fc, pair_row, dH
   float* sD = sL + kQ;
   float* sFc = sD + kQ;
   float* sPr = sFc + kQ;
+  float* sdH = sPr + kQ;
 
   const In* q = static_cast<const In*>(p.q);
   const In* k = static_cast<const In*>(p.k);
@@ -111,6 +118,7 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(FlashParams p,
       sD[t] = ok ? Drow[base + i] : 0.0f;
       sFc[t] = (ok && p.forget_cum) ? p.forget_cum[base + i] : 0.0f;
       sPr[t] = (ok && pair) ? p.pair_row[base + i] : 0.0f;
+      sdH[t] = (ok && in.d_row_entropy) ? in.d_row_entropy[base + i] : 0.0f;
     }
     __syncthreads();
 
@@ -144,16 +152,19 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(FlashParams p,
         if (visible(i, j, T, p.window)) {
           const float S = st[t][c] * p.scale + kt_j[h] + sFc[col];
           const float pij = expf(S - sL[col]);
-          const float da = dat[t][c];
+          const float dH = sdH[col];
+          float da = dat[t][c];
           if (pair) {
             const PairGate pg = pair_gate(p, sPr[col], pc_j[h], bh, i, j);
             a = pij * pg.M;
+            if (dH != 0.0f && a > 0.0f) da -= dH * ((S - sL[col]) + logf(pg.M) + 1.0f);  // ∂H/∂A = −(ln A + 1)
             ds = pij * (da * pg.M - sD[col]);
             const float dM = da * pij;
             d_alpha += dM * (pg.G - 1.0f);
             col_du[h] += p.alpha * dM * pg.G * (1.0f - pg.G) * p.inv_tau;
           } else {
             a = pij;
+            da -= dH * ((S - sL[col]) + 1.0f);
             ds = pij * (da - sD[col]);
           }
           col_ds[h] += ds;
@@ -237,7 +248,7 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(FlashParams p, F
   stage_rows<kBlockRows, D, In>(sQ, q + base * D, i0, T);
   stage_rows<kBlockRows, D, In>(sdO, d_out + base * D, i0, T);
   long long row_i[2];
-  float L_i[2], D_i[2], fc_i[2], pr_i[2];
+  float L_i[2], D_i[2], fc_i[2], pr_i[2], dH_i[2];
   for (int h = 0; h < 2; ++h) {
     row_i[h] = i0 + warp * 16 + mma::c_row(lane, 2 * h);
     const bool ok = row_i[h] < T;
@@ -245,6 +256,7 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(FlashParams p, F
     D_i[h] = ok ? Drow[base + row_i[h]] : 0.0f;
     fc_i[h] = (ok && p.forget_cum) ? p.forget_cum[base + row_i[h]] : 0.0f;
     pr_i[h] = (ok && pair) ? p.pair_row[base + row_i[h]] : 0.0f;
+    dH_i[h] = (ok && in.d_row_entropy) ? in.d_row_entropy[base + row_i[h]] : 0.0f;
   }
   float dq[kDT][4];
 #pragma unroll
@@ -300,12 +312,15 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(FlashParams p, F
         if (visible(i, j, T, p.window)) {
           const float S = s[t][c] * p.scale + sKeyTerm[col] + fc_i[h];
           const float pij = expf(S - L_i[h]);
+          float dA = da[t][c];
           if (pair) {
             const PairGate pg = pair_gate(p, pr_i[h], sPc[col], bh, i, j);
-            ds = pij * (da[t][c] * pg.M - D_i[h]);
-            row_du[h] += p.alpha * (da[t][c] * pij) * pg.G * (1.0f - pg.G) * p.inv_tau;
+            if (dH_i[h] != 0.0f && pij * pg.M > 0.0f) dA -= dH_i[h] * ((S - L_i[h]) + logf(pg.M) + 1.0f);
+            ds = pij * (dA * pg.M - D_i[h]);
+            row_du[h] += p.alpha * (dA * pij) * pg.G * (1.0f - pg.G) * p.inv_tau;
           } else {
-            ds = pij * (da[t][c] - D_i[h]);
+            dA -= dH_i[h] * ((S - L_i[h]) + 1.0f);
+            ds = pij * (dA - D_i[h]);
           }
           row_ds[h] += ds;
         }
@@ -372,7 +387,7 @@ void dispatch_bwd(const FlashParams& p, const FlashBackwardInputs& in, const Fla
   const long long want = (rows + threads / 32 - 1) / (threads / 32);
   const unsigned grid = static_cast<unsigned>(want < 65535 * 16 ? want : 65535 * 16);
   flash_bwd_rowdot_kernel<In><<<grid, threads, 0, stream>>>(static_cast<const In*>(in.out), static_cast<const In*>(in.d_out),
-                                                            Drow.as<float>(), rows, static_cast<int>(p.d));
+                                                            in, Drow.as<float>(), rows, static_cast<int>(p.d));
   GATTN_CUDA_LAUNCH_CHECK("flash_bwd_rowdot_kernel");
   switch (p.d) {
     case 16: return launch_bwd<16, In>(p, in, g, Drow.as<float>(), stream);

@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
         const float asum = e0q * inv_l;
         o.row_entropy[base + i] = logf(lq) * asum - e1q * inv_l;
         o.row_asum[base + i] = asum;
-        o.row_sink[base + i] = sink;
+        if (o.row_sink) o.row_sink[base + i] = sink;
       }
     }
   }
