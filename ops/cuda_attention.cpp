@@ -3,6 +3,7 @@
 #include "ops/cuda_attention.h"
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,9 @@ AttentionResult composed_from_bf16(const Tensor& q, const Tensor& k, const Tenso
 }
 
 #ifdef GATTN_WITH_CUDA
+
+// The kernels load q, k, v and d_out 16 bytes at a time (ops/cuda/flash_mma.cuh, stage_rows).
+bool aligned16(const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.raw_data()) % 16 == 0; }
 
 cuda::FlashElem elem_of(const Tensor& t) { return t.dtype() == DType::bf16 ? cuda::FlashElem::bf16 : cuda::FlashElem::f32; }
 const float* f32_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
@@ -210,6 +214,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     const Shape rs{qs[0], qs[1], qs[2]};
     const DType io = s.q.dtype();
     Tensor d_out = d_out_in.defined() ? d_out_in.to(io) : Tensor::zeros(qs, io, Device::cuda);
+    if (!aligned16(d_out)) d_out = d_out.clone();  // a view at an odd offset: a fresh, aligned copy
     Tensor dq = Tensor::empty(qs, io, Device::cuda), dk = Tensor::empty(qs, io, Device::cuda),
            dv = Tensor::empty(qs, io, Device::cuda);
     auto maybe = [&](std::size_t i) { return needs[i] ? Tensor::empty(rs, DType::f32, Device::cuda) : Tensor(); };
@@ -274,7 +279,7 @@ AttentionResult cuda_attention(const Tensor& q, const Tensor& k, const Tensor& v
                                const AttentionOptions& options) {
   check_args(q, k, v, gate, options);
 #ifdef GATTN_WITH_CUDA
-  if (cuda_attention_fused(q, options)) return fused(q, k, v, gate, options);
+  if (cuda_attention_fused(q, options) && aligned16(q) && aligned16(k) && aligned16(v)) return fused(q, k, v, gate, options);
 #endif
   if (q.dtype() == DType::bf16) return composed_from_bf16(q, k, v, gate, options);
   return composed_attention(q, k, v, gate_as(gate, DType::f32), options);
