@@ -7,7 +7,6 @@
 // consecutive rows 4 banks apart, so the fragment loads (8 rows × 4 words per warp) hit 32
 // distinct banks.
 #pragma once
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -17,6 +16,18 @@
 
 #include "ops/cuda/flash_layout.h"
 
+// GATTN_FLASH_EMULATE: the kernels compiled as host C++ by tests/tools/flash_emulate.cpp, which
+// runs each block's 128 threads as CPU threads and provides the warp primitives
+// (gattn_emu::mma_bf16, __shfl_xor_sync, __syncthreads, threadIdx …) before including this header.
+#ifdef GATTN_FLASH_EMULATE
+#define GATTN_FLASH_DYNAMIC_SMEM(name) uint4* name = ::gattn_emu::dynamic_smem()
+#define GATTN_FLASH_SHARED static
+#else
+#include <cuda_bf16.h>
+#define GATTN_FLASH_DYNAMIC_SMEM(name) extern __shared__ uint4 name[]
+#define GATTN_FLASH_SHARED __shared__
+#endif
+
 namespace gattn::cuda::flash {
 
 constexpr int kPad = 8;  // bf16 elements of padding per shared row (16 bytes, keeps rows 16-byte aligned)
@@ -24,8 +35,12 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 
 __device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
+#ifdef GATTN_FLASH_EMULATE
+  return ::gattn_emu::pack_bf16x2(lo, hi);
+#else
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
   return *reinterpret_cast<const std::uint32_t*>(&v);
+#endif
 }
 
 __device__ __forceinline__ float bf16_bits_to_float(std::uint16_t b) {
@@ -34,11 +49,15 @@ __device__ __forceinline__ float bf16_bits_to_float(std::uint16_t b) {
 
 // d += a·b for one 16×8 tile: a 16×16 (row), b 16×8 (col), bf16 in, f32 accumulate.
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+#ifdef GATTN_FLASH_EMULATE
+  ::gattn_emu::mma_bf16(d, a, b);
+#else
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
 }
 
 __device__ __forceinline__ std::uint32_t lds32(const std::uint16_t* s) { return *reinterpret_cast<const std::uint32_t*>(s); }
