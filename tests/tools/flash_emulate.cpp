@@ -296,7 +296,7 @@ int main() {
   for (long long T : {1LL, 37LL, 130LL})
     for (const Case& c : cases) {
       const bool ok16 = run_case<16>(c, 1, 2, T, seed++);
-      const bool ok32 = T == 37 ? run_case<32>(c, 1, 2, T, seed++) : true;
+      const bool ok32 = T == 37 ? run_case<32>(c, 1, 2, T, seed++) : true;  // "ok" when not run
       const bool ok64 = run_case<64>(c, 2, 1, T, seed++);
       const bool ok128 = T <= 37 ? run_case<128>(c, 1, 1, T, seed++) : true;
       std::printf("%-22s T=%-4lld d16 %s  d32 %s  d64 %s  d128 %s\n", c.name, T, ok16 ? "ok" : "FAIL", ok32 ? "ok" : "FAIL",
