@@ -2,14 +2,12 @@
 // autograd record (one node, three outputs: y, row entropy, pair gate entropy).
 #include "ops/attention.h"
 
-#include "ops/composed_attention.h"
-
 #include <cmath>
 
 #include "framework/autograd/node.h"
 #include "ops/common.h"
-#include "ops/composed_attention.h"
 #include "ops/cpu/flash_attention.h"
+#include "ops/cuda_attention.h"
 
 namespace gattn::ops {
 
@@ -85,6 +83,11 @@ template <class T> const T* ptr_or_null(const Tensor& t) { return t.defined() ? 
 AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate,
                                 const AttentionOptions& options) {
   const char* op = "flash_attention";
+  // CUDA tensors: the fused CUDA kernels or the composed attention (ops/cuda_attention.h), with
+  // their own dtype rules (bf16 allowed there).
+  if (common_device(op, {q, k, v, gate.key_bias, gate.forget_cum, gate.pair_row, gate.pair_col, gate.pair_alpha}) !=
+      Device::cpu)
+    return cuda_attention(q, k, v, gate, options);
   check_floating(q, op);
   check_floating(k, op);
   check_floating(v, op);
@@ -108,12 +111,6 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
   if (options.pair_gate_entropy && !pair) throw ValueError("flash_attention: pair_gate_entropy asked without pair terms");
   if (pair && !(gate.pair_temperature > 0))
     throw ValueError("flash_attention: pair temperature must be > 0, got " + std::to_string(gate.pair_temperature));
-  const Device device = common_device(op, {q, k, v, gate.key_bias, gate.forget_cum, gate.pair_row, gate.pair_col,
-                                           gate.pair_alpha});
-  // On the GPU, until the fused CUDA kernels (issue 7): the same math composed from the primitive
-  // ops' CUDA kernels, materialising the T×T scores.
-  if (device != Device::cpu) return composed_attention(q, k, v, gate, options);
-
   SavedAttention s;
   s.q = q.detach();
   s.k = k.detach();

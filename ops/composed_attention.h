@@ -3,8 +3,10 @@
 //  - the tests, as the obviously-correct oracle that ops::flash_attention (outputs, statistics and
 //    every gradient) is checked against — its gradients come from the primitives' own gradchecked
 //    backwards;
-//  - ops::flash_attention on CUDA tensors until the fused CUDA kernels (issue 7) exist: every
-//    primitive it uses has a CUDA kernel, so attention runs on the GPU, at O(T²) memory per head.
+//  - ops::flash_attention on CUDA tensors where the fused CUDA kernels do not apply
+//    (ops/cuda_attention.h: f32 outside autocast, unsupported head dims, the pair gate's entropy
+//    output): every primitive it uses has a CUDA kernel, so attention runs on the GPU, at O(T²)
+//    memory per head.
 #pragma once
 #include "framework/tensor/tensor.h"
 #include "ops/attention.h"

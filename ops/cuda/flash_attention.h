@@ -1,0 +1,90 @@
+// Host entries of the fused gated flash-attention CUDA kernels (flash_attention_fwd.cu,
+// flash_attention_bwd.cu), the GPU twins of ops/cpu/flash_attention.h with the same math
+// (ops/attention.h) and the same Philox word per (b·h, i, j) for the pair gate's noise.
+//
+// q, k, v, out, d_out, dq, dk, dv are [B, H, T, d] device arrays of one element type, bf16 or f32;
+// f32 operands are rounded to bf16 as they are staged into shared memory (the products run on bf16
+// tensor cores with f32 accumulation either way), which is what autocast asks of f32 tensors. The
+// gate terms, lse, row statistics and the gate gradients are f32 [B, H, T]. Head dims 16, 32, 64
+// and 128 (flash_head_dim_supported); callers fall back to the composed attention otherwise.
+// CUDA builds only.
+#pragma once
+#include <cstdint>
+
+struct CUstream_st;
+
+namespace gattn::cuda {
+
+enum class FlashElem { bf16, f32 };
+
+bool flash_head_dim_supported(long long d);
+
+struct FlashParams {
+  long long B = 0, H = 0, T = 0, d = 0;
+  long long window = 0;  // 0 = full causal; w > 0: keys i − w < j ≤ i
+  float scale = 1;       // applied to q·k
+  FlashElem elem = FlashElem::bf16;
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const float* key_bias = nullptr;    // or null
+  const float* forget_cum = nullptr;  // or null
+  const float* pair_row = nullptr;    // null: pair off (then pair_col is ignored)
+  const float* pair_col = nullptr;
+  float alpha = 0;    // pair α = σ(alpha)
+  float inv_tau = 1;  // pair 1/τ
+  bool noise = false;
+  std::uint64_t noise_seed = 0, noise_stream = 0, noise_offset = 0;
+};
+
+// Partial moments of the pair gate G over one query block of one head (merged in order by the op).
+struct FlashGateMoments {
+  double sum, sum_sq;
+  long long count, below_0_1, above_0_9;
+};
+
+// Query blocks per head of the forward: the length of the per-head moments partials.
+long long flash_query_blocks(long long T);
+// Key blocks per head of the backward: the length of the per-head d_alpha partials.
+long long flash_key_blocks(long long T);
+
+struct FlashForwardOutputs {
+  void* out = nullptr;   // [B, H, T, d], element type of q
+  float* lse = nullptr;  // [B, H, T]
+  // Row entropy H_i = −Σ_j A_ij ln A_ij and Σ_j A_ij (both or neither; the backward of the entropy
+  // output needs the pair). row_sink (optional, needs the other two) is A_i0 for queries i ≥ 1 that
+  // see key 0, else 0 (also 0 for i = 0, so its plain sum is SPEC §4's sink numerator).
+  float* row_entropy = nullptr;
+  float* row_asum = nullptr;
+  float* row_sink = nullptr;
+  FlashGateMoments* gate_moments = nullptr;  // [B·H·flash_query_blocks(T)] or null (pair only)
+};
+
+struct FlashBackwardInputs {
+  const void* out = nullptr;    // the forward's output
+  const float* lse = nullptr;
+  const void* d_out = nullptr;  // element type of q
+  // The entropy output's gradient dH (or null), with the forward's row_entropy and row_asum.
+  const float* d_row_entropy = nullptr;
+  const float* row_entropy = nullptr;
+  const float* row_asum = nullptr;
+};
+
+// dq, dk, dv required; the gate gradients may be null when not wanted. Everything is overwritten.
+struct FlashBackwardOutputs {
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+  float* d_key_bias = nullptr;
+  float* d_forget_cum = nullptr;
+  float* d_pair_row = nullptr;
+  float* d_pair_col = nullptr;
+  float* d_alpha_partial = nullptr;  // [B·H·flash_key_blocks(T)]: dL/dα partials, summed in order by the caller
+};
+
+void flash_attention_forward(const FlashParams& p, const FlashForwardOutputs& o, CUstream_st* stream);
+// Deterministic: no atomics; every gradient element is written by one thread in a fixed order.
+void flash_attention_backward(const FlashParams& p, const FlashBackwardInputs& in, const FlashBackwardOutputs& g,
+                              CUstream_st* stream);
+
+}  // namespace gattn::cuda

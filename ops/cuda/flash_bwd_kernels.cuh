@@ -1,0 +1,356 @@
+// Backward kernels of the fused gated flash attention, deterministic by construction (no atomics;
+// each gradient element is written by one thread, its sums taken in a fixed order):
+//  1. flash_bwd_rowdot: D_i = Σ_x dO_ix·O_ix, one warp per row (fixed shuffle tree).
+//  2. flash_bwd_dkdv: one block per (64-key block, head), each warp owning 16 keys; walks the query
+//     tiles that see its keys, recomputes Sᵀ = K·Qᵀ and Pᵀ = exp(Sᵀ − L) from the saved row
+//     log-sum-exp, and accumulates dV = Aᵀ·dO, dK = scale·dSᵀ·Q and the per-key (column) sums:
+//     d key_bias_j = Σ_i dS_ij, d forget_cum_j = −Σ_i dS_ij, d pair_col_j = Σ_i du_ij, and the
+//     block's dL/dα partial.
+//  3. flash_bwd_dq: one block per (64-query block, head), each warp owning 16 queries; recomputes
+//     S and P, accumulates dQ = scale·dS·K and the per-query (row) sums: d forget_cum_i += Σ_j dS_ij
+//     (on top of what kernel 2 stored; same stream, so ordered), d pair_row_i = Σ_j du_ij.
+// The math is ops/cpu/flash_attention.h's backward, with the row-entropy output and without the pair
+// gate's entropy output (that one runs composed):
+//   dA = dO·vᵀ − dH·(ln A + 1), dS = P ⊙ (dA ⊙ M − D), dM = dA ⊙ P, du = α·dM·G(1 − G)/τ,
+//   dα = Σ dM·(G − 1), D_i = rowsum(dO ∘ O)_i + dH_i·(H_i − Σ_j A_ij).
+// Products run on bf16 tensor cores with f32 accumulation: Q, K, V, dO staged as bf16, P/A and dS
+// rounded to bf16 as the left operand of the second product (as FlashAttention-2 does).
+//
+// The kernels themselves, apart from their launchers (flash_attention_bwd.cu), so that
+// tests/tools/flash_emulate.cpp can run this very code on the CPU (GATTN_FLASH_EMULATE).
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "ops/cuda/flash_attention.h"
+#include "ops/cuda/flash_gate_terms.cuh"
+#include "ops/cuda/flash_mma.cuh"
+
+namespace gattn::cuda::flash {
+
+constexpr int kBlockRows = 64;  // keys per dK/dV block, queries per dQ block (16 per warp)
+// The inner tile the block walks (queries for dK/dV, keys for dQ): 32 for d = 128, whose two
+// 16×128 f32 accumulators per warp already take 128 registers a lane.
+template <int D> constexpr int kInnerTile = D == 128 ? 32 : 64;
+
+template <int D>
+constexpr int bwd_smem_bytes() {
+  return 2 * (kBlockRows + kInnerTile<D>) * (D + kPad) * 2 + 5 * kInnerTile<D> * 4;
+}
+
+// D_i = rowsum(dO ∘ O) in f32, one warp per row.
+// With the entropy output, D_i = Σ_j P_ij dP_ij also carries dH_i·(H_i − Σ_j A_ij) (the CPU kernel's
+// identity), so the tiles never need a row pass of their own.
+template <class In>
+__global__ void flash_bwd_rowdot_kernel(const In* out, const In* d_out, FlashBackwardInputs in, float* Drow,
+                                        long long rows, int d) {
+  const int lane = threadIdx.x % 32;
+  const long long warps = static_cast<long long>(gridDim.x) * (blockDim.x / 32);
+  for (long long r = blockIdx.x * static_cast<long long>(blockDim.x / 32) + threadIdx.x / 32; r < rows; r += warps) {
+    float s = 0.0f;
+    for (int x = lane; x < d; x += 32) s += Io<In>::load1(out + r * d + x) * Io<In>::load1(d_out + r * d + x);
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+    if (in.d_row_entropy) s += in.d_row_entropy[r] * (in.row_entropy[r] - in.row_asum[r]);
+    if (lane == 0) Drow[r] = s;
+  }
+}
+
+template <int D, class In>
+__global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(FlashParams p, FlashBackwardInputs in,
+                                                                   FlashBackwardOutputs g, const float* Drow) {
+  constexpr int kStride = D + kPad;
+  constexpr int kQ = kInnerTile<D>;  // queries per inner tile
+  constexpr int kNT = kQ / 8;          // n-tiles of Sᵀ per warp
+  constexpr int kDT = D / 8;
+  GATTN_FLASH_DYNAMIC_SMEM(smem_u4);
+  std::uint16_t* sK = reinterpret_cast<std::uint16_t*>(smem_u4);
+  std::uint16_t* sV = sK + kBlockRows * kStride;
+  std::uint16_t* sQ = sV + kBlockRows * kStride;
+  std::uint16_t* sdO = sQ + kQ * kStride;
+  float* sL = reinterpret_cast<float*>(sdO + kQ * kStride);  // per query of the tile: lse, D, fc, pair_row, dH
+  float* sD = sL + kQ;
+  float* sFc = sD + kQ;
+  float* sPr = sFc + kQ;
+  float* sdH = sPr + kQ;
+
+  const In* q = static_cast<const In*>(p.q);
+  const In* k = static_cast<const In*>(p.k);
+  const In* v = static_cast<const In*>(p.v);
+  const In* d_out = static_cast<const In*>(in.d_out);
+  const long long T = p.T, bh = blockIdx.y, base = bh * T;
+  const long long j0 = static_cast<long long>(blockIdx.x) * kBlockRows;  // block 0 (the most queries) first
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool pair = p.pair_row != nullptr;
+
+  stage_rows<kBlockRows, D, In>(sK, k + base * D, j0, T);
+  stage_rows<kBlockRows, D, In>(sV, v + base * D, j0, T);
+  // This thread's two keys (rows of Sᵀ): h = 0 → c0/c1, h = 1 → c2/c3.
+  long long key_j[2];
+  float kt_j[2], pc_j[2];
+  for (int h = 0; h < 2; ++h) {
+    key_j[h] = j0 + warp * 16 + mma::c_row(lane, 2 * h);
+    const bool ok = key_j[h] < T;
+    kt_j[h] = 0.0f;
+    if (ok && p.key_bias) kt_j[h] += p.key_bias[base + key_j[h]];
+    if (ok && p.forget_cum) kt_j[h] -= p.forget_cum[base + key_j[h]];
+    pc_j[h] = (ok && pair) ? p.pair_col[base + key_j[h]] : 0.0f;
+  }
+  float dk[kDT][4], dv[kDT][4];
+#pragma unroll
+  for (int t = 0; t < kDT; ++t)
+    for (int c = 0; c < 4; ++c) dk[t][c] = dv[t][c] = 0.0f;
+  float col_ds[2] = {0, 0}, col_du[2] = {0, 0}, d_alpha = 0.0f;
+
+  // Queries that see a key of this block: i ≥ j0 and i − w < j0 + 64.
+  const long long i_end = p.window == 0 ? T : (j0 + kBlockRows - 1 + p.window < T ? j0 + kBlockRows - 1 + p.window : T);
+  for (long long i0 = j0; i0 < i_end; i0 += kQ) {
+    __syncthreads();  // the previous tile is no longer read
+    stage_rows<kQ, D, In>(sQ, q + base * D, i0, T);
+    stage_rows<kQ, D, In>(sdO, d_out + base * D, i0, T);
+    for (int t = threadIdx.x; t < kQ; t += kThreads) {
+      const long long i = i0 + t;
+      const bool ok = i < T;
+      sL[t] = ok ? in.lse[base + i] : 0.0f;
+      sD[t] = ok ? Drow[base + i] : 0.0f;
+      sFc[t] = (ok && p.forget_cum) ? p.forget_cum[base + i] : 0.0f;
+      sPr[t] = (ok && pair) ? p.pair_row[base + i] : 0.0f;
+      sdH[t] = (ok && in.d_row_entropy) ? in.d_row_entropy[base + i] : 0.0f;
+    }
+    __syncthreads();
+
+    // Sᵀ = K_w·Qᵀ and dAᵀ = V_w·dOᵀ (16 keys × kQ queries per warp).
+    float st[kNT][4], dat[kNT][4];
+#pragma unroll
+    for (int t = 0; t < kNT; ++t)
+      for (int c = 0; c < 4; ++c) st[t][c] = dat[t][c] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      std::uint32_t ak[4], av[4];
+      load_a(sK, kStride, warp * 16, kk * 16, lane, ak);
+      load_a(sV, kStride, warp * 16, kk * 16, lane, av);
+#pragma unroll
+      for (int t = 0; t < kNT; ++t) {
+        std::uint32_t b[2];
+        load_b_nk(sQ, kStride, t * 8, kk * 16, lane, b);
+        mma_bf16(st[t], ak, b);
+        load_b_nk(sdO, kStride, t * 8, kk * 16, lane, b);
+        mma_bf16(dat[t], av, b);
+      }
+    }
+    // Elementwise: st ← Aᵀ (for dV), dat ← dSᵀ (for dK); column sums per key.
+#pragma unroll
+    for (int t = 0; t < kNT; ++t)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int h = c >> 1, col = t * 8 + mma::c_col(lane, c);
+        const long long i = i0 + col, j = key_j[h];
+        float a = 0.0f, ds = 0.0f;
+        if (visible(i, j, T, p.window)) {
+          const float S = st[t][c] * p.scale + kt_j[h] + sFc[col];
+          const float pij = expf(S - sL[col]);
+          const float dH = sdH[col];
+          float da = dat[t][c];
+          if (pair) {
+            const PairGate pg = pair_gate(p, sPr[col], pc_j[h], bh, i, j);
+            a = pij * pg.M;
+            if (dH != 0.0f && a > 0.0f) da -= dH * ((S - sL[col]) + logf(pg.M) + 1.0f);  // ∂H/∂A = −(ln A + 1)
+            ds = pij * (da * pg.M - sD[col]);
+            const float dM = da * pij;
+            d_alpha += dM * (pg.G - 1.0f);
+            col_du[h] += p.alpha * dM * pg.G * (1.0f - pg.G) * p.inv_tau;
+          } else {
+            a = pij;
+            da -= dH * ((S - sL[col]) + 1.0f);
+            ds = pij * (da - sD[col]);
+          }
+          col_ds[h] += ds;
+        }
+        st[t][c] = a;
+        dat[t][c] = ds;
+      }
+    // dV += Aᵀ·dO, dK += dSᵀ·Q (scale applied at the end).
+#pragma unroll
+    for (int kk = 0; kk < kQ / 16; ++kk) {
+      std::uint32_t aa[4], as[4];
+      a_from_c(st, kk, aa);
+      a_from_c(dat, kk, as);
+#pragma unroll
+      for (int t = 0; t < kDT; ++t) {
+        std::uint32_t b[2];
+        load_b_kn(sdO, kStride, kk * 16, t * 8, lane, b);
+        mma_bf16(dv[t], aa, b);
+        load_b_kn(sQ, kStride, kk * 16, t * 8, lane, b);
+        mma_bf16(dk[t], as, b);
+      }
+    }
+  }
+
+  In* dk_out = static_cast<In*>(g.dk);
+  In* dv_out = static_cast<In*>(g.dv);
+  for (int h = 0; h < 2; ++h) {
+    const float cds = quad_sum(col_ds[h]), cdu = quad_sum(col_du[h]);
+    const long long j = key_j[h];
+    if (j >= T) continue;
+#pragma unroll
+    for (int t = 0; t < kDT; ++t) {
+      const int col = t * 8 + mma::c_col(lane, 2 * h);
+      Io<In>::store2(dk_out + (base + j) * D + col, dk[t][2 * h] * p.scale, dk[t][2 * h + 1] * p.scale);
+      Io<In>::store2(dv_out + (base + j) * D + col, dv[t][2 * h], dv[t][2 * h + 1]);
+    }
+    if (mma::tig_of(lane) == 0) {
+      if (g.d_key_bias) g.d_key_bias[base + j] = cds;
+      if (g.d_forget_cum) g.d_forget_cum[base + j] = -cds;
+      if (g.d_pair_col) g.d_pair_col[base + j] = cdu;
+    }
+  }
+  if (g.d_alpha_partial) {
+    GATTN_FLASH_SHARED float warp_part[kWarps];
+    for (int off = 16; off > 0; off >>= 1) d_alpha += __shfl_xor_sync(0xffffffffu, d_alpha, off);
+    if (lane == 0) warp_part[warp] = d_alpha;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float tot = 0.0f;
+      for (int w = 0; w < kWarps; ++w) tot += warp_part[w];
+      g.d_alpha_partial[bh * gridDim.x + blockIdx.x] = tot;
+    }
+  }
+}
+
+template <int D, class In>
+__global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(FlashParams p, FlashBackwardInputs in,
+                                                                 FlashBackwardOutputs g, const float* Drow) {
+  constexpr int kStride = D + kPad;
+  constexpr int kK = kInnerTile<D>;  // keys per inner tile
+  constexpr int kNT = kK / 8;
+  constexpr int kDT = D / 8;
+  GATTN_FLASH_DYNAMIC_SMEM(smem_u4);
+  std::uint16_t* sQ = reinterpret_cast<std::uint16_t*>(smem_u4);
+  std::uint16_t* sdO = sQ + kBlockRows * kStride;
+  std::uint16_t* sK = sdO + kBlockRows * kStride;
+  std::uint16_t* sV = sK + kK * kStride;
+  float* sKeyTerm = reinterpret_cast<float*>(sV + kK * kStride);  // key_bias_j − fc_j
+  float* sPc = sKeyTerm + kK;
+
+  const In* q = static_cast<const In*>(p.q);
+  const In* k = static_cast<const In*>(p.k);
+  const In* v = static_cast<const In*>(p.v);
+  const In* d_out = static_cast<const In*>(in.d_out);
+  const long long T = p.T, bh = blockIdx.y, base = bh * T;
+  const long long qb = static_cast<long long>(gridDim.x) - 1 - blockIdx.x;  // the longest query blocks first
+  const long long i0 = qb * kBlockRows;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool pair = p.pair_row != nullptr;
+
+  stage_rows<kBlockRows, D, In>(sQ, q + base * D, i0, T);
+  stage_rows<kBlockRows, D, In>(sdO, d_out + base * D, i0, T);
+  long long row_i[2];
+  float L_i[2], D_i[2], fc_i[2], pr_i[2], dH_i[2];
+  for (int h = 0; h < 2; ++h) {
+    row_i[h] = i0 + warp * 16 + mma::c_row(lane, 2 * h);
+    const bool ok = row_i[h] < T;
+    L_i[h] = ok ? in.lse[base + row_i[h]] : 0.0f;
+    D_i[h] = ok ? Drow[base + row_i[h]] : 0.0f;
+    fc_i[h] = (ok && p.forget_cum) ? p.forget_cum[base + row_i[h]] : 0.0f;
+    pr_i[h] = (ok && pair) ? p.pair_row[base + row_i[h]] : 0.0f;
+    dH_i[h] = (ok && in.d_row_entropy) ? in.d_row_entropy[base + row_i[h]] : 0.0f;
+  }
+  float dq[kDT][4];
+#pragma unroll
+  for (int t = 0; t < kDT; ++t)
+    for (int c = 0; c < 4; ++c) dq[t][c] = 0.0f;
+  float row_ds[2] = {0, 0}, row_du[2] = {0, 0};
+
+  const long long j_first = p.window == 0 ? 0 : (i0 - p.window + 1 > 0 ? i0 - p.window + 1 : 0);
+  const long long j_end = (i0 + kBlockRows < T) ? i0 + kBlockRows : T;
+  for (long long j0 = j_first / kK * kK; j0 < j_end; j0 += kK) {
+    __syncthreads();
+    stage_rows<kK, D, In>(sK, k + base * D, j0, T);
+    stage_rows<kK, D, In>(sV, v + base * D, j0, T);
+    for (int t = threadIdx.x; t < kK; t += kThreads) {
+      const long long j = j0 + t;
+      float kt = 0.0f, pc = 0.0f;
+      if (j < T) {
+        if (p.key_bias) kt += p.key_bias[base + j];
+        if (p.forget_cum) kt -= p.forget_cum[base + j];
+        if (pair) pc = p.pair_col[base + j];
+      }
+      sKeyTerm[t] = kt;
+      sPc[t] = pc;
+    }
+    __syncthreads();
+
+    // S = Q_w·Kᵀ and dA = dO_w·Vᵀ (16 queries × kK keys per warp).
+    float s[kNT][4], da[kNT][4];
+#pragma unroll
+    for (int t = 0; t < kNT; ++t)
+      for (int c = 0; c < 4; ++c) s[t][c] = da[t][c] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      std::uint32_t aq[4], ao[4];
+      load_a(sQ, kStride, warp * 16, kk * 16, lane, aq);
+      load_a(sdO, kStride, warp * 16, kk * 16, lane, ao);
+#pragma unroll
+      for (int t = 0; t < kNT; ++t) {
+        std::uint32_t b[2];
+        load_b_nk(sK, kStride, t * 8, kk * 16, lane, b);
+        mma_bf16(s[t], aq, b);
+        load_b_nk(sV, kStride, t * 8, kk * 16, lane, b);
+        mma_bf16(da[t], ao, b);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kNT; ++t)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int h = c >> 1, col = t * 8 + mma::c_col(lane, c);
+        const long long i = row_i[h], j = j0 + col;
+        float ds = 0.0f;
+        if (visible(i, j, T, p.window)) {
+          const float S = s[t][c] * p.scale + sKeyTerm[col] + fc_i[h];
+          const float pij = expf(S - L_i[h]);
+          float dA = da[t][c];
+          if (pair) {
+            const PairGate pg = pair_gate(p, pr_i[h], sPc[col], bh, i, j);
+            if (dH_i[h] != 0.0f && pij * pg.M > 0.0f) dA -= dH_i[h] * ((S - L_i[h]) + logf(pg.M) + 1.0f);
+            ds = pij * (dA * pg.M - D_i[h]);
+            row_du[h] += p.alpha * (dA * pij) * pg.G * (1.0f - pg.G) * p.inv_tau;
+          } else {
+            dA -= dH_i[h] * ((S - L_i[h]) + 1.0f);
+            ds = pij * (dA - D_i[h]);
+          }
+          row_ds[h] += ds;
+        }
+        s[t][c] = ds;
+      }
+    // dQ += dS·K (scale applied at the end).
+#pragma unroll
+    for (int kk = 0; kk < kK / 16; ++kk) {
+      std::uint32_t a[4];
+      a_from_c(s, kk, a);
+#pragma unroll
+      for (int t = 0; t < kDT; ++t) {
+        std::uint32_t b[2];
+        load_b_kn(sK, kStride, kk * 16, t * 8, lane, b);
+        mma_bf16(dq[t], a, b);
+      }
+    }
+  }
+
+  In* dq_out = static_cast<In*>(g.dq);
+  for (int h = 0; h < 2; ++h) {
+    const float rds = quad_sum(row_ds[h]), rdu = quad_sum(row_du[h]);
+    const long long i = row_i[h];
+    if (i >= T) continue;
+#pragma unroll
+    for (int t = 0; t < kDT; ++t) {
+      const int col = t * 8 + mma::c_col(lane, 2 * h);
+      Io<In>::store2(dq_out + (base + i) * D + col, dq[t][2 * h] * p.scale, dq[t][2 * h + 1] * p.scale);
+    }
+    if (mma::tig_of(lane) == 0) {
+      if (g.d_forget_cum) g.d_forget_cum[base + i] += rds;  // the −column part is already there
+      if (g.d_pair_row) g.d_pair_row[base + i] = rdu;
+    }
+  }
+}
+
+}  // namespace gattn::cuda::flash

@@ -1,0 +1,288 @@
+// flash_attention on CUDA tensors: argument checks, the choice between the fused kernels and the
+// composed attention, and the fused path's autograd record (ops/cuda_attention.h).
+#include "ops/cuda_attention.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/autograd/node.h"
+#include "framework/tensor/random.h"
+#include "ops/autocast.h"
+#include "ops/common.h"
+#include "ops/composed_attention.h"
+#include "ops/reduce.h"
+#ifdef GATTN_WITH_CUDA
+#include "framework/cuda/copy.h"
+#include "ops/cuda/flash_attention.h"
+#include "ops/cuda/host_util.h"
+#include "ops/cuda/scratch.h"
+#endif
+
+namespace gattn::ops {
+
+namespace {
+
+constexpr const char* kOp = "flash_attention";
+
+bool floating_cuda(const Tensor& t) { return t.dtype() == DType::f32 || t.dtype() == DType::bf16; }
+
+void check_args(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate,
+                const AttentionOptions& options) {
+  for (const Tensor* t : {&q, &k, &v})
+    if (!floating_cuda(*t)) throw DTypeError(std::string(kOp) + ": CUDA attention takes f32 or bf16 q, k, v, got " + t->str());
+  check_same_dtype(q, k, kOp);
+  check_same_dtype(q, v, kOp);
+  if (q.dim() != 4) throw ShapeError(std::string(kOp) + ": q must be [B, H, T, d], got " + shape_str(q.shape()));
+  if (k.shape() != q.shape() || v.shape() != q.shape())
+    throw ShapeError(std::string(kOp) + ": q, k, v shapes differ: " + shape_str(q.shape()) + ", " + shape_str(k.shape()) +
+                     ", " + shape_str(v.shape()));
+  if (q.size(2) == 0 || q.size(3) == 0) throw ShapeError(std::string(kOp) + ": empty sequence or head dim in " + shape_str(q.shape()));
+  if (options.window < 0) throw ValueError(std::string(kOp) + ": window must be >= 0, got " + std::to_string(options.window));
+  const Shape rows{q.size(0), q.size(1), q.size(2)};
+  auto check_term = [&](const Tensor& t, const Shape& want, const char* name) {
+    if (!t.defined()) return;
+    if (!floating_cuda(t)) throw DTypeError(std::string(kOp) + ": " + name + " must be f32 or bf16, got " + t.str());
+    if (t.shape() != want)
+      throw ShapeError(std::string(kOp) + ": " + name + " has shape " + shape_str(t.shape()) + ", expected " + shape_str(want));
+  };
+  check_term(gate.key_bias, rows, "key_bias");
+  check_term(gate.forget_cum, rows, "forget_cum");
+  check_term(gate.pair_row, rows, "pair_row");
+  check_term(gate.pair_col, rows, "pair_col");
+  check_term(gate.pair_alpha, Shape{1}, "pair_alpha");
+  const bool pair = gate.pair_row.defined() || gate.pair_col.defined() || gate.pair_alpha.defined();
+  if (pair && (!gate.pair_row.defined() || !gate.pair_col.defined() || !gate.pair_alpha.defined()))
+    throw ValueError(std::string(kOp) + ": pair needs pair_row, pair_col and pair_alpha together");
+  if (options.pair_gate_entropy && !pair) throw ValueError(std::string(kOp) + ": pair_gate_entropy asked without pair terms");
+  if (pair && !(gate.pair_temperature > 0))
+    throw ValueError(std::string(kOp) + ": pair temperature must be > 0, got " + std::to_string(gate.pair_temperature));
+}
+
+// x converted to dtype, with a gradient path back to x's dtype (Tensor::to records no history).
+Tensor cast_with_grad(const Tensor& x, DType dtype) {
+  if (!x.defined() || x.dtype() == dtype) return x;
+  const DType from = x.dtype();
+  return autograd::record("to_dtype", x.to(dtype), {x},
+                          [from](const Tensor& g, const std::vector<bool>&) { return std::vector<Tensor>{g.to(from)}; });
+}
+
+AttentionGateTerms gate_as(const AttentionGateTerms& gate, DType dtype) {
+  AttentionGateTerms g = gate;
+  g.key_bias = cast_with_grad(gate.key_bias, dtype);
+  g.forget_cum = cast_with_grad(gate.forget_cum, dtype);
+  g.pair_row = cast_with_grad(gate.pair_row, dtype);
+  g.pair_col = cast_with_grad(gate.pair_col, dtype);
+  g.pair_alpha = cast_with_grad(gate.pair_alpha, dtype);
+  return g;
+}
+
+// bf16 inputs the fused kernels cannot take: the composed attention in f32, outputs back in bf16.
+AttentionResult composed_from_bf16(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate,
+                                   const AttentionOptions& options) {
+  AttentionResult r = composed_attention(cast_with_grad(q, DType::f32), cast_with_grad(k, DType::f32),
+                                         cast_with_grad(v, DType::f32), gate_as(gate, DType::f32), options);
+  r.out = cast_with_grad(r.out, q.dtype());
+  r.row_entropy = cast_with_grad(r.row_entropy, q.dtype());
+  r.gate_entropy = cast_with_grad(r.gate_entropy, q.dtype());
+  return r;
+}
+
+#ifdef GATTN_WITH_CUDA
+
+// The kernels load q, k, v and d_out 16 bytes at a time (ops/cuda/flash_mma.cuh, stage_rows).
+bool aligned16(const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.raw_data()) % 16 == 0; }
+
+cuda::FlashElem elem_of(const Tensor& t) { return t.dtype() == DType::bf16 ? cuda::FlashElem::bf16 : cuda::FlashElem::f32; }
+const float* f32_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
+float* f32_or_null(Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
+
+// What the backward needs, detached (no reference cycle through the outputs).
+struct SavedFlash {
+  Tensor q, k, v, key_bias, forget_cum, pair_row, pair_col;  // gate terms f32
+  Tensor out, lse;
+  Tensor row_entropy, row_asum;  // f32, with the entropy output only
+  cuda::FlashParams params;  // pointers refreshed from the tensors above in backward
+};
+
+void set_pointers(cuda::FlashParams& p, const SavedFlash& s) {
+  p.q = s.q.raw_data();
+  p.k = s.k.raw_data();
+  p.v = s.v.raw_data();
+  p.key_bias = f32_or_null(s.key_bias);
+  p.forget_cum = f32_or_null(s.forget_cum);
+  p.pair_row = f32_or_null(s.pair_row);
+  p.pair_col = f32_or_null(s.pair_col);
+}
+
+AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate_in,
+                      const AttentionOptions& options) {
+  const AttentionGateTerms gate = gate_as(gate_in, DType::f32);
+  const bool pair = gate.pair_row.defined();
+  const std::int64_t B = q.size(0), H = q.size(1), Tn = q.size(2), d = q.size(3), BH = B * H;
+  const Shape row_shape{B, H, Tn};
+
+  SavedFlash s;
+  s.q = q.detach();
+  s.k = k.detach();
+  s.v = v.detach();
+  if (gate.key_bias.defined()) s.key_bias = gate.key_bias.detach();
+  if (gate.forget_cum.defined()) s.forget_cum = gate.forget_cum.detach();
+  cuda::FlashParams& p = s.params;
+  p.B = B;
+  p.H = H;
+  p.T = Tn;
+  p.d = d;
+  p.window = options.window;
+  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  p.elem = elem_of(q);
+  if (pair) {
+    s.pair_row = gate.pair_row.detach();
+    s.pair_col = gate.pair_col.detach();
+    p.alpha = static_cast<float>(gate.pair_alpha.item());
+    p.inv_tau = static_cast<float>(1.0 / gate.pair_temperature);
+    if (gate.pair_noise) {
+      // Same words as the CPU op: B·H·T·T reserved, pair (bh, i, j) at offset + (bh·T + i)·T + j.
+      const GeneratorState state = gate.pair_noise->state();
+      p.noise = true;
+      p.noise_seed = state.seed;
+      p.noise_stream = state.stream;
+      p.noise_offset = gate.pair_noise->reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(Tn * Tn));
+    }
+  }
+  set_pointers(p, s);
+
+  Tensor out = Tensor::empty(q.shape(), q.dtype(), Device::cuda);
+  Tensor lse = Tensor::empty(row_shape, DType::f32, Device::cuda);
+  Tensor row_entropy, row_asum, row_sink;
+  cuda::FlashForwardOutputs o;
+  o.out = out.raw_data();
+  o.lse = lse.data<float>();
+  const long long n_qb = cuda::flash_query_blocks(Tn);
+  std::vector<cuda::FlashGateMoments> moments;
+  cuda::Scratch moments_dev(options.stats && pair ? static_cast<std::size_t>(BH * n_qb) * sizeof(cuda::FlashGateMoments) : 0);
+  if (options.stats || options.entropy_output) {
+    row_entropy = Tensor::empty(row_shape, DType::f32, Device::cuda);
+    row_asum = Tensor::empty(row_shape, DType::f32, Device::cuda);
+    o.row_entropy = row_entropy.data<float>();
+    o.row_asum = row_asum.data<float>();
+  }
+  if (options.stats) {
+    row_sink = Tensor::empty(row_shape, DType::f32, Device::cuda);
+    o.row_sink = row_sink.data<float>();
+    if (pair) o.gate_moments = moments_dev.as<cuda::FlashGateMoments>();
+  }
+  cuda::flash_attention_forward(p, o, cuda::stream());
+
+  if (options.stats) {
+    AttentionStats st;
+    for (double e : row_entropy.to_vector()) st.entropy_sum += e;
+    st.entropy_count = BH * Tn;
+    for (double x : row_sink.to_vector()) st.sink_sum += x;  // 0 for i = 0 and where key 0 is hidden
+    st.sink_count = BH * (Tn - 1);
+    if (pair) {
+      moments.resize(static_cast<std::size_t>(BH * n_qb));
+      cuda::copy_bytes(moments.data(), Device::cpu, moments_dev.as<void>(), Device::cuda,
+                       moments.size() * sizeof(cuda::FlashGateMoments));
+      for (const cuda::FlashGateMoments& m : moments) {
+        GateMoments g;
+        g.sum = m.sum;
+        g.sum_sq = m.sum_sq;
+        g.count = m.count;
+        g.below_0_1 = m.below_0_1;
+        g.above_0_9 = m.above_0_9;
+        st.pair_gate.merge(g);
+      }
+    }
+    options.stats->merge(st);
+  }
+
+  s.out = out.detach();
+  s.lse = lse;
+  if (options.entropy_output) {
+    s.row_entropy = row_entropy.detach();
+    s.row_asum = row_asum;
+  }
+  std::vector<Tensor> inputs{q, k, v, gate.key_bias, gate.forget_cum, gate.pair_row, gate.pair_col,
+                             pair ? gate.pair_alpha : Tensor()};
+  auto backward = [s](const std::vector<Tensor>& grads, const std::vector<bool>& needs) {
+    const Tensor& d_out_in = grads[0];
+    const Tensor d_entropy = grads.size() > 1 && grads[1].defined() ? grads[1].to(DType::f32) : Tensor();
+    const Shape& qs = s.q.shape();
+    const Shape rs{qs[0], qs[1], qs[2]};
+    const DType io = s.q.dtype();
+    Tensor d_out = d_out_in.defined() ? d_out_in.to(io) : Tensor::zeros(qs, io, Device::cuda);
+    if (!aligned16(d_out)) d_out = d_out.clone();  // a view at an odd offset: a fresh, aligned copy
+    Tensor dq = Tensor::empty(qs, io, Device::cuda), dk = Tensor::empty(qs, io, Device::cuda),
+           dv = Tensor::empty(qs, io, Device::cuda);
+    auto maybe = [&](std::size_t i) { return needs[i] ? Tensor::empty(rs, DType::f32, Device::cuda) : Tensor(); };
+    Tensor dkb = maybe(3), dfc = maybe(4), dpr = maybe(5), dpc = maybe(6);
+    const std::int64_t n_kb = cuda::flash_key_blocks(qs[2]);
+    Tensor alpha_partial = needs[7] ? Tensor::empty({qs[0] * qs[1] * n_kb}, DType::f32, Device::cuda) : Tensor();
+    cuda::FlashParams p = s.params;
+    set_pointers(p, s);
+    cuda::FlashBackwardInputs in;
+    in.out = s.out.raw_data();
+    in.lse = s.lse.data<float>();
+    in.d_out = d_out.raw_data();
+    if (d_entropy.defined()) {
+      in.d_row_entropy = d_entropy.data<float>();
+      in.row_entropy = s.row_entropy.data<float>();
+      in.row_asum = s.row_asum.data<float>();
+    }
+    cuda::FlashBackwardOutputs g;
+    g.dq = dq.raw_data();
+    g.dk = dk.raw_data();
+    g.dv = dv.raw_data();
+    g.d_key_bias = f32_or_null(dkb);
+    g.d_forget_cum = f32_or_null(dfc);
+    g.d_pair_row = f32_or_null(dpr);
+    g.d_pair_col = f32_or_null(dpc);
+    g.d_alpha_partial = f32_or_null(alpha_partial);
+    cuda::flash_attention_backward(p, in, g, cuda::stream());
+    Tensor d_alpha;
+    if (needs[7]) {
+      autograd::NoGradGuard no_grad;
+      d_alpha = sum(alpha_partial).alias(Shape{1});  // the CUDA reduction's fixed tree: deterministic
+    }
+    return std::vector<Tensor>{needs[0] ? dq : Tensor(), needs[1] ? dk : Tensor(), needs[2] ? dv : Tensor(),
+                               dkb, dfc, dpr, dpc, d_alpha};
+  };
+  std::vector<Tensor> outputs{out};
+  if (options.entropy_output) outputs.push_back(row_entropy);
+  std::vector<Tensor> recorded = autograd::record_multi(kOp, outputs, inputs, backward);
+  AttentionResult result;
+  result.out = recorded[0];
+  // The entropy in q's dtype, as the CPU op and the composed path give it (a no-op for f32).
+  if (options.entropy_output) result.row_entropy = cast_with_grad(recorded[1], q.dtype());
+  return result;
+}
+
+#endif  // GATTN_WITH_CUDA
+
+}  // namespace
+
+bool cuda_attention_fused(const Tensor& q, const AttentionOptions& options) {
+#ifdef GATTN_WITH_CUDA
+  const bool bf16_products = q.dtype() == DType::bf16 || (q.dtype() == DType::f32 && autocast_bf16());
+  return bf16_products && q.dim() == 4 && cuda::flash_head_dim_supported(q.size(3)) && !options.pair_gate_entropy;
+#else
+  (void)q;
+  (void)options;
+  return false;
+#endif
+}
+
+AttentionResult cuda_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate,
+                               const AttentionOptions& options) {
+  check_args(q, k, v, gate, options);
+#ifdef GATTN_WITH_CUDA
+  if (cuda_attention_fused(q, options) && aligned16(q) && aligned16(k) && aligned16(v)) return fused(q, k, v, gate, options);
+#endif
+  if (q.dtype() == DType::bf16) return composed_from_bf16(q, k, v, gate, options);
+  return composed_attention(q, k, v, gate_as(gate, DType::f32), options);
+}
+
+}  // namespace gattn::ops
