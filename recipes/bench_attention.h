@@ -24,9 +24,6 @@ struct AttentionBenchSettings {
   int warmup = 2;
   int iters = 5;
   std::uint64_t seed = 0;
-  // Set by run_attention_bench once the op has refused bf16 tensors: later cases go straight to the
-  // autocast path instead of building bf16 inputs only to be refused again.
-  bool bf16_refused = false;
 };
 
 struct AttentionBenchResult {
