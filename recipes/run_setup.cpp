@@ -128,8 +128,10 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
   model.eval();
   const std::int64_t T = model.config().block_size;
   const Device device = model.parameters().front().device();  // batches go where the model is
-  // Evaluated in the precision the run trains in, so val loss measures the model as trained.
-  const ops::AutocastScope autocast(resolve_precision(cfg, device));
+  // On the GPU, evaluated in the precision the run trains in, so val loss measures the model as
+  // trained; elsewhere (`gattn eval` of a bf16 run's checkpoint on a CPU) in f32.
+  const bool bf16 = device == Device::cuda && cfg.get_string("train.precision") == "bf16";
+  const ops::AutocastScope autocast(bf16 ? ops::ComputePrecision::bf16 : ops::ComputePrecision::fp32);
   const std::int64_t windows = data.eval_windows(T, cfg.get_int("eval.max_windows"));
   double loss_sum = 0, correct = 0;
   std::int64_t tokens = 0;

@@ -14,7 +14,6 @@
 #include <map>
 #include <mutex>
 #include <tuple>
-#include <vector>
 
 #include "framework/cuda/device_memory.h"
 #include "framework/cuda/error.h"
@@ -32,12 +31,11 @@ struct LtDevice {
 
 LtDevice& lt_for_current_device() {
   static std::mutex mu;
-  static std::vector<LtDevice> devices;  // never destroyed: used until process exit
+  static std::map<int, LtDevice> devices;  // a map: references stay valid as devices are added
   int device = 0;
   GATTN_CUDA_CHECK(cudaGetDevice(&device));
   std::lock_guard<std::mutex> lock(mu);
-  if (devices.size() <= static_cast<std::size_t>(device)) devices.resize(static_cast<std::size_t>(device) + 1);
-  LtDevice& d = devices[static_cast<std::size_t>(device)];
+  LtDevice& d = devices[device];
   if (!d.handle) {
     GATTN_CUBLAS_CHECK(cublasLtCreate(&d.handle));
     d.workspace = device_allocate(kWorkspaceBytes);  // kept for the process's life

@@ -49,6 +49,9 @@ val = [json.loads(l) for l in open(sys.argv[1]) if '"split":"val"' in l][-1]
 ev = json.loads(sys.argv[2])
 sys.exit(0 if abs(val["loss"] - ev["loss"]) < 1e-6 else 1)
 PY
+# A bf16 run's checkpoint evaluates on a CPU (in f32: mixed precision is a GPU feature), the same loss.
+ev16=$("$gattn" eval --checkpoint "$tmp/run/checkpoints/step_00000020" train.precision=bf16) || fail "eval of a bf16 config exited $?"
+[[ "$ev16" == "$ev" ]] || fail "eval with train.precision=bf16 on the CPU differs: $ev16 vs $ev"
 "$gattn" eval --checkpoint "$tmp/run/nope" >/dev/null 2>&1; rc=$?
 [[ $rc -eq 3 ]] || fail "eval of a missing checkpoint exited $rc, expected 3"
 
