@@ -4,15 +4,32 @@
 find_package(OpenMP REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
+# nlohmann-json (header-only): its own directory, so a prefix install is found too.
+find_path(GATTN_JSON_INCLUDE nlohmann/json.hpp)
+if(NOT GATTN_JSON_INCLUDE)
+  message(FATAL_ERROR "nlohmann/json.hpp not found: run ./scripts/setup.sh (installs nlohmann-json3-dev)")
+endif()
 # MPI (Debian's OpenMPI): launches and connects the ranks of a multi-process run, carries CPU
 # gradients and bootstraps NCCL. gattn calls only its C API (the C++ bindings are deprecated).
-find_package(MPI REQUIRED COMPONENTS CXX)
+# Without it (a GPU image that lacks it) gattn still builds: single-process runs work, and a
+# launched multi-rank run stops with one line saying the build has no MPI.
+find_package(MPI COMPONENTS CXX)
+set(GATTN_WITH_MPI ${MPI_CXX_FOUND})
+if(NOT GATTN_WITH_MPI)
+  message(WARNING "gattn: MPI not found: multi-process runs are disabled (./scripts/setup.sh installs OpenMPI)")
+endif()
 
 # OpenBLAS: prefer Debian's OpenMP build so BLAS and our own OpenMP loops share one thread pool
 # (the pthread build would oversubscribe the cores when both run).
 find_path(GATTN_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas x86_64-linux-gnu/openblas-openmp)
+# The OpenMP build's directory under each CMAKE_PREFIX_PATH entry first (Debian packages unpacked
+# into a prefix: scripts/gpu_deps.sh), then the system's.
+set(GATTN_OPENBLAS_HINTS)
+foreach(prefix ${CMAKE_PREFIX_PATH})
+  list(APPEND GATTN_OPENBLAS_HINTS ${prefix}/lib/x86_64-linux-gnu/openblas-openmp ${prefix}/lib/aarch64-linux-gnu/openblas-openmp)
+endforeach()
 find_library(GATTN_OPENBLAS_LIB NAMES openblas
-  HINTS /usr/lib/x86_64-linux-gnu/openblas-openmp /usr/lib/aarch64-linux-gnu/openblas-openmp
+  HINTS ${GATTN_OPENBLAS_HINTS} /usr/lib/x86_64-linux-gnu/openblas-openmp /usr/lib/aarch64-linux-gnu/openblas-openmp
   NO_DEFAULT_PATH)
 if(NOT GATTN_OPENBLAS_LIB)
   find_library(GATTN_OPENBLAS_LIB NAMES openblas)
@@ -42,14 +59,22 @@ if(NOT GATTN_CUDA STREQUAL "OFF")
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
-    find_library(GATTN_NCCL_LIB NAMES nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/lib/x86_64-linux-gnu)
-    find_path(GATTN_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include)
-    if(NOT GATTN_NCCL_LIB OR NOT GATTN_NCCL_INCLUDE)
-      message(FATAL_ERROR "CUDA toolkit found but NCCL is missing (libnccl / nccl.h)")
+    # NCCL from the toolkit, the system, or PyTorch's pip wheel (nvidia-nccl-*, which ships only
+    # libnccl.so.2): the GPU machines' images have the last.
+    execute_process(COMMAND python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__path__[0] + '/'))"
+      OUTPUT_VARIABLE GATTN_PIP_NCCL OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    find_library(GATTN_NCCL_LIB NAMES nccl libnccl.so.2
+      HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/lib/x86_64-linux-gnu ${GATTN_PIP_NCCL}/lib)
+    find_path(GATTN_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include ${GATTN_PIP_NCCL}/include)
+    set(GATTN_WITH_NCCL OFF)
+    if(GATTN_NCCL_LIB AND GATTN_NCCL_INCLUDE)
+      set(GATTN_WITH_NCCL ON)
+      add_library(gattn::nccl INTERFACE IMPORTED)
+      target_link_libraries(gattn::nccl INTERFACE ${GATTN_NCCL_LIB})
+      target_include_directories(gattn::nccl INTERFACE ${GATTN_NCCL_INCLUDE})
+    else()
+      message(WARNING "gattn: CUDA without NCCL (libnccl / nccl.h not found): the NCCL communicator is disabled")
     endif()
-    add_library(gattn::nccl INTERFACE IMPORTED)
-    target_link_libraries(gattn::nccl INTERFACE ${GATTN_NCCL_LIB})
-    target_include_directories(gattn::nccl INTERFACE ${GATTN_NCCL_INCLUDE})
     set(GATTN_WITH_CUDA ON)
     message(STATUS "gattn: CUDA ${CUDAToolkit_VERSION}, NCCL ${GATTN_NCCL_LIB}")
   elseif(GATTN_CUDA STREQUAL "ON")

@@ -2,7 +2,9 @@
 #ifdef GATTN_WITH_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#ifdef GATTN_WITH_NCCL
 #include <nccl.h>
+#endif
 
 #include <string>
 
@@ -26,11 +28,15 @@ void throw_cublas_error(int status, const char* call, const char* file, int line
 }
 
 void throw_nccl_error(int status, const char* call, const char* file, int line) {
-  const auto r = static_cast<ncclResult_t>(status);
   // NCCL has no name function; its status values are stable, so the number names it.
   std::string name = "ncclResult ";
   name.append(std::to_string(status));
-  throw CudaError(format_cuda_error("NCCL", name, ncclGetErrorString(r), call, file, line), "NCCL", status, call);
+#ifdef GATTN_WITH_NCCL
+  const char* text = ncclGetErrorString(static_cast<ncclResult_t>(status));
+#else
+  const char* text = "(this build has no NCCL)";
+#endif
+  throw CudaError(format_cuda_error("NCCL", name, text, call, file, line), "NCCL", status, call);
 }
 
 }  // namespace gattn::cuda

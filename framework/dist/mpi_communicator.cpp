@@ -3,6 +3,7 @@
 // rank leaves the (possibly shared) cores to the others.
 #include "framework/dist/mpi_communicator.h"
 
+#ifdef GATTN_WITH_MPI
 #include <mpi.h>
 
 #include <chrono>
@@ -172,3 +173,26 @@ void MpiCommunicator::barrier(const std::string& what) {
 }
 
 }  // namespace gattn::dist
+
+#else  // a build without MPI: a launched multi-rank run stops here with one line
+
+namespace gattn::dist {
+
+MpiCommunicator::MpiCommunicator() {
+  throw DistError("dist: this build has no MPI (OpenMPI was not found when gattn was configured); "
+                  "install it (./scripts/setup.sh) and rebuild to run several ranks");
+}
+// Unreachable: no MpiCommunicator can be constructed.
+std::unique_ptr<Work> MpiCommunicator::all_reduce_async(void*, std::int64_t, DType, ReduceOp, const std::string&) {
+  return nullptr;
+}
+void MpiCommunicator::broadcast(void*, std::int64_t, DType, int, const std::string&) {}
+void MpiCommunicator::reduce_scatter(const void*, void*, std::int64_t, DType, ReduceOp, const std::string&) {}
+void MpiCommunicator::all_gather(const void*, void*, std::int64_t, DType, const std::string&) {}
+void MpiCommunicator::barrier(const std::string&) {}
+void MpiCommunicator::broadcast_bytes(void*, std::size_t, int, const std::string&) {}
+void MpiCommunicator::finalize() {}
+
+}  // namespace gattn::dist
+
+#endif

@@ -1,11 +1,11 @@
-// The NCCL communicator (CUDA builds only; elsewhere its factory says the build has no CUDA). The
+// The NCCL communicator (CUDA builds with NCCL only; elsewhere its factory says what the build lacks). The
 // NCCL communicator is non-blocking (ncclConfig_t.blocking = 0): every call may return
 // ncclInProgress and is finished by polling ncclCommGetAsyncError, which is where the deadline sits.
 #include "framework/dist/nccl_communicator.h"
 
 #include "framework/cuda/device.h"
 
-#ifdef GATTN_WITH_CUDA
+#if defined(GATTN_WITH_CUDA) && defined(GATTN_WITH_NCCL)
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -19,7 +19,7 @@
 
 namespace gattn::dist {
 
-#ifdef GATTN_WITH_CUDA
+#if defined(GATTN_WITH_CUDA) && defined(GATTN_WITH_NCCL)
 
 namespace {
 
@@ -240,8 +240,8 @@ std::unique_ptr<Communicator> make_nccl_communicator(MpiCommunicator* bootstrap,
 #else
 
 std::unique_ptr<Communicator> make_nccl_communicator(MpiCommunicator*, const LaunchInfo&, double) {
-  cuda::require_device("the NCCL communicator");  // throws: this build has no CUDA
-  throw DeviceError("the NCCL communicator: this build has no CUDA");
+  cuda::require_device("the NCCL communicator");  // throws when this build has no CUDA
+  throw DeviceError("the NCCL communicator: this build has no NCCL (libnccl was not found when gattn was configured)");
 }
 
 #endif

@@ -45,6 +45,9 @@ Tensor on_device(const std::vector<double>& v) {
 
 TEST(NcclCommunicator, CollectivesOverDeviceBuffers) {
   if (!cuda::compiled_in()) GTEST_SKIP() << "built without CUDA";
+#ifndef GATTN_WITH_NCCL
+  GTEST_SKIP() << "built without NCCL";
+#endif
   if (!cuda::available()) GTEST_SKIP() << "no CUDA device";
   NcclWorld world = make_world();
   dist::Communicator& comm = *world.nccl;
@@ -99,6 +102,9 @@ TEST(NcclCommunicator, CollectivesOverDeviceBuffers) {
 
 TEST(NcclCommunicator, WrongDeviceTensorIsRefused) {
   if (!cuda::compiled_in()) GTEST_SKIP() << "built without CUDA";
+#ifndef GATTN_WITH_NCCL
+  GTEST_SKIP() << "built without NCCL";
+#endif
   if (!cuda::available()) GTEST_SKIP() << "no CUDA device";
   NcclWorld world = make_world();
   Tensor host = Tensor::zeros({4}, DType::f32);
