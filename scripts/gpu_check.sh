@@ -42,7 +42,16 @@ prefix_args=()
 if [[ -d .gpu_deps ]] && ls .gpu_deps/*.deb >/dev/null 2>&1; then
   deps=/tmp/gattn_deps
   mkdir -p "$deps"
-  for f in .gpu_deps/*.deb; do dpkg-deb -x "$f" "$deps" 2>/dev/null || dpkg -x "$f" "$deps"; done
+  unpack_deb() {  # dpkg-deb where the image has it, else the .deb's ar members by hand
+    if command -v dpkg-deb >/dev/null 2>&1; then dpkg-deb -x "$1" "$deps"; return; fi
+    local member; member=$(ar t "$1" | grep '^data\.tar')
+    case "$member" in
+      *.xz) ar p "$1" "$member" | tar -xJ -C "$deps" ;;
+      *.zst) ar p "$1" "$member" | zstd -dc | tar -x -C "$deps" ;;
+      *) ar p "$1" "$member" | tar -x -C "$deps" ;;
+    esac
+  }
+  for f in .gpu_deps/*.deb; do unpack_deb "$f" || echo "gpu_check: could not unpack $f"; done
   multiarch=x86_64-linux-gnu
   # The binaries get these directories as RUNPATH from CMake; LD_LIBRARY_PATH also serves the
   # libraries' own dependencies (OpenBLAS → libgfortran).
