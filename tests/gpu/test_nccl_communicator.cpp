@@ -26,6 +26,19 @@ class MpiFinalizer : public ::testing::Environment {
 };
 const auto* const kFinalizer = ::testing::AddGlobalTestEnvironment(new MpiFinalizer);
 
+// Skips, saying why, without CUDA, without NCCL in the build, or without a device.
+#ifdef GATTN_WITH_NCCL
+#define GATTN_SKIP_WITHOUT_NCCL() (void)0
+#else
+#define GATTN_SKIP_WITHOUT_NCCL() GTEST_SKIP() << "built without NCCL"
+#endif
+#define GATTN_REQUIRE_NCCL_DEVICE()                                          \
+  do {                                                                       \
+    if (!cuda::compiled_in()) GTEST_SKIP() << "built without CUDA";          \
+    GATTN_SKIP_WITHOUT_NCCL();                                               \
+    if (!cuda::available()) GTEST_SKIP() << "no CUDA device";                \
+  } while (0)
+
 struct NcclWorld {
   std::unique_ptr<dist::MpiCommunicator> mpi;
   std::unique_ptr<dist::Communicator> nccl;
@@ -44,11 +57,7 @@ Tensor on_device(const std::vector<double>& v) {
 }
 
 TEST(NcclCommunicator, CollectivesOverDeviceBuffers) {
-  if (!cuda::compiled_in()) GTEST_SKIP() << "built without CUDA";
-#ifndef GATTN_WITH_NCCL
-  GTEST_SKIP() << "built without NCCL";
-#endif
-  if (!cuda::available()) GTEST_SKIP() << "no CUDA device";
+  GATTN_REQUIRE_NCCL_DEVICE();
   NcclWorld world = make_world();
   dist::Communicator& comm = *world.nccl;
   const int n = comm.size(), r = comm.rank();
@@ -101,11 +110,7 @@ TEST(NcclCommunicator, CollectivesOverDeviceBuffers) {
 }
 
 TEST(NcclCommunicator, WrongDeviceTensorIsRefused) {
-  if (!cuda::compiled_in()) GTEST_SKIP() << "built without CUDA";
-#ifndef GATTN_WITH_NCCL
-  GTEST_SKIP() << "built without NCCL";
-#endif
-  if (!cuda::available()) GTEST_SKIP() << "no CUDA device";
+  GATTN_REQUIRE_NCCL_DEVICE();
   NcclWorld world = make_world();
   Tensor host = Tensor::zeros({4}, DType::f32);
   EXPECT_THROW(world.nccl->all_reduce(host, dist::ReduceOp::sum, "host tensor"), DistError);
