@@ -56,6 +56,16 @@ const Kind kKinds[] = {
 struct Inputs {
   Tensor q, k, v, key_bias, forget_cum, pair_row, pair_col, pair_alpha;
   std::vector<Tensor*> all() { return {&q, &k, &v, &key_bias, &forget_cum, &pair_row, &pair_col, &pair_alpha}; }
+  // The gate terms as the op takes them (temperature 1, no noise).
+  ops::AttentionGateTerms terms() const {
+    ops::AttentionGateTerms t;
+    t.key_bias = key_bias;
+    t.forget_cum = forget_cum;
+    t.pair_row = pair_row;
+    t.pair_col = pair_col;
+    t.pair_alpha = pair_alpha;
+    return t;
+  }
 };
 
 // bf16-exact values in [−1, 1] for q, k, v (f32 tensors holding bf16-rounded values), f32 gate terms.
@@ -96,12 +106,7 @@ struct Outcome {
 
 Outcome run_case(const Kind& c, Inputs in, const Tensor& d_out, std::uint64_t noise_seed) {
   Generator gen(noise_seed, 3);
-  ops::AttentionGateTerms terms;
-  terms.key_bias = in.key_bias;
-  terms.forget_cum = in.forget_cum;
-  terms.pair_row = in.pair_row;
-  terms.pair_col = in.pair_col;
-  terms.pair_alpha = in.pair_alpha;
+  ops::AttentionGateTerms terms = in.terms();
   terms.pair_temperature = c.noise ? 0.7 : 1.0;
   if (c.noise) terms.pair_noise = &gen;
   ops::AttentionOptions options;
@@ -240,12 +245,7 @@ TEST(CudaFlashAttention, RowEntropyOutputAndItsGradientsMatchTheCpuOp) {
         const Tensor g_out = frand({B, H, T, d}, seed + 8), g_ent = frand({B, H, T}, seed + 9);
         auto go = [&](Inputs x, DType dtype, Device device) {
           Generator gen(55, 1);
-          ops::AttentionGateTerms terms;
-          terms.key_bias = x.key_bias;
-          terms.forget_cum = x.forget_cum;
-          terms.pair_row = x.pair_row;
-          terms.pair_col = x.pair_col;
-          terms.pair_alpha = x.pair_alpha;
+          ops::AttentionGateTerms terms = x.terms();
           if (c.noise) terms.pair_noise = &gen;
           ops::AttentionOptions options;
           options.window = c.window;
