@@ -43,8 +43,22 @@ target_include_directories(gattn::blas INTERFACE ${GATTN_CBLAS_INCLUDE})
 message(STATUS "gattn: OpenBLAS ${GATTN_OPENBLAS_LIB}")
 
 # CUDA: AUTO compiles it in whenever nvcc is found; GPU tests then skip at run time without a device.
+# GATTN_CUDA_EMULATE instead compiles the CUDA sources with the host compiler against emulation/
+# (the CUDA runtime, cuBLAS, cuBLASLt and one-rank NCCL over host memory, kernels on fibers): every
+# CUDA code path runs on a machine without a GPU. It needs only the toolkit's headers.
 set(GATTN_WITH_CUDA OFF)
-if(NOT GATTN_CUDA STREQUAL "OFF")
+set(GATTN_WITH_NCCL OFF)
+if(GATTN_CUDA_EMULATE)
+  find_path(GATTN_CUDA_INCLUDE cuda_runtime.h HINTS /usr/local/cuda/include ENV CUDA_HOME PATH_SUFFIXES include)
+  if(NOT GATTN_CUDA_INCLUDE)
+    message(FATAL_ERROR "GATTN_CUDA_EMULATE needs the CUDA toolkit's headers (cuda_runtime.h), not found")
+  endif()
+  set(GATTN_WITH_CUDA ON)
+  if(EXISTS ${GATTN_CUDA_INCLUDE}/nccl.h)
+    set(GATTN_WITH_NCCL ON)
+  endif()
+  message(STATUS "gattn: CUDA emulation over the headers in ${GATTN_CUDA_INCLUDE} (NCCL ${GATTN_WITH_NCCL})")
+elseif(NOT GATTN_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)

@@ -20,9 +20,7 @@ Tensor binary_entropy_from_logit(const Tensor& u) {
 
 void accumulate(Tensor& sum, const Tensor& term) { sum = sum.defined() ? sum + term : term; }
 
-void add_gate_moments(ops::GateMoments& m, const Tensor& g) {
-  for (double v : g.to_vector()) m.add(v);
-}
+void add_gate_moments(ops::GateMoments& m, const Tensor& g) { m.merge(ops::gate_moments(g)); }
 
 Tensor switch_balance_loss(const Tensor& probs, const Tensor& selected, std::int64_t top_k) {
   const std::int64_t E = probs.size(-1);

@@ -42,6 +42,10 @@ struct GateMoments {
   double frac_above_0_9() const { return count ? static_cast<double>(above_0_9) / static_cast<double>(count) : 0.0; }
 };
 
+// The moments of every value of g (f32 or f64, any device; ops/reduce.cpp). A CUDA tensor is
+// reduced on the device: a few partial sums cross to the host, not the tensor.
+GateMoments gate_moments(const Tensor& g);
+
 // Sums the forward produces when asked (a by-product, no second pass): SPEC §4's attn_entropy and
 // sink_ratio as sum/count over heads and queries, and for `pair` the moments of G.
 struct AttentionStats {

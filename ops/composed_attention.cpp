@@ -4,7 +4,10 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "framework/autograd/grad_mode.h"
@@ -49,11 +52,27 @@ Tensor pair_noise(Generator& gen, std::int64_t BH, std::int64_t T, const Shape& 
 }  // namespace
 
 Tensor attention_hidden_mask(std::int64_t T, std::int64_t window, Device device) {
+  // A device mask is made once per (T, window) and kept: building it on the host and copying it
+  // from pageable memory on every layer of every step stalled the GPU's stream. Masks are never
+  // written, so sharing one is safe; the cache holds the few shapes a run uses.
+  static std::mutex mu;
+  static std::map<std::tuple<std::int64_t, std::int64_t, Device>, Tensor> cache;
+  const auto key = std::make_tuple(T, window, device);
+  if (device != Device::cpu) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
   std::vector<std::int32_t> hidden(static_cast<std::size_t>(T * T));
   for (std::int64_t i = 0; i < T; ++i)
     for (std::int64_t j = 0; j < T; ++j)
       hidden[static_cast<std::size_t>(i * T + j)] = j > i || (window > 0 && i - j >= window);
-  return Tensor::from_ints(hidden, {T, T}).to(device);
+  Tensor mask = Tensor::from_ints(hidden, {T, T}).to(device);
+  if (device != Device::cpu) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (cache.size() >= 16) cache.clear();
+    cache.emplace(key, mask);
+  }
+  return mask;
 }
 
 AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate,

@@ -96,8 +96,9 @@ AttentionResult composed_from_bf16(const Tensor& q, const Tensor& k, const Tenso
 bool aligned16(const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.raw_data()) % 16 == 0; }
 
 cuda::FlashElem elem_of(const Tensor& t) { return t.dtype() == DType::bf16 ? cuda::FlashElem::bf16 : cuda::FlashElem::f32; }
-const float* f32_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
-float* f32_or_null(Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
+// Device pointers for the kernels: kernel_data, never data(), which is the host's and refuses CUDA
+// tensors (every fused call threw on a GPU before this).
+float* f32_or_null(const Tensor& t) { return t.defined() ? t.kernel_data<float>() : nullptr; }
 
 // What the backward needs, detached (no reference cycle through the outputs).
 struct SavedFlash {
@@ -159,28 +160,30 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
   Tensor row_entropy, row_asum, row_sink;
   cuda::FlashForwardOutputs o;
   o.out = out.raw_data();
-  o.lse = lse.data<float>();
+  o.lse = lse.kernel_data<float>();
   const long long n_qb = cuda::flash_query_blocks(Tn);
   std::vector<cuda::FlashGateMoments> moments;
   cuda::Scratch moments_dev(options.stats && pair ? static_cast<std::size_t>(BH * n_qb) * sizeof(cuda::FlashGateMoments) : 0);
   if (options.stats || options.entropy_output) {
     row_entropy = Tensor::empty(row_shape, DType::f32, Device::cuda);
     row_asum = Tensor::empty(row_shape, DType::f32, Device::cuda);
-    o.row_entropy = row_entropy.data<float>();
-    o.row_asum = row_asum.data<float>();
+    o.row_entropy = row_entropy.kernel_data<float>();
+    o.row_asum = row_asum.kernel_data<float>();
   }
   if (options.stats) {
     row_sink = Tensor::empty(row_shape, DType::f32, Device::cuda);
-    o.row_sink = row_sink.data<float>();
+    o.row_sink = row_sink.kernel_data<float>();
     if (pair) o.gate_moments = moments_dev.as<cuda::FlashGateMoments>();
   }
   cuda::flash_attention_forward(p, o, cuda::stream());
 
   if (options.stats) {
+    // Reduced on the device: two scalars cross to the host, not B·H·T values per layer.
+    autograd::NoGradGuard no_grad;
     AttentionStats st;
-    for (double e : row_entropy.to_vector()) st.entropy_sum += e;
+    st.entropy_sum += sum(row_entropy).item();
     st.entropy_count = BH * Tn;
-    for (double x : row_sink.to_vector()) st.sink_sum += x;  // 0 for i = 0 and where key 0 is hidden
+    st.sink_sum += sum(row_sink).item();  // 0 for i = 0 and where key 0 is hidden
     st.sink_count = BH * (Tn - 1);
     if (pair) {
       moments.resize(static_cast<std::size_t>(BH * n_qb));
@@ -225,12 +228,12 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     set_pointers(p, s);
     cuda::FlashBackwardInputs in;
     in.out = s.out.raw_data();
-    in.lse = s.lse.data<float>();
+    in.lse = s.lse.kernel_data<float>();
     in.d_out = d_out.raw_data();
     if (d_entropy.defined()) {
-      in.d_row_entropy = d_entropy.data<float>();
-      in.row_entropy = s.row_entropy.data<float>();
-      in.row_asum = s.row_asum.data<float>();
+      in.d_row_entropy = d_entropy.kernel_data<float>();
+      in.row_entropy = s.row_entropy.kernel_data<float>();
+      in.row_asum = s.row_asum.kernel_data<float>();
     }
     cuda::FlashBackwardOutputs g;
     g.dq = dq.raw_data();

@@ -17,6 +17,7 @@
 #include <limits>
 #include <string>
 
+#include "ops/attention.h"
 #include "ops/broadcast.h"
 #include "ops/common.h"
 #include "ops/cpu/reduce.h"
@@ -204,6 +205,24 @@ Tensor amax_last(const Tensor& x) {
 #endif
   dispatch_float(x.dtype(), "amax_last", [&]<class T>() { cpu::amax_rows(x.data<T>(), out.data<T>(), rows, cols); });
   return out;
+}
+
+GateMoments gate_moments(const Tensor& g) {
+  GateMoments m;
+#ifdef GATTN_WITH_CUDA
+  if (g.device() == Device::cuda && g.dtype() == DType::f32) {
+    double out[4];
+    cuda::gate_moments_f32(g.kernel_data<float>(), g.numel(), out, cuda::stream());
+    m.sum = out[0];
+    m.sum_sq = out[1];
+    m.count = g.numel();
+    m.below_0_1 = static_cast<std::int64_t>(out[2]);
+    m.above_0_9 = static_cast<std::int64_t>(out[3]);
+    return m;
+  }
+#endif
+  for (double v : g.to_vector()) m.add(v);
+  return m;
 }
 
 }  // namespace gattn::ops

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "framework/io/errors.h"
+#include "ops/elementwise.h"
 
 namespace gattn::dist {
 
@@ -43,8 +44,8 @@ ZeroAdamW::ZeroAdamW(optim::AdamW::NamedParameters params, optim::AdamWOptions o
   shard_buf_ = Tensor::zeros({slots_}, DType::f32, comm_.device());
 }
 
+// Every step below is a tensor op, so the buffers may live on the CPU or on a CUDA device.
 void ZeroAdamW::reduce_scatter_gradients() {
-  float* flat = flat_.data<float>();
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Tensor dst = flat_.alias_rows(flat_ranges_[i].begin, flat_ranges_[i].end);
     const Tensor g = params_[i].second.grad();
@@ -53,12 +54,11 @@ void ZeroAdamW::reduce_scatter_gradients() {
     else
       dst.fill(0.0);  // a parameter without a gradient contributes zeros, as in dist.zero: 0
   }
-  for (std::int64_t k = total_; k < flat_.numel(); ++k) flat[k] = 0.0f;
+  if (total_ < flat_.numel()) flat_.alias_rows(total_, flat_.numel()).fill(0.0);  // the last shard's padding
   comm_.reduce_scatter(flat_.raw_data(), shard_buf_.raw_data(), slots_, DType::f32, ReduceOp::sum,
                        "reduce-scatter of the gradients");
-  const float inv_world = 1.0f / static_cast<float>(comm_.size());
-  float* s = shard_buf_.data<float>();
-  for (std::int64_t k = 0; k < slots_; ++k) s[k] *= inv_world;
+  // The mean: times the f32 1/world, the value the gradients were always scaled by.
+  ops::scale_(shard_buf_, static_cast<double>(1.0f / static_cast<float>(comm_.size())));
   // Each piece's grad is a fresh tensor holding its slice of the mean (the views themselves are
   // not autograd leaves, so nothing else writes into them).
   const auto& owned = shard_opt_->named_parameters();

@@ -47,6 +47,7 @@ struct UpdateCoeffs {
 };
 
 // One pass over p, g, m, v; elements are independent, so threading does not change the result.
+// Built with -ffp-contract=off (CMakeLists.txt): every operation rounds once, as in the CUDA kernel.
 template <class T>
 void adamw_update(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, std::int64_t n,
                   const UpdateCoeffs& c) {

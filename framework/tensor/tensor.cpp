@@ -136,9 +136,13 @@ std::string Tensor::str() const {
   return std::string(dtype_name(dtype())) + shape_str(shape());
 }
 
-void Tensor::check_access(DType want) const {
+void Tensor::check_dtype(DType want) const {
   if (impl().dtype != want)
     throw DTypeError(std::string("Tensor::data: tensor is ") + dtype_name(impl().dtype) + ", accessed as " + dtype_name(want));
+}
+
+void Tensor::check_access(DType want) const {
+  check_dtype(want);
   if (device() != Device::cpu) throw DeviceError("Tensor::data: host access to a " + std::string(device_name(device())) + " tensor");
 }
 
@@ -254,9 +258,7 @@ void Tensor::copy_from(const Tensor& src) {
 
 void Tensor::fill(double value) {
   if (device() != Device::cpu) {
-    // Filled on the host and copied over until ops/cuda has a fill kernel.
-    Tensor host = Tensor::full(shape(), value, dtype());
-    copy_from(host);
+    cuda::fill_device_elements(raw_data(), dtype(), value, static_cast<std::size_t>(numel()));
     return;
   }
   dispatch_any(dtype(), [&]<class T>() {

@@ -70,6 +70,13 @@ class Tensor {
     return static_cast<const T*>(impl().storage->data()) + impl().offset;
   }
   void* raw_data() const;
+  // The typed pointer a kernel takes, wherever the data lives: dispatch code hands it to CUDA (or
+  // CPU) kernels. Checks the dtype only; the host must never dereference it for a CUDA tensor
+  // (data<T>() is the host's accessor, and refuses CUDA tensors).
+  template <class T> T* kernel_data() const {
+    check_dtype(dtype_of<T>());
+    return static_cast<T*>(raw_data());
+  }
   // These three read CUDA tensors too, by copying to the host (a synchronising copy: not for hot loops).
   double item() const;                       // the single value, converted to double
   std::vector<double> to_vector() const;     // all values converted to double
@@ -112,6 +119,7 @@ class Tensor {
 
  private:
   void check_access(DType want) const;
+  void check_dtype(DType want) const;
   std::shared_ptr<TensorImpl> impl_;
 };
 

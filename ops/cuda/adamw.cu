@@ -38,10 +38,10 @@ __global__ void adamw_kernel(LaunchList list, AdamWHyper h) {
   }
 }
 
-void launch(LaunchList& list, const AdamWHyper& h, cudaStream_t stream) {
+void launch_list(LaunchList& list, const AdamWHyper& h, cudaStream_t stream) {
   const long long blocks = list.first_block[list.count];
   if (blocks == 0) return;
-  adamw_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(list, h);
+  launch(adamw_kernel, static_cast<unsigned>(blocks), kThreads, 0, stream, list, h);
   GATTN_CUDA_LAUNCH_CHECK("adamw_kernel");
 }
 
@@ -55,14 +55,14 @@ void adamw_multi_tensor_f32(const std::vector<AdamWTensor>& tensors, const AdamW
     const long long blocks = (t.n + kChunk - 1) / kChunk;
     // A launch ends when its list is full or its grid would exceed the 2^31 − 1 block limit.
     if (list.count == kTensorsPerLaunch || list.first_block[list.count] + blocks > 0x7fffffffLL) {
-      launch(list, hyper, stream);
+      launch_list(list, hyper, stream);
       list.count = 0;
     }
     list.t[list.count] = t;
     list.first_block[list.count + 1] = list.first_block[list.count] + blocks;
     ++list.count;
   }
-  if (list.count > 0) launch(list, hyper, stream);
+  if (list.count > 0) launch_list(list, hyper, stream);
 }
 
 }  // namespace gattn::cuda

@@ -1,9 +1,10 @@
 // Element-type conversion on the device (f32, f64, i32, bf16 in any pair), so Tensor::to(DType)
-// and copy_from never stage a device tensor through the host. Mixed precision casts every GEMM
+// and copy_from never stage a device tensor through the host; and Tensor::fill's kernel. Mixed precision casts every GEMM
 // operand with it, so it is a plain grid-stride kernel, memory bound, vectorised by the compiler.
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "framework/cuda/copy.h"
 #include "framework/tensor/bf16.h"
@@ -34,21 +35,46 @@ __global__ void convert_kernel(D* __restrict__ dst, const S* __restrict__ src, l
   GATTN_GRID_STRIDE(i, n) dst[i] = convert_one<S, D>(src[i]);
 }
 
-template <class S, class D> void launch(void* dst, const void* src, long long n) {
-  convert_kernel<S, D><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
+template <class S, class D> void launch_convert(void* dst, const void* src, long long n) {
+  launch(convert_kernel<S, D>, grid_for(n), kThreads, 0, stream(), static_cast<D*>(dst), static_cast<const S*>(src), n);
   GATTN_CUDA_LAUNCH_CHECK("convert_kernel");
 }
 
 template <class S> void launch_from(void* dst, DType dst_type, const void* src, long long n) {
   switch (dst_type) {
-    case DType::f32: return launch<S, float>(dst, src, n);
-    case DType::f64: return launch<S, double>(dst, src, n);
-    case DType::i32: return launch<S, std::int32_t>(dst, src, n);
-    case DType::bf16: return launch<S, bf16>(dst, src, n);
+    case DType::f32: return launch_convert<S, float>(dst, src, n);
+    case DType::f64: return launch_convert<S, double>(dst, src, n);
+    case DType::i32: return launch_convert<S, std::int32_t>(dst, src, n);
+    case DType::bf16: return launch_convert<S, bf16>(dst, src, n);
   }
 }
 
+// Every element of dst set to one bit pattern (2, 4 or 8 bytes).
+template <class U>
+__global__ void fill_pattern_kernel(U* dst, U pattern, long long n) {
+  GATTN_GRID_STRIDE(i, n) dst[i] = pattern;
+}
+
+template <class U, class V> void launch_fill(void* dst, V value, long long n) {
+  U pattern;
+  static_assert(sizeof(U) == sizeof(V));
+  std::memcpy(&pattern, &value, sizeof pattern);
+  launch(fill_pattern_kernel<U>, grid_for(n), kThreads, 0, stream(), static_cast<U*>(dst), pattern, n);
+  GATTN_CUDA_LAUNCH_CHECK("fill_pattern_kernel");
+}
+
 }  // namespace
+
+void fill_device_elements(void* dst, DType type, double value, std::size_t n) {
+  if (n == 0) return;
+  const auto count = static_cast<long long>(n);
+  switch (type) {
+    case DType::f32: return launch_fill<std::uint32_t>(dst, static_cast<float>(value), count);
+    case DType::f64: return launch_fill<std::uint64_t>(dst, value, count);
+    case DType::i32: return launch_fill<std::uint32_t>(dst, static_cast<std::int32_t>(value), count);
+    case DType::bf16: return launch_fill<std::uint16_t>(dst, float_to_bf16(static_cast<float>(value)).bits, count);
+  }
+}
 
 void convert_device_elements(void* dst, DType dst_type, const void* src, DType src_type, std::size_t n) {
   if (n == 0) return;

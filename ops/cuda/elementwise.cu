@@ -81,9 +81,9 @@ bool is_dense(const StridedIndex& p) { return p.rank == 1 && p.sa[0] == 1 && p.s
 template <BinaryOp Op>
 void launch_binary(const StridedIndex& p, long long n, const float* a, const float* b, float* out, cudaStream_t s) {
   if (is_dense(p))
-    dense_binary_kernel<Op><<<grid_for(n), kThreads, 0, s>>>(n, a, b, out);
+    launch(dense_binary_kernel<Op>, grid_for(n), kThreads, 0, s, n, a, b, out);
   else
-    broadcast_binary_kernel<Op><<<grid_for(n), kThreads, 0, s>>>(p, n, a, b, out);
+    launch(broadcast_binary_kernel<Op>, grid_for(n), kThreads, 0, s, p, n, a, b, out);
   GATTN_CUDA_LAUNCH_CHECK("broadcast_binary_kernel");
 }
 
@@ -103,38 +103,38 @@ void broadcast_binary_f32(BinaryOp op, const StridedIndex& plan, long long numel
 void broadcast_scale_f32(const StridedIndex& plan, long long numel, const float* src, float scale, float* out,
                          CUstream_st* stream) {
   if (numel <= 0) return;
-  broadcast_scale_kernel<<<grid_for(numel), kThreads, 0, stream>>>(plan, numel, src, scale, out);
+  launch(broadcast_scale_kernel, grid_for(numel), kThreads, 0, stream, plan, numel, src, scale, out);
   GATTN_CUDA_LAUNCH_CHECK("broadcast_scale_kernel");
 }
 
 void masked_fill_f32(const StridedIndex& plan, long long numel, const float* x, const int* mask, float value, float* out,
                      CUstream_st* stream) {
   if (numel <= 0) return;
-  masked_fill_kernel<<<grid_for(numel), kThreads, 0, stream>>>(plan, numel, x, mask, value, out);
+  launch(masked_fill_kernel, grid_for(numel), kThreads, 0, stream, plan, numel, x, mask, value, out);
   GATTN_CUDA_LAUNCH_CHECK("masked_fill_kernel");
 }
 
 void affine_f32(const float* x, float* y, long long n, float scale, float shift, CUstream_st* stream) {
   if (n <= 0) return;
-  affine_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n, scale, shift);
+  launch(affine_kernel, grid_for(n), kThreads, 0, stream, x, y, n, scale, shift);
   GATTN_CUDA_LAUNCH_CHECK("affine_kernel");
 }
 
 void axpy_f32(float* y, float alpha, const float* x, long long n, CUstream_st* stream) {
   if (n <= 0) return;
-  axpy_kernel<<<grid_for(n), kThreads, 0, stream>>>(y, alpha, x, n);
+  launch(axpy_kernel, grid_for(n), kThreads, 0, stream, y, alpha, x, n);
   GATTN_CUDA_LAUNCH_CHECK("axpy_kernel");
 }
 
 void fill_f32(float* y, float value, long long n, CUstream_st* stream) {
   if (n <= 0) return;
-  fill_kernel<<<grid_for(n), kThreads, 0, stream>>>(y, value, n);
+  launch(fill_kernel, grid_for(n), kThreads, 0, stream, y, value, n);
   GATTN_CUDA_LAUNCH_CHECK("fill_kernel");
 }
 
 void fill_rows_f32(float* y, long long rows, long long cols, const float* row, CUstream_st* stream) {
   if (rows <= 0 || cols <= 0) return;
-  fill_rows_kernel<<<grid_for(rows * cols), kThreads, 0, stream>>>(y, rows, cols, row);
+  launch(fill_rows_kernel, grid_for(rows * cols), kThreads, 0, stream, y, rows, cols, row);
   GATTN_CUDA_LAUNCH_CHECK("fill_rows_kernel");
 }
 

@@ -57,14 +57,14 @@ __global__ void backward_kernel(const float* g, const int* idx, float* dw, long 
 
 void embedding_forward_f32(const float* weight, const int* idx, float* out, long long n, long long C, CUstream_st* stream) {
   if (n <= 0 || C <= 0) return;
-  forward_kernel<<<grid_for(n * C), kThreads, 0, stream>>>(weight, idx, out, n, C);
+  launch(forward_kernel, grid_for(n * C), kThreads, 0, stream, weight, idx, out, n, C);
   GATTN_CUDA_LAUNCH_CHECK("embedding forward_kernel");
 }
 
 void embedding_backward_f32(const float* g, const int* idx, float* dweight, long long n, long long V, long long C,
                             CUstream_st* stream) {
   if (V <= 0 || C <= 0) return;
-  backward_kernel<<<row_grid(V), kTile, 0, stream>>>(g, idx, dweight, n, V, C);
+  launch(backward_kernel, row_grid(V), kTile, 0, stream, g, idx, dweight, n, V, C);
   GATTN_CUDA_LAUNCH_CHECK("embedding backward_kernel");
 }
 

@@ -28,11 +28,11 @@ void launch_bwd(const FlashParams& p, const FlashBackwardInputs& in, const Flash
   const unsigned blocks = static_cast<unsigned>((p.T + kBlockRows - 1) / kBlockRows);
   auto* dkdv = flash_bwd_dkdv_kernel<D, In>;
   set_smem(dkdv, smem);
-  dkdv<<<dim3(blocks, heads), kThreads, smem, stream>>>(p, in, g, Drow);
+  launch(dkdv, dim3(blocks, heads), kThreads, smem, stream, p, in, g, Drow);
   GATTN_CUDA_LAUNCH_CHECK("flash_bwd_dkdv_kernel");
   auto* dq = flash_bwd_dq_kernel<D, In>;
   set_smem(dq, smem);
-  dq<<<dim3(blocks, heads), kThreads, smem, stream>>>(p, in, g, Drow);
+  launch(dq, dim3(blocks, heads), kThreads, smem, stream, p, in, g, Drow);
   GATTN_CUDA_LAUNCH_CHECK("flash_bwd_dq_kernel");
 }
 
@@ -44,7 +44,7 @@ void dispatch_bwd(const FlashParams& p, const FlashBackwardInputs& in, const Fla
   const int threads = 256;
   const long long want = (rows + threads / 32 - 1) / (threads / 32);
   const unsigned grid = static_cast<unsigned>(want < 65535 * 16 ? want : 65535 * 16);
-  flash_bwd_rowdot_kernel<In><<<grid, threads, 0, stream>>>(static_cast<const In*>(in.out), static_cast<const In*>(in.d_out),
+  launch(flash_bwd_rowdot_kernel<In>, grid, threads, 0, stream, static_cast<const In*>(in.out), static_cast<const In*>(in.d_out),
                                                             in, Drow.as<float>(), rows, static_cast<int>(p.d));
   GATTN_CUDA_LAUNCH_CHECK("flash_bwd_rowdot_kernel");
   switch (p.d) {

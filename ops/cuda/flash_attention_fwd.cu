@@ -20,7 +20,7 @@ void launch_fwd(const FlashParams& p, const FlashForwardOutputs& o, CUstream_st*
   if (smem > 48 * 1024)
     GATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const dim3 grid(static_cast<unsigned>(flash_query_blocks(p.T)), static_cast<unsigned>(p.B * p.H));
-  kernel<<<grid, kThreads, smem, stream>>>(p, o);
+  launch(kernel, grid, kThreads, smem, stream, p, o);
   GATTN_CUDA_LAUNCH_CHECK("flash_fwd_kernel");
 }
 

@@ -28,9 +28,9 @@ long long first_bad_index_i32(const int* idx, long long n, long long limit, int 
   if (n <= 0) return -1;
   Scratch result(sizeof(unsigned long long));
   auto* r = result.as<unsigned long long>();
-  init_kernel<<<1, 1, 0, stream>>>(r, static_cast<unsigned long long>(n));
+  launch(init_kernel, 1, 1, 0, stream, r, static_cast<unsigned long long>(n));
   GATTN_CUDA_LAUNCH_CHECK("index_check init_kernel");
-  scan_kernel<<<grid_for(n), kThreads, 0, stream>>>(idx, n, limit, allowed, has_allowed, r);
+  launch(scan_kernel, grid_for(n), kThreads, 0, stream, idx, n, limit, allowed, has_allowed, r);
   GATTN_CUDA_LAUNCH_CHECK("index_check scan_kernel");
   unsigned long long host = 0;
   GATTN_CUDA_CHECK(cudaMemcpyAsync(&host, r, sizeof host, cudaMemcpyDeviceToHost, stream));

@@ -1,13 +1,31 @@
-// Launch helpers shared by the .cu files: grid sizes for grid-stride loops and the check after a
-// launch. Only nvcc-compiled sources include this.
+// Launch helpers shared by the .cu files: the launch itself, grid sizes for grid-stride loops and
+// the check after a launch. Only the .cu files include this (compiled by nvcc, or by the host
+// compiler in the emulation build, where emulation/kernel_model.h is force-included first).
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <utility>
+
 #include "framework/cuda/error.h"
+#ifdef GATTN_CUDA_EMULATE
+#include "emulation/launch.h"
+#endif
 
 namespace gattn::cuda {
 
 constexpr int kThreads = 256;
+
+// kernel<<<grid, block, shared_bytes, stream>>>(args…), written as a call so that the emulation
+// build, whose compiler has no launch syntax, runs the same line through its fiber scheduler.
+template <class... P, class... A>
+inline void launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t stream, A&&... args) {
+#ifdef GATTN_CUDA_EMULATE
+  ::gattn::emu::launch(kernel, grid, block, shared_bytes, stream, std::forward<A>(args)...);
+#else
+  kernel<<<grid, block, shared_bytes, stream>>>(std::forward<A>(args)...);
+#endif
+}
 
 // Blocks for a grid-stride loop over n items: enough to fill an H100/H200 many times over, capped
 // so the grid size never overflows (the loops stride over the rest).

@@ -106,24 +106,31 @@ long long param_chunks(long long rows, long long C) {
 void layer_norm_forward_f32(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
                             long long rows, long long C, double eps, CUstream_st* stream) {
   if (rows <= 0 || C <= 0) return;
-  forward_kernel<<<row_grid(rows), row_threads(C), 0, stream>>>(x, w, b, y, mean, rstd, rows, C, static_cast<float>(eps));
+  launch(forward_kernel, row_grid(rows), row_threads(C), 0, stream, x, w, b, y, mean, rstd, rows, C, static_cast<float>(eps));
   GATTN_CUDA_LAUNCH_CHECK("layer_norm forward_kernel");
 }
 
 void layer_norm_backward_f32(const float* x, const float* w, const float* mean, const float* rstd, const float* g,
                              float* dx, float* dw, float* db, long long rows, long long C, CUstream_st* stream) {
-  if (rows <= 0 || C <= 0) return;
+  if (C <= 0) return;
+  if (rows <= 0) {
+    // No rows: the parameter gradients are empty sums, zeros as the CPU kernel writes them.
+    const auto bytes = static_cast<std::size_t>(C) * sizeof(float);
+    if (dw) GATTN_CUDA_CHECK(cudaMemsetAsync(dw, 0, bytes, stream));
+    if (db) GATTN_CUDA_CHECK(cudaMemsetAsync(db, 0, bytes, stream));
+    return;
+  }
   if (dx) {
-    dx_kernel<<<row_grid(rows), row_threads(C), 0, stream>>>(x, w, mean, rstd, g, dx, rows, C);
+    launch(dx_kernel, row_grid(rows), row_threads(C), 0, stream, x, w, mean, rstd, g, dx, rows, C);
     GATTN_CUDA_LAUNCH_CHECK("layer_norm dx_kernel");
   }
   if (dw || db) {
     const long long chunks = param_chunks(rows, C);
     Scratch partial(static_cast<std::size_t>(2 * chunks * C) * sizeof(float));
-    param_partial_kernel<<<grid_for(chunks * C), kThreads, 0, stream>>>(x, mean, rstd, g, partial.as<float>(), rows, C,
-                                                                        chunks);
+    launch(param_partial_kernel, grid_for(chunks * C), kThreads, 0, stream, x, mean, rstd, g, partial.as<float>(), rows, C,
+           chunks);
     GATTN_CUDA_LAUNCH_CHECK("layer_norm param_partial_kernel");
-    param_finish_kernel<<<grid_for(C), kThreads, 0, stream>>>(partial.as<float>(), dw, db, C, chunks);
+    launch(param_finish_kernel, grid_for(C), kThreads, 0, stream, partial.as<float>(), dw, db, C, chunks);
     GATTN_CUDA_LAUNCH_CHECK("layer_norm param_finish_kernel");
   }
 }

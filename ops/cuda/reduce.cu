@@ -5,7 +5,9 @@
 // bias gradient of a linear layer).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/launch.cuh"
@@ -91,12 +93,30 @@ __global__ void cumsum_kernel(const float* x, float* y, long long outer, long lo
   }
 }
 
+// Partial gate statistics of one block: Σg, Σg², #(g < 0.1), #(g > 0.9) over its grid-stride
+// share, in double, reduced by the block's fixed tree; partial[block·4 + k].
+__global__ void gate_moments_kernel(const float* g, long long n, double* partial) {
+  __shared__ double scratch[kThreads];
+  double acc[4] = {0.0, 0.0, 0.0, 0.0};
+  GATTN_GRID_STRIDE(i, n) {
+    const double v = g[i];
+    acc[0] += v;
+    acc[1] += v * v;
+    acc[2] += v < 0.1 ? 1.0 : 0.0;
+    acc[3] += v > 0.9 ? 1.0 : 0.0;
+  }
+  for (int k = 0; k < 4; ++k) {
+    const double total = block_sum(acc[k], scratch);
+    if (threadIdx.x == 0) partial[blockIdx.x * 4 + k] = total;
+  }
+}
+
 }  // namespace
 
 void cumsum_lines_f32(const float* x, float* y, long long outer, long long n, long long inner, bool reverse,
                       CUstream_st* stream) {
   if (outer <= 0 || n <= 0 || inner <= 0) return;
-  cumsum_kernel<<<grid_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, n, inner, reverse);
+  launch(cumsum_kernel, grid_for(outer * inner), kThreads, 0, stream, x, y, outer, n, inner, reverse);
   GATTN_CUDA_LAUNCH_CHECK("cumsum_kernel");
 }
 
@@ -110,21 +130,36 @@ void sum_blocks_f32(const float* x, float* out, long long outer, long long R, lo
   if (inner == 1) {
     const long long jobs = outer * chunks;
     const unsigned grid = static_cast<unsigned>(jobs < 65535LL * 16 ? jobs : 65535LL * 16);
-    partial_rows_kernel<<<grid, kThreads, 0, stream>>>(x, p, outer, R, chunks);
+    launch(partial_rows_kernel, grid, kThreads, 0, stream, x, p, outer, R, chunks);
     GATTN_CUDA_LAUNCH_CHECK("partial_rows_kernel");
   } else {
-    partial_cols_kernel<<<grid_for(outputs * chunks), kThreads, 0, stream>>>(x, p, outer, R, inner, chunks);
+    launch(partial_cols_kernel, grid_for(outputs * chunks), kThreads, 0, stream, x, p, outer, R, inner, chunks);
     GATTN_CUDA_LAUNCH_CHECK("partial_cols_kernel");
   }
-  finish_kernel<<<grid_for(outputs), kThreads, 0, stream>>>(p, out, outputs, chunks, divisor);
+  launch(finish_kernel, grid_for(outputs), kThreads, 0, stream, p, out, outputs, chunks, divisor);
   GATTN_CUDA_LAUNCH_CHECK("finish_kernel");
 }
 
 void amax_rows_f32(const float* x, float* out, long long rows, long long cols, CUstream_st* stream) {
   if (rows <= 0) return;
   const unsigned grid = static_cast<unsigned>(rows < 65535LL * 16 ? rows : 65535LL * 16);
-  amax_rows_kernel<<<grid, kThreads, 0, stream>>>(x, out, rows, cols);
+  launch(amax_rows_kernel, grid, kThreads, 0, stream, x, out, rows, cols);
   GATTN_CUDA_LAUNCH_CHECK("amax_rows_kernel");
+}
+
+void gate_moments_f32(const float* g, long long n, double out[4], CUstream_st* stream) {
+  out[0] = out[1] = out[2] = out[3] = 0.0;
+  if (n <= 0) return;
+  // Few blocks: their partials are what crosses to the host.
+  const unsigned blocks = std::min(grid_for(n), 128u);
+  Scratch partial(static_cast<std::size_t>(blocks) * 4 * sizeof(double));
+  launch(gate_moments_kernel, blocks, kThreads, 0, stream, g, n, partial.as<double>());
+  GATTN_CUDA_LAUNCH_CHECK("gate_moments_kernel");
+  std::vector<double> host(static_cast<std::size_t>(blocks) * 4);
+  GATTN_CUDA_CHECK(cudaMemcpyAsync(host.data(), partial.as<double>(), host.size() * sizeof(double), cudaMemcpyDeviceToHost, stream));
+  GATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (unsigned b = 0; b < blocks; ++b)
+    for (int k = 0; k < 4; ++k) out[k] += host[b * 4 + static_cast<unsigned>(k)];
 }
 
 }  // namespace gattn::cuda

@@ -19,4 +19,8 @@ void amax_rows_f32(const float* x, float* out, long long rows, long long cols, C
 void cumsum_lines_f32(const float* x, float* y, long long outer, long long n, long long inner, bool reverse,
                       CUstream_st* stream);
 
+// The gate statistics' moments of n values: out = {Σg, Σg², #(g < 0.1), #(g > 0.9)}, reduced on the
+// device so only a few partials cross to the host (synchronises the stream).
+void gate_moments_f32(const float* g, long long n, double out[4], CUstream_st* stream);
+
 }  // namespace gattn::cuda

@@ -1,8 +1,10 @@
 // CUDA, cuBLAS and NCCL versions and device discovery. Linking cuBLAS and NCCL here proves in CI
-// that the CUDA build is complete even on machines without a GPU.
+// that the CUDA build is complete even on machines without a GPU (NCCL only where the build has it).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#ifdef GATTN_WITH_NCCL
 #include <nccl.h>
+#endif
 
 #include "ops/cuda/runtime_info.h"
 
@@ -15,10 +17,14 @@ std::string toolkit_version() {
 }
 
 std::string nccl_version() {
+#ifndef GATTN_WITH_NCCL
+  return "no";
+#else
   int v = 0;
   if (ncclGetVersion(&v) != ncclSuccess) return "no";
   // NCCL >= 2.9 encodes major*10000 + minor*100 + patch.
   return std::to_string(v / 10000) + "." + std::to_string((v % 10000) / 100) + "." + std::to_string(v % 100);
+#endif
 }
 
 std::string cublas_version() {

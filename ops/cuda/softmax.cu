@@ -68,26 +68,26 @@ __global__ void log_softmax_backward_kernel(const float* y, const float* g, floa
 
 void softmax_forward_f32(const float* x, float* y, long long rows, long long C, CUstream_st* stream) {
   if (rows <= 0 || C <= 0) return;
-  softmax_forward_kernel<<<row_grid(rows), row_threads(C), 0, stream>>>(x, y, rows, C);
+  launch(softmax_forward_kernel, row_grid(rows), row_threads(C), 0, stream, x, y, rows, C);
   GATTN_CUDA_LAUNCH_CHECK("softmax_forward_kernel");
 }
 
 void log_softmax_forward_f32(const float* x, float* y, long long rows, long long C, CUstream_st* stream) {
   if (rows <= 0 || C <= 0) return;
-  log_softmax_forward_kernel<<<row_grid(rows), row_threads(C), 0, stream>>>(x, y, rows, C);
+  launch(log_softmax_forward_kernel, row_grid(rows), row_threads(C), 0, stream, x, y, rows, C);
   GATTN_CUDA_LAUNCH_CHECK("log_softmax_forward_kernel");
 }
 
 void softmax_backward_f32(const float* y, const float* g, float* dx, long long rows, long long C, CUstream_st* stream) {
   if (rows <= 0 || C <= 0) return;
-  softmax_backward_kernel<<<row_grid(rows), row_threads(C), 0, stream>>>(y, g, dx, rows, C);
+  launch(softmax_backward_kernel, row_grid(rows), row_threads(C), 0, stream, y, g, dx, rows, C);
   GATTN_CUDA_LAUNCH_CHECK("softmax_backward_kernel");
 }
 
 void log_softmax_backward_f32(const float* y, const float* g, float* dx, long long rows, long long C,
                               CUstream_st* stream) {
   if (rows <= 0 || C <= 0) return;
-  log_softmax_backward_kernel<<<row_grid(rows), row_threads(C), 0, stream>>>(y, g, dx, rows, C);
+  launch(log_softmax_backward_kernel, row_grid(rows), row_threads(C), 0, stream, y, g, dx, rows, C);
   GATTN_CUDA_LAUNCH_CHECK("log_softmax_backward_kernel");
 }
 

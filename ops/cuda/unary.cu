@@ -89,7 +89,7 @@ struct LaunchForward {
   cudaStream_t s;
   template <UnaryOp Op>
   void operator()() const {
-    forward_kernel<Op><<<grid_for(n), kThreads, 0, s>>>(x, y, n);
+    launch(forward_kernel<Op>, grid_for(n), kThreads, 0, s, x, y, n);
   }
 };
 
@@ -101,7 +101,7 @@ struct LaunchBackward {
   cudaStream_t s;
   template <UnaryOp Op>
   void operator()() const {
-    backward_kernel<Op><<<grid_for(n), kThreads, 0, s>>>(g, saved, dx, n);
+    launch(backward_kernel<Op>, grid_for(n), kThreads, 0, s, g, saved, dx, n);
   }
 };
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -56,9 +57,16 @@ inline ::testing::AssertionResult cuda_matches_cpu(const std::function<Tensor(co
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].dtype() == DType::i32) continue;
     Tensor gc = cpu_in[i].grad(), gg = gpu_in[i].grad();
-    if (gc.defined() != gg.defined())
-      return ::testing::AssertionFailure() << "input " << i << ": gradient defined on one device only";
-    if (!gc.defined()) continue;
+    if (!gc.defined() && !gg.defined()) continue;
+    // An input the output does not depend on: one graph may leave its gradient undefined while
+    // the other's fused backward writes zeros (the row entropy does not depend on v). Both say 0.
+    if (gc.defined() != gg.defined()) {
+      const Tensor& g = gc.defined() ? gc : gg;
+      for (double x : g.to_vector())
+        if (x != 0.0)
+          return ::testing::AssertionFailure() << "input " << i << ": gradient defined on one device only, and not zero";
+      continue;
+    }
     if (gg.device() != Device::cuda) return ::testing::AssertionFailure() << "input " << i << ": gradient left the GPU";
     if (auto r = all_close(gg, gc, grad_tol.atol, grad_tol.rtol); !r)
       return ::testing::AssertionFailure() << "gradient of input " << i << ": " << r.message();
@@ -85,10 +93,12 @@ inline Tensor frand(const Shape& shape, std::uint64_t seed, double low = -1.0, d
   return rand(shape, seed, low, high, DType::f32);
 }
 
-// Bitwise equality of two tensors (any devices).
+// Bitwise equality of two tensors (any devices). The bytes, not the values: NaN never equals NaN,
+// so comparing values failed every tensor holding one (the emulation build's first run found it).
 inline bool same_bits(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  return a.to(Device::cpu).to_vector() == b.to(Device::cpu).to_vector();
+  const Tensor ha = a.to(Device::cpu), hb = b.to(Device::cpu);
+  return std::memcmp(ha.raw_data(), hb.raw_data(), static_cast<std::size_t>(ha.numel()) * dtype_size(ha.dtype())) == 0;
 }
 
 }  // namespace gattn::test

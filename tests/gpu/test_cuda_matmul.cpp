@@ -3,6 +3,9 @@
 // bounds. Skips without a device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "cuda_test_util.h"
 #include "ops/matmul.h"
 
@@ -12,6 +15,7 @@ namespace {
 using test::cuda_matches_cpu;
 using test::ExactF32;
 using test::frand;
+using test::Tolerance;
 
 struct MatmulCase {
   Shape a, b;
@@ -83,10 +87,19 @@ TEST(CudaMatmul, LinearGeluMatchesTheCpuComposition) {
   for (const auto& [xs, out_f] : std::vector<std::pair<Shape, std::int64_t>>{{{7, 33}, 5}, {{2, 9, 64}, 256}, {{2, 9, 65}, 130}, {{300, 48}, 3072}}) {
     const std::int64_t in_f = xs.back();
     const Tensor x = frand(xs, 97, -2, 2), w = frand({out_f, in_f}, 98), b = frand({out_f}, 99);
+    // cuBLASLt's GELU epilogue is the tanh form, and the hardware may evaluate tanh with
+    // tanh.approx.f32 (relative error up to 2^-10.99): GELU(z) = ½z(1 + tanh(u)) is then off by up to
+    // ½|z|·2^-11 = |z|·2^-12. So the output's bound scales with the largest pre-activation; the
+    // gradients use gattn's own GELU derivative on the exact saved pre-activation and keep theirs.
+    auto out_tol = [&](const Tensor& bias) {
+      double z_max = 0;
+      for (double z : ops::linear(x, w, bias).to_vector()) z_max = std::max(z_max, std::abs(z));
+      return Tolerance{1e-5 + z_max * 0x1p-12, 1e-5};
+    };
     EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::linear_gelu(in[0], in[1], in[2]); }, {x, w, b},
-                                 {1e-5, 1e-5}, {2e-5, 1e-5}))
+                                 out_tol(b), {2e-5, 1e-5}))
         << shape_str(xs) << " -> " << out_f;
-    EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::linear_gelu(in[0], in[1]); }, {x, w}, {1e-5, 1e-5},
+    EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::linear_gelu(in[0], in[1]); }, {x, w}, out_tol(Tensor()),
                                  {2e-5, 1e-5}))
         << shape_str(xs) << " -> " << out_f << " without bias";
   }

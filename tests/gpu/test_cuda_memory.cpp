@@ -14,7 +14,9 @@
 #ifdef GATTN_WITH_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#ifdef GATTN_WITH_NCCL
 #include <nccl.h>
+#endif
 
 #include "framework/cuda/error.h"
 #include "framework/cuda/pinned_buffer.h"
@@ -128,6 +130,7 @@ TEST(CudaErrors, AFailingRuntimeCallThrowsCudaErrorNamingTheCall) {
 }
 
 TEST(CudaErrors, NcclAndCublasStatusesBecomeCudaErrors) {
+#ifdef GATTN_WITH_NCCL
   try {
     GATTN_NCCL_CHECK(ncclGetVersion(nullptr));
     FAIL() << "expected CudaError";
@@ -135,6 +138,7 @@ TEST(CudaErrors, NcclAndCublasStatusesBecomeCudaErrors) {
     EXPECT_EQ(e.library(), "NCCL");
     EXPECT_NE(std::string(e.what()).find("in ncclGetVersion(nullptr) at"), std::string::npos) << e.what();
   }
+#endif
   try {
     GATTN_CUBLAS_CHECK(cublasDestroy(nullptr));
     FAIL() << "expected CudaError";

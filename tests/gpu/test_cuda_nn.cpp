@@ -56,6 +56,15 @@ TEST(CudaNn, LayerNormMatchesCpuWithAndWithoutAffine) {
   }
 }
 
+// No rows: the weight and bias gradients are empty sums, zeros as on the CPU (the kernel used to
+// return early and leave them uninitialised).
+TEST(CudaNn, LayerNormOfNoRowsGivesZeroParameterGradients) {
+  GATTN_REQUIRE_DEVICE();
+  const Tensor x = Tensor::zeros({0, 24}, DType::f32);
+  const Tensor w = frand({24}, 70, 0.5, 1.5), b = frand({24}, 71, -0.5, 0.5);
+  EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::layer_norm(in[0], in[1], in[2]); }, {x, w, b}));
+}
+
 TEST(CudaNn, CrossEntropyMatchesCpuWithIgnoredRows) {
   GATTN_REQUIRE_DEVICE();
   for (const auto& [rows, V] : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {7, 33}, {64, 1000}, {3, 50257}}) {

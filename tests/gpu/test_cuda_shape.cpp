@@ -2,6 +2,8 @@
 // they only move elements, so the results and gradients are exact. Skips without a device.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "cuda_test_util.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
@@ -39,6 +41,18 @@ TEST(CudaShape, SliceSplitConcatMatchCpu) {
   EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::concat({in[0], in[1], in[0]}, 1); }, {x, y}, kExact, kExact));
   EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::reshape(ops::unsqueeze(in[0], 0), {-1, 3}); }, {y}, kExact,
                                kExact));
+}
+
+// Rows wider than the copy engine's maximum pitch take the copy kernel instead of cudaMemcpy2D.
+// Real pitches need rows past 2 GiB; the emulation build lowers its reported limit to 64 bytes
+// (GATTN_EMU_MAX_PITCH), which a real device ignores, so there this repeats the 2-D copy path.
+TEST(CudaShape, AxisCopiesWiderThanTheMaximumPitchStillMatchCpu) {
+  GATTN_REQUIRE_DEVICE();
+  setenv("GATTN_EMU_MAX_PITCH", "64", 1);
+  const Tensor x = frand({4, 40, 3}, 104), y = frand({4, 9, 3}, 105);
+  EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::slice(in[0], 1, 5, 38); }, {x}, kExact, kExact));
+  EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::concat({in[0], in[1]}, 1); }, {x, y}, kExact, kExact));
+  unsetenv("GATTN_EMU_MAX_PITCH");
 }
 
 TEST(CudaShape, ConcatAcrossDevicesIsAClearError) {

@@ -12,8 +12,12 @@
 #include "framework/dist/launch_env.h"
 #include "framework/dist/mpi_communicator.h"
 #include "framework/dist/nccl_communicator.h"
+#include "framework/dist/zero_adamw.h"
+#include "framework/optim/adamw.h"
+#include "framework/tensor/random.h"
 #include "framework/tensor/tensor.h"
 #include "ops/cuda/runtime_info.h"
+#include "test_util.h"
 
 namespace gattn {
 namespace {
@@ -107,6 +111,43 @@ TEST(NcclCommunicator, CollectivesOverDeviceBuffers) {
   comm.barrier("test barrier");
   // Host values (losses, flags) go through a device copy.
   EXPECT_EQ(comm.all_reduce_host({1.0, static_cast<double>(r)}, dist::ReduceOp::sum, "test host")[0], n);
+}
+
+// ZeRO-1 over device buffers: its flat gradient buffer, padding and mean are tensor ops (they used
+// to be host loops over data<float>(), which refuse CUDA tensors). Every rank's gradient is the
+// same, so the mean is that gradient and the result is one CPU AdamW's.
+TEST(NcclCommunicator, ZeroAdamWOnDeviceBuffersMatchesTheCpuAdamW) {
+  GATTN_REQUIRE_NCCL_DEVICE();
+  NcclWorld world = make_world();
+  optim::AdamWOptions o;
+  o.lr = 1e-2;
+  o.schedule.kind = "constant";
+  o.weight_decay = 0.1;
+  o.grad_clip = 0.5;
+  const std::vector<std::pair<std::string, Shape>> shapes = {{"w", {13, 7}}, {"b", {5}}};  // 96 elements: padding for most worlds
+  optim::AdamW::NamedParameters cpu_params, gpu_params;
+  std::uint64_t seed = 500;
+  for (const auto& [name, shape] : shapes) {
+    const Tensor p = test::rand(shape, ++seed, -1.0, 1.0, DType::f32);
+    cpu_params.emplace_back(name, p.clone());
+    gpu_params.emplace_back(name, p.to(Device::cuda).detach());
+  }
+  optim::AdamW cpu_opt(cpu_params, o);
+  dist::ZeroAdamW zero(gpu_params, o, *world.nccl);
+  for (std::int64_t step = 0; step < 3; ++step) {
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const Tensor g = test::rand(shapes[i].second, 600 + static_cast<std::uint64_t>(step * 10 + i), -1.0, 1.0, DType::f32);
+      cpu_params[i].second.set_grad(g.clone());
+      gpu_params[i].second.set_grad(g.to(Device::cuda));
+    }
+    cpu_opt.clip_grad_norm();
+    cpu_opt.step(step);
+    zero.reduce_scatter_gradients();
+    zero.clip_grad_norm();
+    zero.step(step);
+    for (std::size_t i = 0; i < shapes.size(); ++i)
+      EXPECT_TRUE(test::all_close(gpu_params[i].second, cpu_params[i].second, 1e-6, 1e-5)) << shapes[i].first << " step " << step;
+  }
 }
 
 TEST(NcclCommunicator, WrongDeviceTensorIsRefused) {
