@@ -194,7 +194,7 @@ const unsigned char* warp_publish(const void* bytes, std::size_t n) {
   Block& blk = *g_block;
   const ThreadState& t = *g_current_thread;
   unsigned char* warp_table = blk.warp_slots.data() + static_cast<std::size_t>(t.warp) * kWarpSize * kWarpSlotBytes;
-  std::memcpy(warp_table + static_cast<std::size_t>(t.lane) * kWarpSlotBytes, bytes, n);
+  if (n) std::memcpy(warp_table + static_cast<std::size_t>(t.lane) * kWarpSlotBytes, bytes, n);
   arrive(blk.warps[static_cast<std::size_t>(t.warp)], Wait::warp);
   return warp_table;
 }
