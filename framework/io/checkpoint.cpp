@@ -2,6 +2,7 @@
 #include "framework/io/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "framework/io/finite_check.h"
 #include "framework/io/module_io.h"
 #include "framework/io/optimizer_io.h"
+#include "framework/io/run_files.h"
 
 namespace gattn {
 
@@ -74,9 +76,24 @@ void rename_or_throw(const fs::path& from, const fs::path& to) {
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& text) {
+  // The rename would replace a symlink, FIFO or device node at `path` with a plain file: commands
+  // refuse such outputs up front (run_files.h), and this is the last guard.
+  const std::string kind = non_regular_kind(path);
+  if (!kind.empty()) throw CheckpointError("cannot write " + path + ": it is " + kind + ", not a regular file");
   std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw CheckpointError("cannot write " + tmp);
+  // O_NOFOLLOW | O_NONBLOCK: a symlink or FIFO left at the temporary name fails the open instead of
+  // redirecting the write or blocking; fstat then refuses anything but a regular file.
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  struct stat st {};
+  if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    ::close(fd);
+    throw CheckpointError("cannot write " + tmp + ": not a regular file");
+  }
+  std::FILE* f = fd >= 0 ? ::fdopen(fd, "wb") : nullptr;
+  if (!f) {
+    if (fd >= 0) ::close(fd);
+    throw CheckpointError("cannot write " + tmp);
+  }
   bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   ok = (std::fclose(f) == 0) && ok;
   std::error_code ec;
