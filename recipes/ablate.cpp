@@ -20,6 +20,7 @@
 #include "framework/config/config.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/errors.h"
+#include "framework/io/run_files.h"
 #include "recipes/ablation.h"
 #include "recipes/ablation_summary.h"
 #include "recipes/recipe.h"
@@ -112,6 +113,23 @@ std::string seconds(double s) {
   return buf;
 }
 
+// Everything ablate writes outside the cells (whose run directories `gattn train` checks): the
+// directory must be new, empty or an ablation's, and the tables, report and logs regular files.
+void check_ablation_outputs(const std::string& dir, const std::vector<PlannedCell>& plan) {
+  const fs::path d(dir);
+  std::error_code ec;
+  const bool ablation = fs::is_directory(d / "cells", ec) || fs::is_directory(d / "logs", ec);
+  if (holds_run(dir))
+    throw OutputPathError("run.dir: " + dir + " holds a training run, not an ablation; choose another run.dir");
+  if (!ablation && fs::is_directory(d, ec) && !fs::is_empty(d, ec))
+    throw OutputPathError("run.dir: " + dir +
+                          " is not empty and holds no ablation (no cells/ or logs/); choose a new or empty directory");
+  if (fs::exists(d, ec) && !fs::is_directory(d, ec))
+    throw OutputPathError("run.dir: " + dir + " exists and is not a directory");
+  for (const char* f : {"summary.csv", "summary.md", "report.html"}) check_output_file((d / f).string(), "ablate");
+  for (const PlannedCell& p : plan) check_output_file((d / "logs" / (p.cell.name + ".log")).string(), "ablate");
+}
+
 int run_ablate(const AblateArgs& args) {
   const AblationSpec spec = load_ablation(args.config);
   std::string dir = "runs/ablation_";
@@ -151,6 +169,7 @@ int run_ablate(const AblateArgs& args) {
     plan.push_back(std::move(p));
   }
 
+  check_ablation_outputs(dir, plan);
   const fs::path logs = fs::path(dir) / "logs";
   fs::create_directories(logs);
   std::cout << "ablation: " << plan.size() << " cell(s) of " << spec.base << " into " << dir << "\n";

@@ -3,7 +3,12 @@
 
 #include <filesystem>
 
+#include <optional>
+
+#include "framework/config/errors.h"
+#include "framework/data/byte_vocab.h"
 #include "framework/io/checkpoint.h"
+#include "framework/io/checkpoint_verify.h"
 #include "framework/io/errors.h"
 #include "framework/io/module_io.h"
 #include "framework/io/safetensors.h"
@@ -32,18 +37,34 @@ fs::path resolve_checkpoint(const std::string& dir, const std::string& who) {
 CheckpointModel load_checkpoint_model(const std::string& dir, const std::vector<std::string>& overrides,
                                       const std::string& who) {
   const std::string model_path = (resolve_checkpoint(dir, who) / "model.safetensors").string();
-  SafetensorsFile file = load_safetensors(model_path);
+  const SafetensorsFile file = load_safetensors(model_path);
+  verify_checkpoint_file(file);
   auto config_it = file.metadata.find("config");
   if (config_it == file.metadata.end())
     throw CheckpointError(who + ": " + model_path + " has no 'config' metadata to rebuild the run from");
-  // The metadata holds the resolved config as JSON, which is also valid YAML.
-  CheckpointModel out{model_path, Config::from_string(config_it->second, overrides, model_path + " (config metadata)"),
-                      nullptr, ""};
+  // The metadata holds the resolved config as JSON, which is also valid YAML. It is read alone
+  // first: a config that does not parse or validate is a damaged checkpoint (exit 3), while a bad
+  // override stays the user's config error (exit 2).
+  const std::string origin = model_path + " (config metadata)";
+  try {
+    if (Config::from_string(config_it->second, {}, origin).model_config().vocab_size <= 0)
+      throw ConfigError(origin + ": model.vocab_size is not set");
+  } catch (const Error& e) {  // ConfigError from parsing and validation, ValueError from the model's rules
+    throw CheckpointError(who + ": " + model_path + ": its 'config' metadata is not a valid gattn config (damaged?): " +
+                          e.what());
+  }
+  CheckpointModel out{model_path, Config::from_string(config_it->second, overrides, origin), nullptr, ""};
   set_num_threads(static_cast<int>(out.config.get_int("train.threads")));
   out.model = std::make_unique<models::GPT>(out.config.model_config(), static_cast<std::uint64_t>(out.config.get_int("seed")));
-  load_module(out.model_path, *out.model);
+  load_module(file, *out.model);
   auto vocab_it = file.metadata.find("vocab");
   if (vocab_it != file.metadata.end()) out.vocab_json = vocab_it->second;
+  // Every token id of the vocabulary must be one the model embeds (verify_checkpoint_file checked its form).
+  const std::optional<ByteVocab> vocab = ByteVocab::from_json(out.vocab_json);
+  if (vocab && vocab->size() > out.model->config().vocab_size)
+    throw CheckpointError(who + ": " + model_path + ": metadata \"vocab\" lists " + std::to_string(vocab->size()) +
+                          " bytes, more than the model's vocab_size " + std::to_string(out.model->config().vocab_size) +
+                          " (damaged?)");
   return out;
 }
 

@@ -1,13 +1,14 @@
 // `gattn eval --checkpoint DIR [key.path=value ...]`: the val loss of a checkpoint over the eval
 // windows of SPEC §5, printed as one JSON line {"loss":…, "tokens":…} (plus "accuracy" for
 // synthetic tasks). The run's config comes from the checkpoint's metadata; overrides such as
-// eval.max_windows=50 or data.path=… apply on top.
+// eval.max_windows=50 or data.path=… apply on top (a text with another vocabulary is refused).
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "recipes/checkpoint_model.h"
 #include "recipes/recipe.h"
 #include "recipes/run_setup.h"
+#include "recipes/vocabulary_match.h"
 
 namespace gattn::recipes {
 
@@ -22,6 +23,7 @@ int run_eval(const EvalArgs& args) {
   CheckpointModel ckpt = load_checkpoint_model(args.checkpoint, args.overrides, "eval");
   const Config& cfg = ckpt.config;
   std::unique_ptr<Dataset> data = make_dataset(data_options(cfg), ckpt.model->config().block_size);
+  check_same_vocabulary(ckpt.vocab_json, ckpt.model_path, *data);  // resume refuses the same change
   models::GPT& model = *ckpt.model;
   EvalResult e = evaluate(model, *data, cfg, cfg.get_int("train.batch_size"));
   nlohmann::json line = {{"loss", e.loss}, {"tokens", e.tokens}};

@@ -7,10 +7,11 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/io/checkpoint.h"
-#include "framework/io/checksums.h"
+#include "framework/io/checkpoint_verify.h"
 #include "framework/io/module_io.h"
 #include "framework/io/safetensors.h"
 #include "framework/io/train_state.h"
@@ -97,7 +98,7 @@ void print_training_state(const std::filesystem::path& dir) {
     return;
   }
   SafetensorsFile opt = load_safetensors(opt_path.string());
-  verify_checksums(opt, /*required=*/true);
+  verify_checkpoint_file(opt);
   std::int64_t values = 0;
   for (const auto& [name, t] : opt.tensors) values += t.numel();
   std::cout << "optimizer: " << opt.tensors.size() << " moment tensors (" << values << " values), checksums ok\n";
@@ -127,6 +128,9 @@ int run_inspect(const InspectArgs& args) {
   fs::path model_path = fs::path(args.checkpoint) / "model.safetensors";
   if (!fs::exists(model_path)) throw CheckpointError("inspect: " + model_path.string() + " does not exist");
   SafetensorsFile file = load_safetensors(model_path.string());
+  // A weights-only file from another tool (no "format") is listed; a gattn checkpoint is verified
+  // as every command verifies it.
+  verify_checkpoint_file(file, ForeignFiles::allowed);
 
   std::cout << "checkpoint: " << args.checkpoint << "\n";
   auto format_it = file.metadata.find("format");
@@ -151,9 +155,17 @@ int run_inspect(const InspectArgs& args) {
     throw CheckpointError("inspect: " + model_path.string() + ": metadata 'config' is not a JSON object with a 'model' key");
   std::cout << "config: " << config.dump() << "\n";
 
-  models::ModelConfig mc = models::model_config_from_json(config["model"]);
-  models::GPT model(mc, 0);
-  load_module(model_path.string(), model);
+  // The config comes from the file: one that does not describe a model is damage (exit 3).
+  std::optional<models::GPT> built;
+  try {
+    built.emplace(models::model_config_from_json(config["model"]), 0);
+  } catch (const Error& e) {
+    throw CheckpointError("inspect: " + model_path.string() + ": metadata 'config' does not describe a model: " +
+                          e.what());
+  }
+  models::GPT& model = *built;
+  const models::ModelConfig& mc = model.config();
+  load_module(file, model);
   model.eval();
   std::int64_t n = args.sample_tokens > 0 ? std::min(args.sample_tokens, mc.block_size) : mc.block_size;
   auto [idx, described] = sample_tokens(config, file.metadata, mc.vocab_size, n);

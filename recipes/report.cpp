@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "framework/io/checkpoint.h"
+#include "framework/io/run_files.h"
 #include "recipes/ablation.h"
 #include "recipes/recipe.h"
 
@@ -63,6 +64,7 @@ int run_report(const ReportArgs& args) {
 }  // namespace
 
 std::uintmax_t write_report(const ReportRequest& request) {
+  check_output_file(request.output, "report: output");  // before the runs are read and probed
   std::vector<ReportRun> runs;
   for (const std::string& dir : request.run_dirs) runs.push_back(ReportRun{read_run(dir), RunProbe{}});
   for (ReportRun& run : runs) run.probe = probe_run(run.record.dir, request.windows, request.sample_tokens);

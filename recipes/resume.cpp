@@ -8,6 +8,7 @@
 #include "framework/io/errors.h"
 #include "framework/io/module_io.h"
 #include "framework/io/optimizer_io.h"
+#include "recipes/vocabulary_match.h"
 
 namespace gattn::recipes {
 
@@ -15,16 +16,28 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A text run's token ids mean bytes through the vocabulary: continuing with a file whose byte set
-// differs would silently retrain the embeddings on other characters.
-void check_vocab(const SafetensorsFile& model, const Dataset& data) {
-  auto it = model.metadata.find("vocab");
-  if (it == model.metadata.end() || data.vocab_json().empty()) return;
-  const nlohmann::json saved = nlohmann::json::parse(it->second, nullptr, false);
-  const nlohmann::json now = nlohmann::json::parse(data.vocab_json(), nullptr, false);
-  if (saved != now)
-    throw CheckpointError("checkpoint file '" + model.path +
-                          "': its vocabulary differs from the data's (data.path names another text?)");
+// `latest` is missing while step directories exist: it is written after the directory is renamed
+// into place, so a crash in between (or a lost `latest`) leaves the newest complete directory as
+// where the run stood. Directories that do not verify are skipped and named; when none verifies the
+// run is refused naming each, never started over. `note` gets the line that says what was done.
+CheckpointFiles newest_complete_checkpoint(const std::string& run_dir, const std::vector<std::string>& dirs,
+                                           std::string& note) {
+  const std::string latest = (fs::path(run_dir) / "checkpoints" / "latest").string();
+  std::string skipped, newest_error;
+  for (const std::string& dir : dirs) {
+    try {
+      CheckpointFiles files = read_checkpoint(dir);
+      note = "--resume auto: " + latest + " is missing; resuming from the newest complete checkpoint, " +
+             fs::path(dir).filename().string();
+      if (!skipped.empty()) note += " (skipped, damaged: " + skipped + ")";
+      return files;
+    } catch (const CheckpointError& e) {
+      skipped += (skipped.empty() ? "" : ", ") + fs::path(dir).filename().string();
+      if (newest_error.empty()) newest_error = e.what();
+    }
+  }
+  throw CheckpointError("--resume auto: " + latest + " is missing and none of the " + std::to_string(dirs.size()) +
+                        " checkpoint directories (" + skipped + ") verifies; the newest: " + newest_error);
 }
 
 // A shell word for `s`: as is when it is plain, else single-quoted.
@@ -51,21 +64,28 @@ std::string resume_command(const std::string& config, const std::vector<std::str
 
 std::optional<Resumed> resume_run(const std::string& resume, RunSetup& run,
                                   const std::function<void(const OptimizerSnapshot&)>& restore_optimizer) {
-  std::string dir = resume;
+  std::string dir = resume, note;
+  std::optional<CheckpointFiles> found;
   if (resume == "auto") {
     dir = latest_checkpoint(run.dir);
-    if (dir.empty()) return std::nullopt;
+    if (dir.empty()) {
+      const std::vector<std::string> dirs = checkpoint_directories(run.dir);
+      if (dirs.empty()) return std::nullopt;  // nothing to continue: a fresh start loses nothing
+      found = newest_complete_checkpoint(run.dir, dirs, note);
+      dir = found->dir;
+    }
   } else if (!fs::exists(dir)) {
     throw CheckpointError("--resume: checkpoint directory '" + dir + "' does not exist");
   }
-  CheckpointFiles files = read_checkpoint(dir);
+  CheckpointFiles files = found ? std::move(*found) : read_checkpoint(dir);
   const std::string state_path = (fs::path(dir) / kStateFile).string();
   const nlohmann::json now = run.config.to_json();
   check_resume_config(files.state, now, state_path);
   for (const char* name : {kDataRng, kModelNoiseRng})
     if (!files.state.rng.count(name))
       throw CheckpointError("checkpoint file '" + state_path + "': field 'rng." + name + "' is missing");
-  check_vocab(files.model, *run.data);
+  auto vocab = files.model.metadata.find("vocab");
+  check_same_vocabulary(vocab == files.model.metadata.end() ? "" : vocab->second, files.model.path, *run.data);
 
   // Both files are validated whole before anything changes: the optimizer's here, the model's by
   // load_module before it copies. Should either refuse, the run is abandoned (exit 3) with nothing
@@ -77,6 +97,7 @@ std::optional<Resumed> resume_run(const std::string& resume, RunSetup& run,
 
   Resumed out;
   out.dir = dir;
+  out.note = note;
   out.state = std::move(files.state);
   out.config_changes = config_differences(out.state.config, now);
   return out;

@@ -15,12 +15,15 @@ namespace gattn::recipes {
 
 struct Resumed {
   std::string dir;                      // the checkpoint directory
+  std::string note;                     // a line to print about how it was found ("" when by `latest` or by name)
   TrainState state;                     // its state.json (step, generators, counters)
   std::vector<std::string> config_changes;  // "train.max_steps: 20 -> 40", keys allowed to change
 };
 
 // `resume` is "auto" (the checkpoint run.dir/checkpoints/latest names) or a checkpoint directory.
-// Returns nullopt for "auto" when the run has no checkpoint yet (a fresh start). Otherwise reads and
+// Returns nullopt for "auto" when the run has no checkpoint directory yet (a fresh start). Without a
+// `latest` but with step directories, "auto" takes the newest one that verifies and says so in
+// `note` (none verifying is a CheckpointError naming them). Otherwise reads and
 // verifies the checkpoint (every file, checksums, state.json), refuses it when the config hash or
 // the vocabulary differs, loads the weights into run.model, hands the full optimizer state to
 // `restore_optimizer` (which a ZeRO-1 rank cuts to its shard: a checkpoint of any world size

@@ -12,6 +12,7 @@
 #include "framework/data/byte_vocab.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/errors.h"
+#include "framework/io/run_files.h"
 #include "framework/io/safetensors.h"
 #include "framework/runtime/threads.h"
 #include "models/sampling.h"
@@ -106,6 +107,7 @@ RunSetup prepare_run(const std::string& config_path, const std::vector<std::stri
   run.model = std::make_unique<models::GPT>(mc, static_cast<std::uint64_t>(run.config.get_int("seed")));
 
   run.dir = run.config.run_dir();
+  check_run_directory(run.dir, "run.dir");  // new, empty or a gattn run: never a folder of other files
   if (!resuming && (fs::exists(fs::path(run.dir) / "metrics.jsonl") || fs::exists(fs::path(run.dir) / "checkpoints")))
     throw ConfigError("run.dir: " + run.dir +
                       " already holds a run; continue it with --resume auto, or choose another run.name or run.dir");

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -252,6 +253,7 @@ int train(const TrainArgs& args) {
   say(intro);
   say("run directory: " + run.dir);
   if (resumed) {
+    if (!resumed->note.empty()) say(resumed->note);
     std::string msg = "resumed from " + resumed->dir + " at step " + std::to_string(start_step);
     if (rewound > 0) msg += " (" + std::to_string(rewound) + " later metrics lines dropped)";
     say(msg);
@@ -291,19 +293,19 @@ int train(const TrainArgs& args) {
     const std::string name = checkpoint_name(done);
     const OptimizerSnapshot state = optimizer.state_for_checkpoint();
     std::optional<CheckpointWritten> written;
-    std::string error;
+    std::exception_ptr error;  // rank 0's failure (CheckpointError, or NumericalError for NaN weights)
     if (lead) {
       try {
         written = save_checkpoint_directory(run, state, optimizer.current_lrs(done - 1), st);
-      } catch (const CheckpointError& e) {
+      } catch (const Error&) {
         if (world == 1) throw;
-        error = e.what();
+        error = std::current_exception();
       }
     }
-    const double failures = comm.all_reduce_host({error.empty() ? 0.0 : 1.0}, dist::ReduceOp::sum,
+    const double failures = comm.all_reduce_host({error ? 1.0 : 0.0}, dist::ReduceOp::sum,
                                                  "the agreement that checkpoint " + name + " is complete")[0];
     if (failures > 0) {
-      if (lead) throw CheckpointError(error);
+      if (lead) std::rethrow_exception(error);
       throw DistError("dist: rank 0 could not write checkpoint " + name + " (its message says why)");
     }
     if (lead) {
@@ -476,8 +478,8 @@ Action add_train(CLI::App& app) {
   cmd->add_option("--config", args->config, "YAML config file")->required();
   cmd->add_option("overrides", args->overrides, "key.path=value overrides (value parsed as YAML)");
   cmd->add_option("--resume", args->resume,
-                   "continue from a checkpoint: 'auto' (the run directory's latest, or a fresh start when it has "
-                   "none) or a checkpoint directory");
+                   "continue from a checkpoint: 'auto' (the run directory's latest; the newest complete one when "
+                   "`latest` is lost; a fresh start when it has none) or a checkpoint directory");
   cmd->add_option("--stop-after", args->stop_after,
                   "stop as if interrupted once this many optimizer steps are done: checkpoint, exit 0")
       ->check([](const std::string& v) {

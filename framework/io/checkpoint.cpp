@@ -2,6 +2,7 @@
 #include "framework/io/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,10 +11,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "framework/io/checksums.h"
+#include "framework/io/checkpoint_verify.h"
 #include "framework/io/errors.h"
+#include "framework/io/finite_check.h"
 #include "framework/io/module_io.h"
 #include "framework/io/optimizer_io.h"
+#include "framework/io/run_files.h"
 
 namespace gattn {
 
@@ -47,6 +50,23 @@ void fsync_dir(const fs::path& p) {
   }
 }
 
+// A checkpoint is the state a run can continue from: weights or moments holding NaN or Inf are not
+// one, and writing them would push the last good checkpoint out of keep_last. Checked before the
+// first byte is written.
+void refuse_non_finite(nn::Module& model, const OptimizerSnapshot& optimizer, const std::string& name) {
+  std::string bad;
+  model.visit_parameters([&](const std::string& param, Tensor& p) {
+    if (bad.empty() && !all_finite(p)) bad = "parameter '" + param + "'";
+  });
+  for (std::size_t i = 0; i < optimizer.size() && bad.empty(); ++i) {
+    if (!all_finite(optimizer[i].exp_avg)) bad = "optimizer moment '" + optimizer[i].name + ".exp_avg'";
+    else if (!all_finite(optimizer[i].exp_avg_sq)) bad = "optimizer moment '" + optimizer[i].name + ".exp_avg_sq'";
+  }
+  if (!bad.empty())
+    throw NumericalError("checkpoint " + name + " not written: " + bad +
+                         " holds NaN or Inf (the earlier checkpoints and `latest` are untouched)");
+}
+
 void rename_or_throw(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   fs::rename(from, to, ec);
@@ -56,9 +76,24 @@ void rename_or_throw(const fs::path& from, const fs::path& to) {
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& text) {
+  // The rename would replace a symlink, FIFO or device node at `path` with a plain file: commands
+  // refuse such outputs up front (run_files.h), and this is the last guard.
+  const std::string kind = non_regular_kind(path);
+  if (!kind.empty()) throw CheckpointError("cannot write " + path + ": it is " + kind + ", not a regular file");
   std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw CheckpointError("cannot write " + tmp);
+  // O_NOFOLLOW | O_NONBLOCK: a symlink or FIFO left at the temporary name fails the open instead of
+  // redirecting the write or blocking; fstat then refuses anything but a regular file.
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  struct stat st {};
+  if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    ::close(fd);
+    throw CheckpointError("cannot write " + tmp + ": not a regular file");
+  }
+  std::FILE* f = fd >= 0 ? ::fdopen(fd, "wb") : nullptr;
+  if (!f) {
+    if (fd >= 0) ::close(fd);
+    throw CheckpointError("cannot write " + tmp);
+  }
   bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   ok = (std::fclose(f) == 0) && ok;
   std::error_code ec;
@@ -76,6 +111,7 @@ CheckpointWritten write_checkpoint_directory(const std::string& run_dir, nn::Mod
   const auto start = std::chrono::steady_clock::now();
   const fs::path root = fs::path(run_dir) / "checkpoints";
   const std::string name = checkpoint_name(state.step);
+  refuse_non_finite(model, optimizer, name);
   const fs::path final_dir = root / name;
   const fs::path tmp_dir = root / (".tmp_" + name);
   const fs::path old_dir = root / (".old_" + name);
@@ -88,7 +124,9 @@ CheckpointWritten write_checkpoint_directory(const std::string& run_dir, nn::Mod
 
   // Every file is fsynced by its writer; state.json goes last, so a directory holding it is whole
   // even to a reader that ignores the rename protocol.
-  save_module((tmp_dir / kModelFile).string(), model, metadata);
+  std::map<std::string, std::string> model_metadata = metadata;
+  model_metadata["format"] = kCheckpointFormat;  // what read_checkpoint requires
+  save_module((tmp_dir / kModelFile).string(), model, model_metadata);
   save_optimizer((tmp_dir / kOptimizerFile).string(), optimizer);
   write_file_atomically((tmp_dir / kStateFile).string(), train_state_to_json(state).dump(2) + "\n");
   fsync_dir(tmp_dir);
@@ -159,17 +197,38 @@ std::string latest_checkpoint(const std::string& run_dir) {
   const fs::path root = fs::path(run_dir) / "checkpoints";
   const fs::path latest = root / "latest";
   std::error_code ec;
-  if (!fs::exists(latest, ec)) return "";
-  std::ifstream in(latest);
+  // symlink_status: a dangling symlink is a damaged `latest`, not a missing one.
+  if (!fs::exists(fs::symlink_status(latest, ec))) return "";
+  std::ifstream in(latest, std::ios::binary);
   std::string name;
   if (!in || !std::getline(in, name))
     throw CheckpointError("checkpoint file '" + latest.string() + "': cannot be read (empty or unreadable)");
+  // publish_checkpoint writes the name and one newline: anything after them is damage, and a
+  // damaged `latest` is not trusted to name the right checkpoint.
+  std::string rest;
+  if (std::getline(in, rest, '\0'))
+    throw CheckpointError("checkpoint file '" + latest.string() + "': holds more than a checkpoint name (" +
+                          printable_name(name + "\n" + rest, 40) + "; damaged?)");
   if (step_of(name) < 0)
     throw CheckpointError("checkpoint file '" + latest.string() + "': holds '" + printable_name(name, 40) +
                           "', not a checkpoint name like step_00000600 (damaged?)");
   if (!fs::is_directory(root / name, ec))
     throw CheckpointError("checkpoint file '" + latest.string() + "': names " + name + ", which does not exist");
   return (root / name).string();
+}
+
+std::vector<std::string> checkpoint_directories(const std::string& run_dir) {
+  const fs::path root = fs::path(run_dir) / "checkpoints";
+  std::vector<std::pair<std::int64_t, std::string>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::int64_t step = step_of(entry.path().filename().string());
+    if (step >= 0 && entry.is_directory(ec)) found.emplace_back(step, entry.path().string());
+  }
+  std::sort(found.rbegin(), found.rend());
+  std::vector<std::string> out;
+  for (auto& [step, dir] : found) out.push_back(std::move(dir));
+  return out;
 }
 
 CheckpointFiles read_checkpoint(const std::string& dir) {
@@ -179,9 +238,9 @@ CheckpointFiles read_checkpoint(const std::string& dir) {
   out.dir = dir;
   out.state = read_train_state((fs::path(dir) / kStateFile).string());
   out.model = load_safetensors((fs::path(dir) / kModelFile).string());
-  verify_checksums(out.model, /*required=*/true);
+  verify_checkpoint_file(out.model);
   out.optimizer = load_safetensors((fs::path(dir) / kOptimizerFile).string());
-  verify_checksums(out.optimizer, /*required=*/true);
+  verify_checkpoint_file(out.optimizer);
   return out;
 }
 

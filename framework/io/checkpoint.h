@@ -31,10 +31,11 @@ struct CheckpointWritten {
   double seconds = 0;       // wall time of the whole write, fsyncs and `latest` included
 };
 
-// Writes run_dir/checkpoints/step_<state.step>/: model.safetensors (`metadata` plus checksums),
+// Writes run_dir/checkpoints/step_<state.step>/: model.safetensors (`metadata` plus format and checksums),
 // optimizer.safetensors and state.json, and points run_dir/checkpoints/latest at it. A crash at
 // any moment leaves the previous checkpoint and `latest` valid; a directory of the same step from
-// an earlier attempt is replaced whole. Throws CheckpointError.
+// an earlier attempt is replaced whole. Throws CheckpointError, or NumericalError naming the tensor
+// (before anything is written) when a weight or moment holds NaN or Inf.
 CheckpointWritten write_checkpoint(const std::string& run_dir, nn::Module& model, const optim::AdamW& optimizer,
                                    const std::map<std::string, std::string>& metadata, const TrainState& state);
 
@@ -56,10 +57,15 @@ std::vector<std::string> prune_checkpoints(const std::string& run_dir, std::int6
                                            std::int64_t keep_every);
 
 // The checkpoint directory run_dir/checkpoints/latest names, or "" when there is no `latest` file
-// (a run that never wrote a checkpoint). A `latest` that cannot be read, holds anything but a
-// checkpoint name, or names a missing directory throws CheckpointError: a resume must never
+// (a run that never completed a checkpoint, or one whose `latest` was lost: see
+// checkpoint_directories). A `latest` that cannot be read, holds anything but one checkpoint name
+// (and a newline), or names a missing directory throws CheckpointError: a resume must never
 // silently start over.
 std::string latest_checkpoint(const std::string& run_dir);
+
+// The step directories under run_dir/checkpoints (step_<8+ digits>), newest first, complete or
+// not: temporaries of a write in progress are not listed. Empty when there is no checkpoints/.
+std::vector<std::string> checkpoint_directories(const std::string& run_dir);
 
 // A checkpoint read back and verified, not yet loaded into anything.
 struct CheckpointFiles {
@@ -70,8 +76,8 @@ struct CheckpointFiles {
 };
 
 // Reads and verifies the three files of `dir`: state.json's fields and CRC, both safetensors files'
-// structure and per-tensor checksums (required). Throws CheckpointError naming the file (and the
-// tensor or field).
+// structure, format, per-tensor checksums (required), vocab and finite values
+// (verify_checkpoint_file). Throws CheckpointError naming the file (and the tensor or field).
 CheckpointFiles read_checkpoint(const std::string& dir);
 
 // Writes `text` to `path` through a temporary file, fsync and rename (never a half-written file).

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Damaged checkpoints are refused, never resumed from and never silently replaced by a fresh start:
 # a truncated file, a flipped data byte (checksums), a missing tensor, a shape that does not fit
-# the config, a damaged state.json, a missing file, a bad `latest`, and a config whose model differs
-# (hash). Each exits 3 with one line naming the file (and the tensor or key), and leaves the run
-# directory as it was.
+# the config, a damaged state.json, a missing file, a bad `latest`, a config whose model differs
+# (hash), an unknown format version, removed checksums, a garbage vocabulary, NaN/Inf weights or
+# moments. Each exits 3 with one line naming the file (and the tensor or key), and leaves the run
+# directory as it was. A lost `latest` resumes from the newest complete checkpoint and says so.
 set -u
 gattn="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/checkpoint_edit.sh"
 
 write_verse "$tmp/text.txt"
 cat >"$tmp/tiny.yaml" <<YAML
@@ -105,6 +107,24 @@ damage() { echo step_00000099 >checkpoints/latest; }
 expect_refused latest_missing_dir "checkpoints/latest" "step_00000099"
 damage() { printf 'garbage\0' >checkpoints/latest; }
 expect_refused latest_garbage "checkpoints/latest"
+damage() { printf 'step_00000004\ngarbage\n' >checkpoints/latest; }
+expect_refused latest_trailing_garbage "checkpoints/latest" "more than a checkpoint name"
+damage() { set_metadata $ckpt/model.safetensors format gattn/99; }
+expect_refused unknown_format "$ckpt/model.safetensors" "format 'gattn/99'"
+damage() { set_metadata $ckpt/optimizer.safetensors format gattn/2; }
+expect_refused unknown_optimizer_format "$ckpt/optimizer.safetensors" "format 'gattn/2'"
+damage() { set_metadata $ckpt/model.safetensors vocab garbage; }
+expect_refused garbage_vocab "$ckpt/model.safetensors" '"vocab"'
+damage() { set_metadata $ckpt/model.safetensors vocab '[10, 32, 32]'; }
+expect_refused repeated_vocab "$ckpt/model.safetensors" '"vocab"'
+damage() { poison_tensor $ckpt/model.safetensors wpe.weight nan; }
+expect_refused nan_weight "$ckpt/model.safetensors" "tensor 'wpe.weight' holds NaN or Inf"
+damage() { poison_tensor $ckpt/optimizer.safetensors ln_f.bias.exp_avg_sq inf; }
+expect_refused inf_moment "$ckpt/optimizer.safetensors" "tensor 'ln_f.bias.exp_avg_sq' holds NaN or Inf"
+# `latest` lost and every checkpoint damaged: refused naming them, never a fresh start.
+damage() { rm checkpoints/latest; truncate -s -100 checkpoints/step_0000000{2,4}/model.safetensors; }
+expect_refused latest_lost_all_damaged "checkpoints/latest is missing" "none of the 2 checkpoint directories" \
+  "step_00000004, step_00000002"
 damage() { :; }
 extra=(model.n_layer=3)
 expect_refused changed_model "$ckpt/state.json" "config hash" "model.n_layer: 2 -> 3"
@@ -114,6 +134,28 @@ extra=()
 resume="$tmp/nowhere"
 expect_refused missing_dir "$tmp/nowhere"
 resume=""
+
+# A lost `latest` (a crash between a checkpoint's rename and `latest`, a deleted file) resumes from
+# the newest complete checkpoint, skipping damaged ones, and says so; the metrics before it stay.
+expect_resumed_without_latest() {  # expect_resumed_without_latest NAME STEP NEEDLE
+  local dir="$tmp/$1"
+  rm -rf "$dir"
+  cp -r "$tmp/good" "$dir"
+  (cd "$dir" && damage) || fail "$1: could not damage the copy"
+  local kept out
+  kept=$(grep -c "\"step\":[1-$2]," "$dir/metrics.jsonl")
+  out=$("$gattn" train --config "$tmp/tiny.yaml" run.dir="$dir" --resume auto 2>&1) || fail "$1: exit $?: $out"
+  grep -qF "checkpoints/latest is missing; resuming from the newest complete checkpoint, step_0000000$2" <<<"$out" ||
+    fail "$1: did not say where it resumed from: $out"
+  grep -qF "$3" <<<"$out" || fail "$1: output lacks '$3': $out"
+  grep -q "resumed from .*step_0000000$2 at step $2" <<<"$out" || fail "$1: did not resume at step $2: $out"
+  [[ $(grep -c "\"step\":[1-$2]," "$dir/metrics.jsonl") -eq $kept ]] || fail "$1: the metrics up to step $2 changed"
+  [[ $(cat "$dir/checkpoints/latest") == "step_00000006" ]] || fail "$1: the resumed run did not finish"
+}
+damage() { rm checkpoints/latest; }
+expect_resumed_without_latest latest_lost 4 "step_00000004"
+damage() { rm checkpoints/latest; truncate -s -100 checkpoints/step_00000004/model.safetensors; }
+expect_resumed_without_latest latest_lost_newest_damaged 2 "(skipped, damaged: step_00000004)"
 
 # The intact run still resumes (the checks above are not simply refusing everything).
 "$gattn" train --config "$tmp/tiny.yaml" --resume auto >/dev/null 2>&1 || fail "the intact run did not resume"

@@ -13,6 +13,7 @@
 
 #include "framework/io/checkpoint.h"
 #include "framework/io/checksums.h"
+#include "framework/io/safetensors.h"
 #include "framework/io/metrics_rewind.h"
 #include "framework/io/module_io.h"
 #include "framework/io/optimizer_io.h"
@@ -440,6 +441,141 @@ TEST(CheckpointDir, LatestNoneGarbageOrDangling) {
   EXPECT_TRUE(contains(checkpoint_error([&] { latest_checkpoint(run); }), "not a checkpoint name"));
   write_text(dir.file("checkpoints/latest"), "");
   EXPECT_TRUE(contains(checkpoint_error([&] { latest_checkpoint(run); }), "cannot be read"));
+}
+
+TEST(CheckpointDir, LatestWithAnythingAfterTheNameIsRefused) {
+  TempDir dir;
+  const std::string run = dir.path().string();
+  fs::create_directories(dir.path() / "checkpoints" / "step_00000002");
+  write_text(dir.file("checkpoints/latest"), "step_00000002");  // no newline: still one name
+  EXPECT_EQ(latest_checkpoint(run), (dir.path() / "checkpoints" / "step_00000002").string());
+  for (const char* damaged : {"step_00000002\ngarbage", "step_00000002\n\n", "step_00000002\nstep_00000003\n"}) {
+    write_text(dir.file("checkpoints/latest"), damaged);
+    EXPECT_TRUE(contains(checkpoint_error([&] { latest_checkpoint(run); }), "more than a checkpoint name")) << damaged;
+  }
+  // A dangling symlink is a damaged `latest`, not a missing one.
+  fs::remove(dir.file("checkpoints/latest"));
+  fs::create_symlink("nowhere", dir.file("checkpoints/latest"));
+  EXPECT_TRUE(contains(checkpoint_error([&] { latest_checkpoint(run); }), "checkpoints/latest"));
+}
+
+TEST(CheckpointDir, DirectoriesAreListedNewestFirst) {
+  TempDir dir;
+  EXPECT_TRUE(checkpoint_directories(dir.path().string()).empty());
+  for (int s : {2, 10, 4}) fs::create_directories(dir.path() / "checkpoints" / checkpoint_name(s));
+  fs::create_directories(dir.path() / "checkpoints" / ".tmp_step_00000012");
+  write_text(dir.file("checkpoints/step_00000011"), "a file, not a checkpoint");
+  const fs::path root = dir.path() / "checkpoints";
+  EXPECT_EQ(checkpoint_directories(dir.path().string()),
+            (std::vector<std::string>{(root / "step_00000010").string(), (root / "step_00000004").string(),
+                                      (root / "step_00000002").string()}));
+}
+
+// Rewrites a safetensors file with `edit` applied to its tensors and metadata; the checksums are
+// recomputed unless the edit removed them, so only the edit itself is wrong with the file.
+void rewrite_safetensors(const std::string& path,
+                         const std::function<void(std::vector<std::pair<std::string, Tensor>>&,
+                                                  std::map<std::string, std::string>&)>& edit) {
+  SafetensorsFile file = load_safetensors(path);
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& [name, t] : file.tensors) tensors.emplace_back(name, t.clone());
+  std::map<std::string, std::string> meta = file.metadata;
+  const bool had_checksums = meta.count(kChecksumsKey) > 0;
+  edit(tensors, meta);
+  if (had_checksums && meta.count(kChecksumsKey)) meta[kChecksumsKey] = tensor_checksums(tensors);
+  save_safetensors(path, tensors, meta);
+}
+
+TEST(CheckpointDir, ReadRefusesUnknownFormatMissingChecksumsAndGarbageVocab) {
+  TempDir dir;
+  Trained a(1);
+  const std::map<std::string, std::string> meta{{"vocab", "[97,98,99]"}};
+  const std::string ck = write_checkpoint(dir.path().string(), a.model, a.opt, meta, sample_state(sample_config())).dir;
+  const std::string model = (fs::path(ck) / kModelFile).string(), opt = (fs::path(ck) / kOptimizerFile).string();
+  const std::string model_bytes = test::read_file(model), opt_bytes = test::read_file(opt);
+  EXPECT_EQ(load_safetensors(model).metadata.at("format"), kCheckpointFormat);  // written whatever the caller passed
+  read_checkpoint(ck);
+
+  using Meta = std::map<std::string, std::string>;
+  using Tensors = std::vector<std::pair<std::string, Tensor>>;
+  struct Case {
+    std::string file, what, needle;
+    std::function<void(Meta&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {model, "unknown format", "format 'gattn/99'", [](Meta& m) { m["format"] = "gattn/99"; }},
+      {opt, "unknown format", "format 'gattn/2'", [](Meta& m) { m["format"] = "gattn/2"; }},
+      {model, "no format", "no \"format\"", [](Meta& m) { m.erase("format"); }},
+      {model, "checksums removed", "no \"crc32\"", [](Meta& m) { m.erase(kChecksumsKey); }},
+      {opt, "checksums removed", "no \"crc32\"", [](Meta& m) { m.erase(kChecksumsKey); }},
+      {model, "garbage vocab", "\"vocab\"", [](Meta& m) { m["vocab"] = "garbage"; }},
+      {model, "vocab out of range", "\"vocab\"", [](Meta& m) { m["vocab"] = "[97,300]"; }},
+      {model, "vocab repeats", "\"vocab\"", [](Meta& m) { m["vocab"] = "[97,97]"; }},
+  };
+  for (const Case& c : cases) {
+    rewrite_safetensors(c.file, [&](Tensors&, Meta& m) { c.edit(m); });
+    const std::string msg = checkpoint_error([&] { read_checkpoint(ck); });
+    EXPECT_TRUE(contains(msg, c.file)) << c.what;
+    EXPECT_TRUE(contains(msg, c.needle)) << c.what;
+    write_text(model, model_bytes);
+    write_text(opt, opt_bytes);
+  }
+}
+
+TEST(CheckpointDir, ReadRefusesNonFiniteWeightsAndMomentsNamingTheTensor) {
+  TempDir dir;
+  Trained a(1);
+  const std::string ck = write_checkpoint(dir.path().string(), a.model, a.opt, {}, sample_state(sample_config())).dir;
+  const std::string model = (fs::path(ck) / kModelFile).string(), opt = (fs::path(ck) / kOptimizerFile).string();
+  const std::string model_bytes = test::read_file(model);
+  using Meta = std::map<std::string, std::string>;
+  using Tensors = std::vector<std::pair<std::string, Tensor>>;
+  auto poison = [](const std::string& name, float value) {
+    return [=](Tensors& tensors, Meta&) {
+      for (auto& [n, t] : tensors)
+        if (n == name) t.data<float>()[1] = value;
+    };
+  };
+  rewrite_safetensors(model, poison("wpe.weight", std::numeric_limits<float>::quiet_NaN()));
+  std::string msg = checkpoint_error([&] { read_checkpoint(ck); });
+  EXPECT_TRUE(contains(msg, model));
+  EXPECT_TRUE(contains(msg, "tensor 'wpe.weight' holds NaN or Inf"));
+  write_text(model, model_bytes);
+  rewrite_safetensors(opt, poison("ln_f.bias.exp_avg_sq", std::numeric_limits<float>::infinity()));
+  msg = checkpoint_error([&] { read_checkpoint(ck); });
+  EXPECT_TRUE(contains(msg, opt));
+  EXPECT_TRUE(contains(msg, "tensor 'ln_f.bias.exp_avg_sq' holds NaN or Inf"));
+}
+
+TEST(CheckpointDir, NonFiniteWeightsOrMomentsAreNeverWritten) {
+  TempDir dir;
+  Trained a(1);
+  TrainState st = sample_state(sample_config());
+  const std::string first = write_checkpoint(dir.path().string(), a.model, a.opt, {}, st).dir;
+  const std::string latest_before = test::read_file(dir.file("checkpoints/latest"));
+  auto expect_refused = [&](const std::string& needle) {
+    st.step = 4;
+    try {
+      write_checkpoint(dir.path().string(), a.model, a.opt, {}, st);
+      ADD_FAILURE() << "wrote a checkpoint holding NaN/Inf (" << needle << ")";
+    } catch (const NumericalError& e) {
+      EXPECT_TRUE(contains(e.what(), needle));
+    }
+    EXPECT_FALSE(fs::exists(dir.path() / "checkpoints" / "step_00000004"));
+    EXPECT_FALSE(fs::exists(dir.path() / "checkpoints" / ".tmp_step_00000004"));
+    EXPECT_EQ(test::read_file(dir.file("checkpoints/latest")), latest_before);
+  };
+  Tensor wpe;
+  a.model.visit_parameters([&](const std::string& name, Tensor& p) {
+    if (name == "wpe.weight") wpe = p;
+  });
+  const float kept = wpe.data<float>()[0];
+  wpe.data<float>()[0] = std::numeric_limits<float>::infinity();
+  expect_refused("parameter 'wpe.weight'");
+  wpe.data<float>()[0] = kept;
+  a.opt.state("ln_f.bias").exp_avg.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  expect_refused("optimizer moment 'ln_f.bias.exp_avg'");
+  EXPECT_EQ(read_checkpoint(first).state.step, 3);  // the earlier checkpoint stands
 }
 
 TEST(CheckpointDir, RetentionKeepsNewestMilestonesAndLaterAttempts) {
