@@ -7,7 +7,8 @@
 #include "framework/io/errors.h"
 #include "framework/io/module_io.h"
 #include "framework/io/safetensors.h"
-#include "framework/runtime/threads.h"
+#include "recipes/memory_check.h"
+#include "recipes/run_setup.h"
 
 namespace gattn::recipes {
 
@@ -39,7 +40,8 @@ CheckpointModel load_checkpoint_model(const std::string& dir, const std::vector<
   // The metadata holds the resolved config as JSON, which is also valid YAML.
   CheckpointModel out{model_path, Config::from_string(config_it->second, overrides, model_path + " (config metadata)"),
                       nullptr, ""};
-  set_num_threads(static_cast<int>(out.config.get_int("train.threads")));
+  apply_thread_setting(out.config);
+  check_model_memory(out.config, ModelUse::inference, Device::cpu);
   out.model = std::make_unique<models::GPT>(out.config.model_config(), static_cast<std::uint64_t>(out.config.get_int("seed")));
   load_module(out.model_path, *out.model);
   auto vocab_it = file.metadata.find("vocab");

@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "framework/io/checksums.h"
 #include "framework/io/errors.h"
+#include "framework/io/input_file.h"
 #include "framework/io/module_io.h"
 #include "framework/io/optimizer_io.h"
 
@@ -26,6 +28,9 @@ std::string checkpoint_name(std::int64_t step) {
 }
 
 namespace {
+
+// `latest` holds one checkpoint name ("step_00000600\n"): anything much longer is not one.
+constexpr std::uint64_t kMaxLatestBytes = 4096;
 
 // The step of a directory name "step_<8+ digits>", or -1 for anything else (temporaries, `latest`).
 std::int64_t step_of(const std::string& name) {
@@ -160,9 +165,10 @@ std::string latest_checkpoint(const std::string& run_dir) {
   const fs::path latest = root / "latest";
   std::error_code ec;
   if (!fs::exists(latest, ec)) return "";
-  std::ifstream in(latest);
+  // Read as an input file: a FIFO or /dev/zero planted as `latest` is refused, not read forever.
+  std::istringstream in(read_input_file<CheckpointError>(latest.string(), "the checkpoint pointer", kMaxLatestBytes));
   std::string name;
-  if (!in || !std::getline(in, name))
+  if (!std::getline(in, name))
     throw CheckpointError("checkpoint file '" + latest.string() + "': cannot be read (empty or unreadable)");
   if (step_of(name) < 0)
     throw CheckpointError("checkpoint file '" + latest.string() + "': holds '" + printable_name(name, 40) +
