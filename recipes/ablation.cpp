@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <set>
-#include <sstream>
 
 #include "framework/config/errors.h"
 #include "framework/config/schema.h"

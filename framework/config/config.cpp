@@ -9,11 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "framework/config/schema.h"
 #include "framework/config/yaml_document.h"
@@ -40,6 +36,7 @@ struct Layer {
 struct Source {
   std::string origin;         // the file name
   std::string override_text;  // non-empty for an override
+  const std::string* text;    // the YAML text being read (the file, or the override's value)
   std::string at(const YAML::Node& n) const {
     if (!override_text.empty()) return "override '" + override_text + "'";
     return yaml_position(origin, n);
@@ -241,6 +238,21 @@ std::string first_key_of(const std::string& section) {
   return "key";
 }
 
+// Whether a null node was written as a null literal (`model: null`, `model: ~`) rather than left
+// empty (`model:` with its keys commented out). yaml-cpp reads both as Null; only the literal's
+// mark points at the literal itself.
+bool written_as_null(const YAML::Node& n, const std::string& text) {
+  const YAML::Mark m = n.Mark();
+  if (m.is_null() || m.pos < 0) return false;
+  const auto pos = static_cast<std::size_t>(m.pos);
+  for (const std::string literal : {"null", "Null", "NULL", "~"}) {
+    if (text.compare(pos, literal.size(), literal) != 0) continue;
+    const std::size_t after = pos + literal.size();
+    if (after >= text.size() || std::string(" \t\r\n#,]}").find(text[after]) != std::string::npos) return true;
+  }
+  return false;
+}
+
 // Sets `key` from `n` into `layer`, descending into sections.
 void apply(Layer& layer, const std::string& key, const YAML::Node& n, const Source& src, const YAML::Node& key_node) {
   const std::string at = src.at(key_node);
@@ -252,9 +264,9 @@ void apply(Layer& layer, const std::string& key, const YAML::Node& n, const Sour
   }
   if (!key.empty() && !config::is_section(key)) fail(at, unknown_key(key));
   if (!n.IsDefined() || n.IsNull()) {
-    if (key.empty()) return;  // an empty file: the defaults
-    // `model: null` (or `model:` with nothing under it) would otherwise train the default model
-    // silently: a section that names no keys is an error.
+    // An empty file or section (`optim:` with its keys commented out) keeps the defaults, but
+    // `model: null` reads as "no model" and used to train the default one silently: an error.
+    if (key.empty() || !written_as_null(n, *src.text)) return;
     fail(at, "'" + key + "' is null: give its keys under it (e.g. " + first_key_of(key) + ": ...), or leave it out");
   }
   if (!n.IsMap())
@@ -347,7 +359,7 @@ Config Config::build(const std::string& yaml_text, const std::vector<std::string
 
   const YAML::Node root = load_single_document(yaml_text, origin_name);
   Layer file;
-  Source file_src{origin_name, ""};
+  Source file_src{origin_name, "", &yaml_text};
   apply(file, "", root, file_src, root);
   for (auto& [k, v] : file.values) c.values_[k] = v;
   c.where_ = file.where;
@@ -357,10 +369,11 @@ Config Config::build(const std::string& yaml_text, const std::vector<std::string
     if (eq == std::string::npos || eq == 0)
       throw ConfigError("malformed override '" + ov + "': expected key.path=value (e.g. optim.lr=3e-4)");
     const std::string key = ov.substr(0, eq);
-    Source src{origin_name, ov};
+    const std::string value_text = ov.substr(eq + 1);
+    Source src{origin_name, ov, &value_text};
     YAML::Node value;
     try {
-      value = YAML::Load(ov.substr(eq + 1));
+      value = YAML::Load(value_text);
     } catch (const YAML::Exception& e) {
       fail(src.at(value), "value is not valid YAML: " + e.msg);
     }
