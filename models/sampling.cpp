@@ -78,7 +78,9 @@ std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& 
   };
   std::vector<double> logits = run(context);
   std::vector<std::int32_t> out;
-  out.reserve(static_cast<std::size_t>(max_new_tokens));
+  // Reserved up to a million ids: beyond that the vector grows as tokens come (a caller streaming
+  // a long generation should not pay for all of it up front).
+  out.reserve(static_cast<std::size_t>(std::min<std::int64_t>(max_new_tokens, std::int64_t{1} << 20)));
   for (std::int64_t k = 0; k < max_new_tokens; ++k) {
     const std::int32_t token = sample_token(logits, options, gen);
     out.push_back(token);

@@ -3,13 +3,14 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
+#include <cstdio>
 #include <set>
-#include <sstream>
 
 #include "framework/config/errors.h"
 #include "framework/config/schema.h"
+#include "framework/config/yaml_document.h"
 #include "framework/config/yaml_position.h"
+#include "framework/io/input_file.h"
 
 namespace gattn::recipes {
 
@@ -57,6 +58,23 @@ std::string last_part(const std::string& key) {
   return dot == std::string::npos ? key : key.substr(dot + 1);
 }
 
+// Every cell is a training run and is held in memory with its name and overrides: a grid of
+// millions of cells (a typo such as a 7-million-item range) is refused before it is expanded.
+void check_grid_size(const std::vector<GridAxis>& grid, const std::string& where) {
+  double cells = 1;  // a double: a product of many axes may pass 2^64
+  std::string product;
+  for (const GridAxis& axis : grid) {
+    cells *= static_cast<double>(axis.values.size());
+    if (!product.empty()) product.append(" x ");
+    product.append(std::to_string(axis.values.size()));
+  }
+  if (cells <= static_cast<double>(kMaxAblationCells)) return;
+  char count[32];
+  std::snprintf(count, sizeof count, "%.0f", cells);
+  throw ConfigError(where + ": the grid has " + count + " cells (" + product + " values), more than the " +
+                    std::to_string(kMaxAblationCells) + " one ablation may run; split it into several ablation files");
+}
+
 }  // namespace
 
 std::vector<std::string> Cell::overrides() const {
@@ -66,14 +84,7 @@ std::vector<std::string> Cell::overrides() const {
 }
 
 AblationSpec parse_ablation(const std::string& yaml_text, const std::string& origin) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    std::string where = origin;
-    if (!e.mark.is_null()) where += std::string(":").append(std::to_string(e.mark.line + 1));
-    throw ConfigError(where + ": YAML syntax error: " + e.msg);
-  }
+  const YAML::Node root = load_single_document(yaml_text, origin);
   if (!root.IsMap()) throw ConfigError(origin + ": an ablation file is a map with base, overrides and grid");
   AblationSpec spec;
   spec.path = origin;
@@ -111,15 +122,12 @@ AblationSpec parse_ablation(const std::string& yaml_text, const std::string& ori
     for (const auto& v : item.second) axis.values.push_back(flow(v));
     spec.grid.push_back(std::move(axis));
   }
+  check_grid_size(spec.grid, at(origin, grid));
   return spec;
 }
 
 AblationSpec load_ablation(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot read the ablation file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_ablation(text.str(), path);
+  return parse_ablation(read_input_file<ConfigError>(path, "the ablation file", kMaxConfigBytes), path);
 }
 
 std::string cell_name(const std::vector<GridAxis>& grid, const std::vector<std::string>& values) {

@@ -17,6 +17,9 @@ class UsageError : public Error {
   using Error::Error;
 };
 
+// The most cells one ablation file may expand to (each is a training run).
+inline constexpr std::uint64_t kMaxAblationCells = 100000;
+
 struct GridAxis {
   std::string key;                  // dotted config key, e.g. model.gate.kind
   std::vector<std::string> values;  // each as a YAML flow value ("output", "0", "[0, 16]")
@@ -38,8 +41,9 @@ struct Cell {
 
 // Reads and checks an ablation file: `base` (a path), `overrides` (a map of dotted keys to values)
 // and `grid` (a map of dotted keys to non-empty lists). An unknown top-level key, an empty or
-// missing grid, a key that is not a config key, a list that is empty, or run.dir / run.name (which
-// ablate sets per cell) throws ConfigError naming the file line.
+// missing grid, a key that is not a config key, a list that is empty, run.dir / run.name (which
+// ablate sets per cell), or a grid of more than kMaxAblationCells cells throws ConfigError naming
+// the file line. The file is read as an input file (framework/io/input_file.h).
 AblationSpec load_ablation(const std::string& path);
 // The same from text; `origin` stands for the file name in messages.
 AblationSpec parse_ablation(const std::string& yaml_text, const std::string& origin);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "framework/cuda/device.h"
+#include "framework/runtime/memory_budget.h"
 #include "recipes/ablation.h"
 #include "recipes/bench_attention.h"
 #include "recipes/recipe.h"
@@ -102,7 +103,20 @@ AttentionBenchSettings settings_from(const BenchAttentionArgs& a) {
   return s;
 }
 
-std::vector<AttentionBenchCase> cases_from(const BenchAttentionArgs& a) {
+// A shape whose inputs alone cannot fit in host memory is refused before anything is allocated,
+// naming the options that make it. Counted: q, k, v, the output gradient and their gradients (8
+// tensors of B·H·T·d) on the CPU; on CUDA the f32 host tensors they are drawn into (2 at a time).
+void check_case_memory(const AttentionBenchCase& c, const BenchAttentionArgs& a, const AttentionBenchSettings& s) {
+  const double elements = static_cast<double>(c.B) * static_cast<double>(c.H) * static_cast<double>(c.T) *
+                          static_cast<double>(c.d);
+  const double bytes = s.device == Device::cpu ? 8.0 * elements * static_cast<double>(dtype_size(s.dtype)) : 2.0 * elements * 4.0;
+  const std::string shortfall = memory_shortfall(bytes, "the attention inputs and their gradients");
+  if (shortfall.empty()) return;
+  throw UsageError("--T " + std::to_string(c.T) + " with --heads-dim " + std::to_string(c.H) + "x" + std::to_string(c.d) +
+                   " and --tokens " + std::to_string(a.tokens) + ": the case B=" + std::to_string(c.B) + " " + shortfall);
+}
+
+std::vector<AttentionBenchCase> cases_from(const BenchAttentionArgs& a, const AttentionBenchSettings& s) {
   std::vector<std::string> kinds = split_list(a.kinds, "--kinds");
   for (const std::string& k : kinds)
     if (!is_bench_kind(k)) throw UsageError("--kinds: unknown kind '" + k + "' (none, output, score, forget, pair)");
@@ -112,8 +126,11 @@ std::vector<AttentionBenchCase> cases_from(const BenchAttentionArgs& a) {
   if (a.tokens < 1) throw UsageError("--tokens: expected a positive integer, got " + std::to_string(a.tokens));
   std::vector<AttentionBenchCase> cases;
   for (const HeadShape& hd : heads)
-    for (std::int64_t T : Ts)
-      for (const std::string& k : kinds) cases.push_back({k, std::max<std::int64_t>(1, a.tokens / T), T, hd.H, hd.d});
+    for (std::int64_t T : Ts) {
+      const AttentionBenchCase shape{"", std::max<std::int64_t>(1, a.tokens / T), T, hd.H, hd.d};
+      check_case_memory(shape, a, s);
+      for (const std::string& k : kinds) cases.push_back({k, shape.B, shape.T, shape.H, shape.d});
+    }
   return cases;
 }
 
@@ -155,7 +172,7 @@ void print_row(const AttentionBenchResult& r) {
 
 int run_bench_attention(const BenchAttentionArgs& args) {
   AttentionBenchSettings s = settings_from(args);
-  const std::vector<AttentionBenchCase> cases = cases_from(args);
+  const std::vector<AttentionBenchCase> cases = cases_from(args, s);
   if (!args.json) print_header(s);
   for (const AttentionBenchCase& c : cases) {
     const AttentionBenchResult r = run_attention_bench(c, s);

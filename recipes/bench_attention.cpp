@@ -4,6 +4,7 @@
 #include "recipes/bench_attention.h"
 
 #include <algorithm>
+#include <new>
 #include <vector>
 
 #include "framework/cuda/device.h"
@@ -141,6 +142,8 @@ AttentionBenchResult run_attention_bench(const AttentionBenchCase& c, AttentionB
     r.fwd_bwd_tflops = (fwd + attention_backward_flops(c)) / ((r.fwd_ms + r.bwd_ms) * 1e-3) / 1e12;
   } catch (const cuda::CudaOutOfMemory&) {
     r.status = "oom";
+  } catch (const std::bad_alloc&) {
+    r.status = "oom (host memory)";  // an intermediate the up-front estimate did not count
   } catch (const DeviceError& e) {
     // Without a usable device nothing else will run either: that is the caller's error to report.
     if (!cuda || !cuda::available()) throw;

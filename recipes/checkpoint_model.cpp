@@ -12,7 +12,8 @@
 #include "framework/io/errors.h"
 #include "framework/io/module_io.h"
 #include "framework/io/safetensors.h"
-#include "framework/runtime/threads.h"
+#include "recipes/memory_check.h"
+#include "recipes/run_setup.h"
 
 namespace gattn::recipes {
 
@@ -54,7 +55,8 @@ CheckpointModel load_checkpoint_model(const std::string& dir, const std::vector<
                           e.what());
   }
   CheckpointModel out{model_path, Config::from_string(config_it->second, overrides, origin), nullptr, ""};
-  set_num_threads(static_cast<int>(out.config.get_int("train.threads")));
+  apply_thread_setting(out.config);
+  check_model_memory(out.config, ModelUse::inference, Device::cpu);
   out.model = std::make_unique<models::GPT>(out.config.model_config(), static_cast<std::uint64_t>(out.config.get_int("seed")));
   load_module(file, *out.model);
   auto vocab_it = file.metadata.find("vocab");

@@ -3,7 +3,6 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -12,6 +11,8 @@
 #include "framework/autograd/grad_mode.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_verify.h"
+#include "framework/io/checksums.h"
+#include "framework/io/input_file.h"
 #include "framework/io/module_io.h"
 #include "framework/io/safetensors.h"
 #include "framework/io/train_state.h"
@@ -49,10 +50,10 @@ std::pair<Tensor, std::string> sample_tokens(const nlohmann::json& config, const
   auto vocab_it = meta.find("vocab");
   if (vocab_it != meta.end() && config.contains("data") && config["data"].value("kind", "") == "text") {
     std::string path = config["data"].value("path", "");
-    std::ifstream in(path, std::ios::binary);
+    std::string text;  // stays empty when the file cannot be read (a FIFO or device is not waited on)
+    const bool readable = read_whole_file(path, kNoSizeLimit, text).empty();
     nlohmann::json vocab = nlohmann::json::parse(vocab_it->second, nullptr, false);
-    if (in && vocab.is_array()) {
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (readable && vocab.is_array()) {
       std::array<int, 256> id{};
       id.fill(-1);
       for (std::size_t t = 0; t < vocab.size(); ++t)
@@ -125,6 +126,8 @@ void print_training_state(const std::filesystem::path& dir) {
 
 int run_inspect(const InspectArgs& args) {
   namespace fs = std::filesystem;
+  if (args.sample_tokens < 0)
+    throw ValueError("--sample-tokens must be >= 0 (0: the model's block size), got " + std::to_string(args.sample_tokens));
   fs::path model_path = fs::path(args.checkpoint) / "model.safetensors";
   if (!fs::exists(model_path)) throw CheckpointError("inspect: " + model_path.string() + " does not exist");
   SafetensorsFile file = load_safetensors(model_path.string());

@@ -1,8 +1,11 @@
 // gattn's command line. Exit codes (SPEC §1): 0 success, 2 usage or config error, 3 data or
-// checkpoint error, 4 numerical failure. Every exception is caught here: never a crash.
+// checkpoint error (an I/O error of the file system too), 4 numerical failure. Every exception is
+// caught here, whatever its type: never a crash.
 #include <CLI/CLI.hpp>
 
 #include <exception>
+#include <filesystem>
+#include <new>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -14,6 +17,7 @@
 #include "framework/runtime/build_info.h"
 #include "framework/tensor/error.h"
 #include "recipes/recipe.h"
+#include "recipes/stop_signal.h"
 
 namespace {
 
@@ -27,14 +31,23 @@ int fail(const std::string& message, int code) {
   return code;
 }
 
+// "cannot access PATH: Too many levels of symbolic links", naming both paths of a two-path
+// operation (a rename).
+std::string filesystem_message(const std::filesystem::filesystem_error& e) {
+  std::string paths = e.path1().string();
+  if (!e.path2().empty()) paths += " or " + e.path2().string();
+  if (paths.empty()) return std::string("file system error: ") + e.code().message();
+  return "cannot access " + paths + ": " + e.code().message();
+}
+
 int print_version() {
   for (const auto& [key, value] : gattn::build_info()) std::cout << key << ": " << value << "\n";
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// Parses the command line and runs the chosen sub-command; main() turns what it throws into an
+// exit code.
+int run_cli(int argc, char** argv) {
   CLI::App app{"gattn: train and study gated-attention Transformers"};
   app.require_subcommand(0, 1);
   // A usage error is one line on stderr, like every other error (CLI11's default adds a second).
@@ -63,12 +76,27 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);  // prints help or the parse error
     return rc == 0 ? 0 : 2;
   }
+  if (show_version) return print_version();
+  for (auto& [cmd, action] : recipes)
+    if (cmd->parsed()) return action();
+  std::cout << app.help();
+  return 0;
+}
+
+}  // namespace
+
+// Before anything else: a SIGTERM while the libraries start, or the config, data or model load,
+// must end with a message and an exit status, not kill the process bare. main() comes too late
+// for that (the libraries' initialisers, OpenBLAS's thread pool among them, take milliseconds
+// before it), so the handlers go in from the executable's .preinit_array, which the dynamic loader
+// runs once every library is mapped and before any library's initialiser.
+extern "C" void gattn_install_signal_handlers(int, char**, char**) { gattn::recipes::install_exit_on_signal(); }
+__attribute__((section(".preinit_array"), used)) static void (*const install_signal_handlers_first)(
+    int, char**, char**) = &gattn_install_signal_handlers;
+
+int main(int argc, char** argv) {
   try {
-    if (show_version) return print_version();
-    for (auto& [cmd, action] : recipes)
-      if (cmd->parsed()) return action();
-    std::cout << app.help();
-    return 0;
+    return run_cli(argc, argv);
   } catch (const gattn::CheckpointError& e) {
     return fail(e.what(), 3);
   } catch (const gattn::DataError& e) {
@@ -79,7 +107,14 @@ int main(int argc, char** argv) {
     return fail(e.what(), 4);
   } catch (const gattn::Error& e) {
     return fail(e.what(), 2);
+  } catch (const std::filesystem::filesystem_error& e) {
+    return fail(filesystem_message(e), 3);  // an I/O error, like unreadable data or checkpoints
+  } catch (const std::bad_alloc&) {
+    return fail("out of memory: a setting or an input is larger than this machine's memory (the sizes a run "
+                "needs are checked up front; this one was not)", 2);
   } catch (const std::exception& e) {
     return fail(std::string("internal error: ") + e.what(), 2);
+  } catch (...) {
+    return fail("internal error: an exception of unknown type", 2);
   }
 }

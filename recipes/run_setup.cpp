@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,7 @@
 #include "models/sampling.h"
 #include "ops/cuda/runtime_info.h"
 #include "ops/nn_functional.h"
+#include "recipes/memory_check.h"
 
 namespace gattn::recipes {
 
@@ -28,7 +30,9 @@ DataOptions data_options(const Config& cfg) {
   o.kind = cfg.get_string("data.kind");
   o.path = cfg.get_string("data.path");
   o.task = cfg.get_string("data.task");
-  o.vocab_size = cfg.get_int("data.vocab_size");
+  // data.vocab_size sizes a synthetic task; token shards (GPT-2's 50,257 ids) are checked against
+  // the vocabulary of the model that reads them.
+  o.vocab_size = o.kind == "tokens" ? cfg.get_int("model.vocab_size") : cfg.get_int("data.vocab_size");
   o.n_pairs = cfg.get_int("data.n_pairs");
   o.n_distractors = cfg.get_int("data.n_distractors");
   o.seed = static_cast<std::uint64_t>(cfg.get_int("seed"));
@@ -84,11 +88,25 @@ ops::ComputePrecision resolve_precision(const Config& cfg, Device device) {
   return ops::ComputePrecision::bf16;
 }
 
+void apply_thread_setting(const Config& cfg) {
+  const std::int64_t requested = cfg.get_int("train.threads");
+  const ThreadCount count = resolve_thread_count(requested);
+  if (count.clamped)
+    std::cerr << "gattn: train.threads " << requested << " is more than the " << count.threads
+              << " cores this process may use; using " << count.threads << "\n";
+  const std::string why = probe_thread_start(count.threads);
+  if (!why.empty())
+    throw ConfigError(cfg.where("train.threads") + ": train.threads " + std::to_string(requested) + ": " + why +
+                      " (a memory or process limit?); set train.threads lower");
+  set_num_threads(count.threads);
+}
+
 RunSetup prepare_run(const std::string& config_path, const std::vector<std::string>& overrides, bool resuming) {
   Config cfg = Config::load(config_path, overrides);
   const Device device = resolve_device(cfg);
   const ops::ComputePrecision precision = resolve_precision(cfg, device);
-  set_num_threads(static_cast<int>(cfg.get_int("train.threads")));
+  apply_thread_setting(cfg);
+  check_model_memory(cfg, ModelUse::train, device);  // before the data: a synthetic task sizes itself by the block
 
   RunSetup run{std::move(cfg), "", nullptr, nullptr, nullptr, device, precision};
   models::ModelConfig mc = run.config.model_config();
@@ -104,6 +122,7 @@ RunSetup prepare_run(const std::string& config_path, const std::vector<std::stri
                       " is smaller than the data's vocabulary (" + std::to_string(data_vocab) + " tokens)");
   }
   mc.validate();
+  check_model_memory(run.config, ModelUse::train, device);  // again, with the data's vocabulary
   run.model = std::make_unique<models::GPT>(mc, static_cast<std::uint64_t>(run.config.get_int("seed")));
 
   run.dir = run.config.run_dir();

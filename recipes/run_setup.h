@@ -36,9 +36,15 @@ Device resolve_device(const Config& cfg);
 // bf16 elsewhere is a ConfigError naming the key.
 ops::ComputePrecision resolve_precision(const Config& cfg, Device device);
 
+// train.threads applied to OpenMP and OpenBLAS: 0 is all cores, more than the cores is clamped to
+// them (one line on stderr says so), and a count whose threads cannot be started (a memory or
+// process limit) is a ConfigError naming the key instead of an OpenMP abort or a hang.
+void apply_thread_setting(const Config& cfg);
+
 // Loads and validates everything a run needs before anything is written: the config (ConfigError,
-// exit 2), the data (DataError, exit 3), the model shape, that run.dir is new, empty or a gattn run
-// (check_run_directory, exit 2) and, unless `resuming`, that it does not already hold a run. Sets
+// exit 2), the data (DataError, exit 3), the model shape and that it fits in memory
+// (recipes/memory_check.h), that run.dir is new, empty or a gattn run (check_run_directory, exit 2)
+// and, unless `resuming`, that it does not already hold a run. Sets
 // the CPU thread count.
 RunSetup prepare_run(const std::string& config_path, const std::vector<std::string>& overrides, bool resuming = false);
 

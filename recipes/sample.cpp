@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "framework/data/byte_vocab.h"
+#include "framework/runtime/memory_budget.h"
 #include "framework/tensor/error.h"
 #include "models/sampling.h"
 #include "recipes/checkpoint_model.h"
@@ -62,6 +63,11 @@ int run_sample(const SampleArgs& args) {
     throw ValueError("--max-new-tokens must be >= 0, got " + std::to_string(args.max_new_tokens));
   if (args.prompt && args.prompt_tokens) throw ValueError("give --prompt or --prompt-tokens, not both");
   if (args.seed && *args.seed < 0) throw ValueError("--seed must be >= 0, got " + std::to_string(*args.seed));
+  // generate() keeps every id it draws: a trillion tokens is refused here, not by std::bad_alloc.
+  const std::string shortfall =
+      memory_shortfall(4.0 * static_cast<double>(args.max_new_tokens), "4 bytes per generated token id");
+  if (!shortfall.empty())
+    throw ValueError("--max-new-tokens " + std::to_string(args.max_new_tokens) + ": " + shortfall);
 
   CheckpointModel ckpt = load_checkpoint_model(args.checkpoint, args.overrides, "sample");
   models::GPT& model = *ckpt.model;

@@ -22,7 +22,28 @@ extern "C" void on_stop_signal(int signo) {
   g_received = signo;
 }
 
+extern "C" void exit_on_signal(int signo) {
+  static const char int_msg[] = "gattn: stopped by SIGINT\n";
+  static const char term_msg[] = "gattn: stopped by SIGTERM\n";
+  if (signo == SIGINT)
+    (void)!::write(STDERR_FILENO, int_msg, sizeof int_msg - 1);
+  else
+    (void)!::write(STDERR_FILENO, term_msg, sizeof term_msg - 1);
+  ::_exit(128 + signo);
+}
+
 }  // namespace
+
+void install_exit_on_signal() {
+  for (int signo : kSignals) {
+    struct sigaction current;
+    if (::sigaction(signo, nullptr, &current) != 0 || current.sa_handler == SIG_IGN) continue;
+    struct sigaction sa {};
+    sa.sa_handler = exit_on_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(signo, &sa, nullptr);
+  }
+}
 
 StopSignals::StopSignals() {
   g_received = 0;

@@ -9,14 +9,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "framework/config/schema.h"
+#include "framework/config/yaml_document.h"
 #include "framework/config/yaml_position.h"
+#include "framework/io/input_file.h"
 
 namespace gattn {
 
@@ -38,6 +36,7 @@ struct Layer {
 struct Source {
   std::string origin;         // the file name
   std::string override_text;  // non-empty for an override
+  const std::string* text;    // the YAML text being read (the file, or the override's value)
   std::string at(const YAML::Node& n) const {
     if (!override_text.empty()) return "override '" + override_text + "'";
     return yaml_position(origin, n);
@@ -232,6 +231,28 @@ std::string unknown_key(const std::string& key) {
   return "unknown key '" + key + "'" + (best.empty() ? "" : " (did you mean '" + best + "'?)");
 }
 
+// The first schema key inside a section, for the example in a message ("model.vocab_size").
+std::string first_key_of(const std::string& section) {
+  for (const KeySpec& s : config::schema())
+    if (s.key.rfind(section + ".", 0) == 0) return s.key.substr(section.size() + 1);
+  return "key";
+}
+
+// Whether a null node was written as a null literal (`model: null`, `model: ~`) rather than left
+// empty (`model:` with its keys commented out). yaml-cpp reads both as Null; only the literal's
+// mark points at the literal itself.
+bool written_as_null(const YAML::Node& n, const std::string& text) {
+  const YAML::Mark m = n.Mark();
+  if (m.is_null() || m.pos < 0) return false;
+  const auto pos = static_cast<std::size_t>(m.pos);
+  for (const std::string literal : {"null", "Null", "NULL", "~"}) {
+    if (text.compare(pos, literal.size(), literal) != 0) continue;
+    const std::size_t after = pos + literal.size();
+    if (after >= text.size() || std::string(" \t\r\n#,]}").find(text[after]) != std::string::npos) return true;
+  }
+  return false;
+}
+
 // Sets `key` from `n` into `layer`, descending into sections.
 void apply(Layer& layer, const std::string& key, const YAML::Node& n, const Source& src, const YAML::Node& key_node) {
   const std::string at = src.at(key_node);
@@ -242,7 +263,12 @@ void apply(Layer& layer, const std::string& key, const YAML::Node& n, const Sour
     return;
   }
   if (!key.empty() && !config::is_section(key)) fail(at, unknown_key(key));
-  if (!n.IsDefined() || n.IsNull()) return;  // an empty section: nothing to set
+  if (!n.IsDefined() || n.IsNull()) {
+    // An empty file or section (`optim:` with its keys commented out) keeps the defaults, but
+    // `model: null` reads as "no model" and used to train the default one silently: an error.
+    if (key.empty() || !written_as_null(n, *src.text)) return;
+    fail(at, "'" + key + "' is null: give its keys under it (e.g. " + first_key_of(key) + ": ...), or leave it out");
+  }
   if (!n.IsMap())
     fail(at, (key.empty() ? std::string("the config") : "'" + key + "'") + " must be a map of keys, got " + shown(n));
   for (auto it = n.begin(); it != n.end(); ++it) {
@@ -317,16 +343,7 @@ std::vector<std::string> split_key(const std::string& key) {
 Config Config::defaults() { return build("", {}, "<defaults>"); }
 
 Config Config::load(const std::string& yaml_path, const std::vector<std::string>& overrides) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(yaml_path, ec)) throw ConfigError(yaml_path + ": config file does not exist");
-  if (fs::is_directory(yaml_path, ec)) throw ConfigError(yaml_path + ": is a directory, not a config file");
-  std::ifstream in(yaml_path, std::ios::binary);
-  if (!in) throw ConfigError(yaml_path + ": cannot open config file: " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw ConfigError(yaml_path + ": cannot read config file: " + std::strerror(errno));
-  return build(text.str(), overrides, yaml_path);
+  return build(read_input_file<ConfigError>(yaml_path, "the config file", kMaxConfigBytes), overrides, yaml_path);
 }
 
 Config Config::from_string(const std::string& yaml_text, const std::vector<std::string>& overrides,
@@ -340,19 +357,9 @@ Config Config::build(const std::string& yaml_text, const std::vector<std::string
   c.origin_ = origin_name;
   for (const KeySpec& s : config::schema()) c.values_[s.key] = s.default_value;
 
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    std::string at = origin_name;
-    if (!e.mark.is_null()) {
-      at.push_back(':');
-      at += std::to_string(e.mark.line + 1);
-    }
-    fail(at, "YAML syntax error: " + e.msg);
-  }
+  const YAML::Node root = load_single_document(yaml_text, origin_name);
   Layer file;
-  Source file_src{origin_name, ""};
+  Source file_src{origin_name, "", &yaml_text};
   apply(file, "", root, file_src, root);
   for (auto& [k, v] : file.values) c.values_[k] = v;
   c.where_ = file.where;
@@ -362,10 +369,11 @@ Config Config::build(const std::string& yaml_text, const std::vector<std::string
     if (eq == std::string::npos || eq == 0)
       throw ConfigError("malformed override '" + ov + "': expected key.path=value (e.g. optim.lr=3e-4)");
     const std::string key = ov.substr(0, eq);
-    Source src{origin_name, ov};
+    const std::string value_text = ov.substr(eq + 1);
+    Source src{origin_name, ov, &value_text};
     YAML::Node value;
     try {
-      value = YAML::Load(ov.substr(eq + 1));
+      value = YAML::Load(value_text);
     } catch (const YAML::Exception& e) {
       fail(src.at(value), "value is not valid YAML: " + e.msg);
     }
@@ -399,9 +407,25 @@ void Config::validate_whole() const {
     }
     throw ConfigError(at + ": " + msg);
   }
+  check_run_name();
   const std::string kind = get_string("data.kind");
   if ((kind == "text" || kind == "tokens") && get_string("data.path").empty())
     throw ConfigError(where("data.kind") + ": data.path must be set when data.kind is " + kind);
+}
+
+void Config::check_run_name() const {
+  // run.dir defaults to runs/<run.name>: a name with a '/' (or a bare "..") would put the run
+  // somewhere else ("../../escape" outside runs/, "/etc/passwd" under runs/etc/).
+  const std::string name = get_string("run.name");
+  std::string problem;
+  if (name.empty() && get_string("run.dir").empty()) problem = "is empty";
+  else if (name.find('/') != std::string::npos) problem = "contains '/'";
+  else if (name == "." || name == "..") problem = "is '" + name + "'";
+  for (char c : name)
+    if (problem.empty() && static_cast<unsigned char>(c) < 0x20) problem = "contains a control character";
+  if (!problem.empty())
+    throw ConfigError(where("run.name") + ": run.name " + json(name).dump() + " " + problem +
+                      ": it must be one folder name (the run goes to runs/<run.name>); set run.dir for another place");
 }
 
 namespace {

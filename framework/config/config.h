@@ -73,6 +73,7 @@ class Config {
   static Config build(const std::string& yaml_text, const std::vector<std::string>& overrides,
                       const std::string& origin_name);
   void validate_whole() const;
+  void check_run_name() const;  // run.name must be one folder name under runs/
 
   std::string origin_;
   std::map<std::string, nlohmann::json> values_;  // every schema key

@@ -16,7 +16,9 @@ struct DataOptions {
   std::string kind;                // text | tokens | synthetic
   std::string path;                // text: a file; tokens: a glob pattern or a directory of .bin shards
   std::string task;                // synthetic: copy | assoc_recall | noisy_recall
-  std::int64_t vocab_size = 0;     // 0: taken from the data (tokens) or the task's default (synthetic)
+  // synthetic: the task's vocabulary (data.vocab_size; 0: the task's default). tokens: the model's
+  // vocabulary (model.vocab_size), which every token id must be below (0: taken from the data).
+  std::int64_t vocab_size = 0;
   std::int64_t n_pairs = 0;        // recall: key-value pairs; copy: tokens to copy (0: a default)
   std::int64_t n_distractors = 0;  // noisy_recall (0: fill the rest of the block)
   std::uint64_t seed = 0;          // synthetic: seeds the fixed validation set

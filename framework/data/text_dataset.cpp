@@ -1,27 +1,15 @@
 // `data.kind: text`: a file read as bytes, char-level over its distinct bytes, split 90/10 (SPEC §5).
 #include <array>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "framework/data/windowed_dataset.h"
+#include "framework/io/input_file.h"
 
 namespace gattn::data_detail {
 namespace {
 
 std::string read_file_bytes(const std::string& path) {
-  std::error_code ec;
   if (path.empty()) throw DataError("data.path is empty: a text dataset needs a file");
-  if (!std::filesystem::exists(path, ec)) throw DataError("text data file not found: " + path);
-  if (std::filesystem::is_directory(path, ec)) throw DataError("text data path is a directory, not a file: " + path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError("cannot open text data file " + path + ": " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw DataError("error while reading text data file " + path);
-  std::string bytes = ss.str();
+  std::string bytes = read_input_file<DataError>(path, "the text data file");
   if (bytes.empty()) throw DataError("text data file is empty: " + path);
   return bytes;
 }

@@ -3,12 +3,11 @@
 #include <glob.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <new>
 
 #include "framework/data/windowed_dataset.h"
+#include "framework/io/input_file.h"
 
 namespace gattn::data_detail {
 namespace {
@@ -49,17 +48,12 @@ std::vector<std::string> list_shards(const std::string& pattern) {
 
 // Appends the tokens of one shard to out after checking its header against its size.
 void read_shard(const std::string& path, std::vector<std::uint16_t>& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError("cannot open token shard " + path + ": " + std::strerror(errno));
-  std::error_code ec;
-  const auto file_size = fs::file_size(path, ec);
-  if (ec) throw DataError("cannot stat token shard " + path + ": " + ec.message());
+  const std::string bytes = read_input_file<DataError>(path, "the token shard");
+  const std::uint64_t file_size = bytes.size();
   if (file_size < kHeaderBytes)
     throw DataError("token shard " + path + " is truncated: " + std::to_string(file_size) +
                     " bytes, shorter than the 1024-byte header");
-  unsigned char header[kHeaderBytes];
-  in.read(reinterpret_cast<char*>(header), kHeaderBytes);
-  if (!in) throw DataError("cannot read the header of token shard " + path);
+  const auto* header = reinterpret_cast<const unsigned char*>(bytes.data());
   const std::int32_t magic = read_le_i32(header), version = read_le_i32(header + 4), count = read_le_i32(header + 8);
   if (magic != kShardMagic)
     throw DataError("token shard " + path + " has bad magic " + std::to_string(magic) + " (expected 20240520)");
@@ -71,10 +65,13 @@ void read_shard(const std::string& path, std::vector<std::uint16_t>& out) {
     throw DataError("token shard " + path + " is " + std::to_string(file_size) + " bytes but its header promises " +
                     std::to_string(count) + " tokens (" + std::to_string(expected) + " bytes)");
   const std::size_t before = out.size();
-  out.resize(before + static_cast<std::size_t>(count));
-  std::vector<unsigned char> raw(2 * static_cast<std::size_t>(count));
-  in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
-  if (!in) throw DataError("cannot read the tokens of token shard " + path);
+  try {
+    out.resize(before + static_cast<std::size_t>(count));
+  } catch (const std::bad_alloc&) {
+    throw DataError("token shard " + path + ": its " + std::to_string(count) + " tokens (after " +
+                    std::to_string(before) + " from earlier shards) do not fit in this machine's memory");
+  }
+  const unsigned char* raw = header + kHeaderBytes;
   for (std::size_t i = 0; i < static_cast<std::size_t>(count); ++i)
     out[before + i] = static_cast<std::uint16_t>(raw[2 * i] | (raw[2 * i + 1] << 8));
 }
@@ -99,7 +96,8 @@ class TokenDataset : public WindowedDataset {
     if (options.vocab_size > 0) {
       if (max_token >= options.vocab_size)
         throw DataError("token shards at " + options.path + " hold token id " + std::to_string(max_token) +
-                        ", outside data.vocab_size " + std::to_string(options.vocab_size));
+                        ", outside the model's vocabulary (model.vocab_size " + std::to_string(options.vocab_size) +
+                        ")");
       vocab_size_ = options.vocab_size;
     } else {
       vocab_size_ = max_token + 1;

@@ -10,10 +10,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "framework/io/checkpoint_verify.h"
 #include "framework/io/errors.h"
 #include "framework/io/finite_check.h"
+#include "framework/io/input_file.h"
 #include "framework/io/module_io.h"
 #include "framework/io/optimizer_io.h"
 #include "framework/io/run_files.h"
@@ -29,6 +31,9 @@ std::string checkpoint_name(std::int64_t step) {
 }
 
 namespace {
+
+// `latest` holds one checkpoint name ("step_00000600\n"): anything much longer is not one.
+constexpr std::uint64_t kMaxLatestBytes = 4096;
 
 // The step of a directory name "step_<8+ digits>", or -1 for anything else (temporaries, `latest`).
 std::int64_t step_of(const std::string& name) {
@@ -199,9 +204,10 @@ std::string latest_checkpoint(const std::string& run_dir) {
   std::error_code ec;
   // symlink_status: a dangling symlink is a damaged `latest`, not a missing one.
   if (!fs::exists(fs::symlink_status(latest, ec))) return "";
-  std::ifstream in(latest, std::ios::binary);
+  // Read as an input file: a FIFO or /dev/zero planted as `latest` is refused, not read forever.
+  std::istringstream in(read_input_file<CheckpointError>(latest.string(), "the checkpoint pointer", kMaxLatestBytes));
   std::string name;
-  if (!in || !std::getline(in, name))
+  if (!std::getline(in, name))
     throw CheckpointError("checkpoint file '" + latest.string() + "': cannot be read (empty or unreadable)");
   // publish_checkpoint writes the name and one newline: anything after them is damage, and a
   // damaged `latest` is not trusted to name the right checkpoint.

@@ -2,9 +2,10 @@
 #include "framework/io/metrics.h"
 
 #include <cmath>
-#include <fstream>
+#include <sstream>
 
 #include "framework/io/errors.h"
+#include "framework/io/input_file.h"
 
 namespace gattn {
 
@@ -39,8 +40,7 @@ void MetricsWriter::write(const nlohmann::json& record) {
 }
 
 std::vector<nlohmann::json> read_metrics(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw CheckpointError("cannot read metrics file " + path);
+  std::istringstream in(read_input_file<CheckpointError>(path, "the metrics file"));
   std::vector<nlohmann::json> out;
   std::string line;
   std::size_t n = 0;

@@ -2,19 +2,19 @@
 #include "framework/io/metrics_rewind.h"
 
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "framework/io/checkpoint.h"
 #include "framework/io/errors.h"
+#include "framework/io/input_file.h"
 
 namespace gattn {
 
 std::int64_t rewind_metrics(const std::string& path, std::int64_t step) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CheckpointError("cannot read metrics file " + path);
+  std::istringstream in(read_input_file<CheckpointError>(path, "the metrics file"));
   std::string kept, line;
   std::int64_t dropped = 0;
   while (std::getline(in, line)) {
@@ -29,7 +29,6 @@ std::int64_t rewind_metrics(const std::string& path, std::int64_t step) {
       ++dropped;
     }
   }
-  if (in.bad()) throw CheckpointError("cannot read metrics file " + path);
   // Untouched when nothing goes: no needless rewrite of a long log.
   if (dropped > 0) write_file_atomically(path, kept);
   return dropped;

@@ -17,6 +17,8 @@
 #include <system_error>
 #include <unordered_set>
 
+#include "framework/io/input_file.h"
+
 namespace gattn {
 
 // The data section is raw little-endian bytes copied straight into tensor storage.
@@ -343,22 +345,13 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
-  // O_NONBLOCK so that a FIFO at `path` is refused below instead of blocking the open forever;
-  // it changes nothing for regular files.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) fail(path, "cannot open: " + errno_message(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, "not a regular file");
-  }
-  FileCloser file{::fdopen(fd, "rb")};
-  if (!file.f) {
-    const int e = errno;
-    ::close(fd);
-    fail(path, "cannot open: " + errno_message(e));
-  }
-  const std::uint64_t file_size = static_cast<std::uint64_t>(st.st_size);
+  // A FIFO or device at `path` is refused here instead of blocking the open or reading forever.
+  InputFile input(path);
+  if (!input.is_open()) fail(path, "cannot open: " + input.problem());
+  const std::uint64_t file_size = input.size();
+  FileCloser file{::fdopen(input.fd(), "rb")};
+  if (!file.f) fail(path, "cannot open: " + errno_message(errno));
+  input.release();  // the FILE owns the descriptor now
   if (file_size < 8)
     fail(path, "truncated: " + std::to_string(file_size) + " bytes, too short for the 8-byte header length");
 

@@ -9,11 +9,15 @@
 
 #include "framework/io/checksums.h"
 #include "framework/io/errors.h"
+#include "framework/io/input_file.h"
 #include "framework/io/safetensors.h"
 
 namespace gattn {
 
 namespace {
+
+// state.json holds the step, the RNG states and the resolved config: kilobytes, never megabytes.
+constexpr std::uint64_t kMaxStateBytes = 16u << 20;
 
 using json = nlohmann::json;
 
@@ -144,11 +148,10 @@ TrainState train_state_from_json(const json& j, const std::string& path) {
 }
 
 TrainState read_train_state(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CheckpointError(where(path) + ": cannot open (missing or unreadable)");
-  std::stringstream text;
-  text << in.rdbuf();
-  const json j = json::parse(text.str(), nullptr, false);
+  std::string text;
+  const std::string why = read_whole_file(path, kMaxStateBytes, text);
+  if (!why.empty()) throw CheckpointError(where(path) + ": cannot read: " + why);
+  const json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) throw CheckpointError(where(path) + ": not valid JSON (truncated or damaged)");
   return train_state_from_json(j, path);
 }

@@ -328,7 +328,7 @@ TEST(TrainStateJson, RefusesDamageNamingTheField) {
 
 TEST(TrainStateJson, ReadRefusesMissingAndTruncatedFiles) {
   TempDir dir;
-  EXPECT_TRUE(contains(checkpoint_error([&] { read_train_state(dir.file("nope.json")); }), "cannot open"));
+  EXPECT_TRUE(contains(checkpoint_error([&] { read_train_state(dir.file("nope.json")); }), "does not exist"));
   const std::string text = train_state_to_json(sample_state(sample_config())).dump(2);
   write_text(dir.file("cut.json"), text.substr(0, text.size() / 2));
   EXPECT_TRUE(contains(checkpoint_error([&] { read_train_state(dir.file("cut.json")); }), "not valid JSON"));

@@ -42,7 +42,8 @@ void write_file(const std::string& path, const std::string& text) {
   out << text;
 }
 
-std::filesystem::path repo_root() { return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path(); }
+// GATTN_SOURCE_DIR, not __FILE__: with ccache's CCACHE_BASEDIR the compiler sees a relative path.
+std::filesystem::path repo_root() { return GATTN_SOURCE_DIR; }
 
 const char* kFull = R"(run:
   name: gated
@@ -266,6 +267,51 @@ TEST(ConfigErrors, OverrideErrorsNameTheOverride) {
   EXPECT_TRUE(rejects("", {"override 'model.gate={knd: x}'", "unknown key 'model.gate.knd'"}, {"model.gate={knd: x}"}));
   // A value that breaks a cross-key rule points at the override too.
   EXPECT_TRUE(rejects("", {"override 'model.n_head=3'", "model.n_head"}, {"model.n_head=3"}));
+}
+
+// Issue 16, class 13: input that used to be accepted silently.
+TEST(ConfigErrors, SecondYamlDocumentIsRefused) {
+  // YAML::Load kept the first document and dropped the rest: the lr below was never applied.
+  EXPECT_TRUE(rejects("seed: 1\n---\noptim: {lr: 0.5}\n", {"config.yaml:3", "second YAML document"}));
+  EXPECT_TRUE(rejects("---\nseed: 1\n---\n", {"second YAML document"}));
+  EXPECT_NO_THROW(Config::from_string("---\nseed: 1\n...\n"));  // one document with its markers
+}
+
+TEST(ConfigErrors, NullSectionIsRefused) {
+  // `model: null` trained the default model.
+  EXPECT_TRUE(rejects("model: null\n", {"config.yaml:1", "'model' is null"}));
+  EXPECT_TRUE(rejects("seed: 1\nmodel:   NULL  # no model?\n", {"config.yaml:2", "'model' is null"}));
+  EXPECT_TRUE(rejects("model:\n  gate: ~\n", {"config.yaml:2", "'model.gate' is null"}));
+  EXPECT_TRUE(rejects("{seed: 1, model: null}\n", {"'model' is null"}));
+  EXPECT_TRUE(rejects("", {"override 'model=null'", "'model' is null"}, {"model=null"}));
+  // A section left empty (its keys commented out) is still the defaults (EmptySectionsAreAllowed),
+  // a key named like the literal is no null, a nullable key may be null, an empty file is the defaults.
+  EXPECT_EQ(Config::from_string("model:\n  # n_layer: 8\nseed: 0\n"), Config::defaults());
+  EXPECT_TRUE(rejects("model:\nnull_thing: 1\n", {"unknown key 'null_thing'"}));
+  EXPECT_NO_THROW(Config::from_string("model:\n  gate:\n    init_bias: null\n"));
+  EXPECT_NO_THROW(Config::from_string(""));
+}
+
+TEST(ConfigErrors, RunNameIsOneFolderName) {
+  // runs/<run.name>: "../../escape" left runs/, "/etc/passwd" made runs/etc/passwd.
+  EXPECT_TRUE(rejects("", {"override 'run.name=../../escape'", "run.name", "contains '/'"}, {"run.name=../../escape"}));
+  EXPECT_TRUE(rejects("run: {name: /etc/passwd}\n", {"config.yaml:1", "run.name", "contains '/'"}));
+  EXPECT_TRUE(rejects("run: {name: ..}\n", {"config.yaml:1", "run.name"}));
+  EXPECT_TRUE(rejects("run: {name: ''}\n", {"run.name", "is empty"}));
+  EXPECT_EQ(Config::from_string("run: {name: gpt2.output-gate_v2}\n").run_dir(), "runs/gpt2.output-gate_v2");
+  // run.dir is where the user wants the run; run.name is then only a label.
+  EXPECT_EQ(Config::from_string("run: {name: '', dir: /tmp/x/y}\n").run_dir(), "/tmp/x/y");
+}
+
+// Issue 16, class 5: a config file must be a regular file of a config's size.
+TEST(ConfigErrors, NonRegularOrHugeConfigFileIsRefused) {
+  test::TempDir dir;
+  EXPECT_NE(config_error([&] { Config::load(dir.path().string()); }).find("is a directory"), std::string::npos);
+  // (/dev/zero and a FIFO are tried from the CLI under a timeout and a memory limit, in
+  // tests/integration/cli_input_files.sh: a regression there must not hang or eat this suite.)
+  EXPECT_NE(config_error([&] { Config::load(dir.file("missing.yaml")); }).find("does not exist"), std::string::npos);
+  write_file(dir.file("huge.yaml"), "# " + std::string(5u << 20, 'x') + "\n");
+  EXPECT_NE(config_error([&] { Config::load(dir.file("huge.yaml")); }).find("more than"), std::string::npos);
 }
 
 TEST(ConfigParamGroups, Parse) {

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "framework/config/config.h"
 #include "framework/optim/adamw.h"
 #include "models/gpt.h"
 #include "recipes/ablation.h"
 #include "recipes/run_setup.h"
+#include "test_util.h"
 
 namespace gattn {
 namespace {
@@ -65,6 +67,39 @@ TEST(ShippedConfigs, EveryAblationCellLoadsAndTrainsItsParameters) {
       EXPECT_NO_THROW(optim::AdamW(model.named_parameters(), recipes::adamw_options(small)));
     }
   }
+}
+
+// llm.c's shard format (SPEC §5) holding `tokens` (little-endian host, like the format).
+void write_llmc_shard(const std::string& path, const std::vector<std::uint16_t>& tokens) {
+  std::vector<std::int32_t> header(256, 0);
+  header[0] = 20240520;
+  header[1] = 1;
+  header[2] = static_cast<std::int32_t>(tokens.size());
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(header.data()), 1024);
+  out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(2 * tokens.size()));
+}
+
+// Issue 16, class 4: the GPT-2 recipe read real GPT-2 shards against data.vocab_size (32, a
+// synthetic-task setting) and refused token id 49. Its ids are checked against model.vocab_size.
+TEST(ShippedConfigs, Gpt2ConfigReadsGpt2TokenIds) {
+  test::TempDir dir;
+  std::vector<std::uint16_t> tokens(2048);
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::uint16_t>((i * 7919) % 50257);
+  tokens[5] = 50256;  // <|endoftext|>, GPT-2's largest id
+  write_llmc_shard(dir.file("fineweb_train_000001.bin"), tokens);
+  write_llmc_shard(dir.file("fineweb_val_000000.bin"), tokens);
+  const std::string file = (fs::path(GATTN_SOURCE_DIR) / "configs" / "gpt2_124m.yaml").string();
+  const Config cfg = Config::load(file, {"data.path=" + dir.path().string()});
+  std::unique_ptr<Dataset> data;
+  ASSERT_NO_THROW(data = make_dataset(recipes::data_options(cfg), cfg.model_config().block_size));
+  EXPECT_EQ(data->vocab_size(), 50304);  // the model's padded vocabulary
+  // An id the model has no embedding for is still refused, naming the model's vocabulary.
+  tokens[9] = 50304;
+  write_llmc_shard(dir.file("fineweb_val_000000.bin"), tokens);
+  const std::string msg = test::error_of([&] { make_dataset(recipes::data_options(cfg), 1024); });
+  EXPECT_NE(msg.find("token id 50304, outside the model's vocabulary (model.vocab_size 50304)"), std::string::npos)
+      << msg;
 }
 
 }  // namespace
