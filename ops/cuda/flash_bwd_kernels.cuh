@@ -17,7 +17,7 @@
 // rounded to bf16 as the left operand of the second product (as FlashAttention-2 does).
 //
 // The kernels themselves, apart from their launchers (flash_attention_bwd.cu), so that
-// tests/tools/flash_emulate.cpp can run this very code on the CPU (GATTN_FLASH_EMULATE).
+// the emulation build (GATTN_CUDA_EMULATE) can run this very code on the CPU.
 #pragma once
 #include <cmath>
 #include <cstdint>

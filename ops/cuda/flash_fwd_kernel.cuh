@@ -10,7 +10,7 @@
 // max and summed over the quad once, at the end.
 //
 // The kernel itself, apart from its launcher (flash_attention_fwd.cu), so that
-// tests/tools/flash_emulate.cpp can run this very code on the CPU (GATTN_FLASH_EMULATE).
+// the emulation build (GATTN_CUDA_EMULATE) can run this very code on the CPU.
 #pragma once
 #include <cmath>
 #include <cstdint>

@@ -16,14 +16,10 @@
 
 #include "ops/cuda/flash_layout.h"
 
-// GATTN_FLASH_EMULATE: the kernels compiled as host C++ by tests/tools/flash_emulate.cpp, which
-// runs each block's 128 threads as CPU threads and provides the warp primitives
-// (gattn_emu::mma_bf16, __shfl_xor_sync, __syncthreads, threadIdx …) before including this header.
-// GATTN_CUDA_EMULATE: the emulation build, whose emulation/kernel_model.h provides the same.
-#if defined(GATTN_FLASH_EMULATE)
-#define GATTN_FLASH_DYNAMIC_SMEM(name) uint4* name = ::gattn_emu::dynamic_smem()
-#define GATTN_FLASH_SHARED static
-#elif defined(GATTN_CUDA_EMULATE)
+// GATTN_CUDA_EMULATE: the emulation build compiles the kernels as host C++; emulation/kernel_model.h
+// provides the warp primitives (__shfl_xor_sync, __syncthreads, threadIdx …) and warp_mma.h the
+// tensor-core product.
+#if defined(GATTN_CUDA_EMULATE)
 #define GATTN_FLASH_DYNAMIC_SMEM(name) uint4* name = reinterpret_cast<uint4*>(::gattn::emu::dynamic_shared_memory())
 #define GATTN_FLASH_SHARED __shared__
 #else
@@ -39,9 +35,7 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 
 __device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
-#if defined(GATTN_FLASH_EMULATE)
-  return ::gattn_emu::pack_bf16x2(lo, hi);
-#elif defined(GATTN_CUDA_EMULATE)
+#if defined(GATTN_CUDA_EMULATE)
   return ::gattn::emu::pack_bf16x2(lo, hi);
 #else
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
@@ -55,9 +49,7 @@ __device__ __forceinline__ float bf16_bits_to_float(std::uint16_t b) {
 
 // d += a·b for one 16×8 tile: a 16×16 (row), b 16×8 (col), bf16 in, f32 accumulate.
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
-#if defined(GATTN_FLASH_EMULATE)
-  ::gattn_emu::mma_bf16(d, a, b);
-#elif defined(GATTN_CUDA_EMULATE)
+#if defined(GATTN_CUDA_EMULATE)
   ::gattn::emu::mma_m16n8k16_bf16(d, a, b);
 #else
   asm volatile(

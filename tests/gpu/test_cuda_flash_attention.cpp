@@ -15,8 +15,8 @@
 //    reference entry of that gradient, plus 1e-4 absolute. At T = 1 the logit gradients vanish
 //    exactly (dS_00 = dA_00 − D_0), and D_0 comes from the bf16-rounded output, so there the
 //    absolute bound is u·d ≥ u·Σ_x|dO_x·O_x|. A wrong index or a missed tile gives O(1) errors.
-//  These bounds were exercised on the kernels' own source by tests/tools/flash_emulate.cpp (a CPU
-//  emulation of the warps and mma.sync), not yet on a GPU.
+//  These bounds hold in the emulation build (the kernels' own source and launchers on the CPU,
+//  emulation/), not yet checked on a GPU.
 //  - Statistics (entropy, sink, gate moments) use no bf16 rounding beyond the inputs (S, P, G in
 //    f32): 1e-4 relative.
 #include <gtest/gtest.h>
