@@ -101,13 +101,18 @@ void check_run_directory(const std::string& dir, const std::string& what) {
   if (!fs::is_directory(st))
     throw OutputPathError(what + ": " + dir + " exists and is not a directory");
   if (holds_run(dir)) {
-    for (const fs::path& f : {fs::path("config.yaml"), fs::path("metrics.jsonl"), fs::path(".lock"),
-                             fs::path("checkpoints") / "latest"}) {
+    for (const fs::path& f : {fs::path("config.yaml"), fs::path("metrics.jsonl"), fs::path(".lock")}) {
       const std::string kind = non_regular_kind(fs::path(dir) / f);
       if (!kind.empty())
         throw OutputPathError(what + ": " + (fs::path(dir) / f).string() + " is " + kind +
                               ", not the regular file a gattn run writes there; refusing to write into " + dir);
     }
+    // The checkpoint pointer is read before anything is written: a non-regular one is a damaged
+    // checkpoint (exit 3), as every reader of it says, not a bad output path.
+    const fs::path latest = fs::path(dir) / "checkpoints" / "latest";
+    if (const std::string kind = non_regular_kind(latest); !kind.empty())
+      throw CheckpointError("checkpoint pointer " + latest.string() + ": it is " + kind +
+                            ", not the regular file a gattn run writes there (damaged?)");
     return;
   }
   std::vector<std::string> found;
