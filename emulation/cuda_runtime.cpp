@@ -50,6 +50,10 @@ thread_local cudaError_t g_detail_code = cudaSuccess;
 thread_local std::string g_detail;
 thread_local int g_device = 0;
 
+// Forgets and deletes a stream or event handle; a handle that is not live is an error.
+template <class Handle>
+cudaError_t destroy_handle(std::set<Handle>& live, Handle h, const char* what);
+
 bool valid_event(cudaEvent_t e) {
   RuntimeState& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -108,6 +112,16 @@ cudaError_t check_copy(void* dst, const void* src, std::size_t dst_bytes, std::s
   if (!check_side(dst, dst_bytes, dst_dev, "destination", kind, call, why) ||
       !check_side(src, src_bytes, src_dev, "source", kind, call, why))
     return fail(cudaErrorInvalidValue, why);
+  return cudaSuccess;
+}
+
+template <class Handle>
+cudaError_t destroy_handle(std::set<Handle>& live, Handle h, const char* what) {
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    if (!h || live.erase(h) == 0) return fail(cudaErrorInvalidResourceHandle, what);
+  }
+  delete h;
   return cudaSuccess;
 }
 
@@ -326,13 +340,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int flags) {
 cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, 0); }
 
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
-  auto& st = gattn::emu::state();
-  {
-    std::lock_guard<std::mutex> lock(st.mu);
-    if (!s || st.streams.erase(s) == 0) return fail(cudaErrorInvalidResourceHandle, "cudaStreamDestroy: not a live stream");
-  }
-  delete s;
-  return cudaSuccess;
+  return gattn::emu::destroy_handle(gattn::emu::state().streams, s, "cudaStreamDestroy: not a live stream");
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
@@ -359,13 +367,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int flags) {
 cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
 
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
-  auto& st = gattn::emu::state();
-  {
-    std::lock_guard<std::mutex> lock(st.mu);
-    if (!e || st.events.erase(e) == 0) return fail(cudaErrorInvalidResourceHandle, "cudaEventDestroy: not a live event");
-  }
-  delete e;
-  return cudaSuccess;
+  return gattn::emu::destroy_handle(gattn::emu::state().events, e, "cudaEventDestroy: not a live event");
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {

@@ -65,6 +65,32 @@ inline std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
+// The message of the E that f throws, or "" with a test failure when it throws none or another kind.
+template <class E>
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw another kind of error: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "did not throw";
+  return "";
+}
+
+inline ::testing::AssertionResult contains(const std::string& text, const std::string& needle) {
+  if (text.find(needle) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "'" << needle << "' not in: " << text;
+}
+
+// Writes `text` to `path` as it is (replacing the file).
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
 // The whole content of a file, bytes as they are ("" when it cannot be read).
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -66,9 +66,9 @@ done
 # for the second signal to land inside it (two signals sent together would merge into one), and a
 # checkpoint every step makes it land inside a checkpoint write now and then. Whatever moment it
 # hit, --resume auto continues from a complete checkpoint and the metrics stay one line per step.
-wide=(model.n_embd=64 model.block_size=64 train.batch_size=16 checkpoint.every=1)
+wide=(model.n_embd=256 model.n_layer=2 model.block_size=64 train.batch_size=32 checkpoint.every=1)
 hits=0
-for attempt in 1 2 3; do
+for attempt in 1 2 3 4; do
   dir="$tmp/double_$attempt"
   start "$dir" "$tmp/double.out" "${wide[@]}"
   wait_for_lines "$dir" 3

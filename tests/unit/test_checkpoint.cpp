@@ -26,31 +26,11 @@ namespace gattn {
 namespace {
 
 namespace fs = std::filesystem;
+using test::contains;
 using test::TempDir;
+using test::write_text;
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
-
-// The CheckpointError message of f, or "" (and a test failure) when it throws none or another kind.
-std::string checkpoint_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const CheckpointError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw something other than CheckpointError: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
-
-::testing::AssertionResult contains(const std::string& text, const std::string& needle) {
-  if (text.find(needle) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "'" << needle << "' not in: " << text;
-}
+std::string checkpoint_error(const std::function<void()>& f) { return test::message_of<CheckpointError>(f); }
 
 // A tiny f32 GPT with an output gate, its optimizer (a frozen gate group, so step counts differ),
 // and a few real steps so that moments and counts are not trivial.

@@ -20,11 +20,7 @@ namespace {
 
 using test::error_of;
 using test::TempDir;
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-}
+using test::write_text;
 
 std::vector<std::int32_t> ints(const Tensor& t) {
   const std::int32_t* p = t.data<std::int32_t>();

@@ -17,31 +17,11 @@ namespace gattn {
 namespace {
 
 namespace fs = std::filesystem;
+using test::contains;
 using test::TempDir;
+using test::write_text;
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
-
-// The OutputPathError message of f, or "" (and a test failure) when it throws none or another kind.
-std::string refusal(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const OutputPathError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw something other than OutputPathError: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
-
-::testing::AssertionResult contains(const std::string& text, const std::string& needle) {
-  if (text.find(needle) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "'" << needle << "' not in: " << text;
-}
+std::string refusal(const std::function<void()>& f) { return test::message_of<OutputPathError>(f); }
 
 // A run directory as `gattn train` leaves it: config, metrics, lock and one checkpoint.
 std::string make_run(const TempDir& dir) {
