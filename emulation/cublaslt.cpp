@@ -87,21 +87,30 @@ cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const void* buf,
-                                              size_t size) {
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr,
+                                              const void* buf, size_t size) {
   MatmulDesc& m = *desc(d);
   switch (attr) {
-    case CUBLASLT_MATMUL_DESC_TRANSA: return read_attr(m.trans_a, buf, size);
-    case CUBLASLT_MATMUL_DESC_TRANSB: return read_attr(m.trans_b, buf, size);
-    case CUBLASLT_MATMUL_DESC_EPILOGUE: return read_attr(m.epilogue, buf, size);
-    case CUBLASLT_MATMUL_DESC_BIAS_POINTER: return read_attr(m.bias, buf, size);
-    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: return read_attr(m.aux, buf, size);
-    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: return read_attr(m.aux_ld, buf, size);
-    default: return refuse(CUBLAS_STATUS_NOT_SUPPORTED, "matmul descriptor attribute " + std::to_string(attr) + " is not emulated");
+    case CUBLASLT_MATMUL_DESC_TRANSA:
+      return read_attr(m.trans_a, buf, size);
+    case CUBLASLT_MATMUL_DESC_TRANSB:
+      return read_attr(m.trans_b, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE:
+      return read_attr(m.epilogue, buf, size);
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+      return read_attr(m.bias, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
+      return read_attr(m.aux, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+      return read_attr(m.aux_ld, buf, size);
+    default:
+      return refuse(CUBLAS_STATUS_NOT_SUPPORTED,
+                    "matmul descriptor attribute " + std::to_string(attr) + " is not emulated");
   }
 }
 
-cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld) {
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType type, uint64_t rows, uint64_t cols,
+                                          int64_t ld) {
   *l = reinterpret_cast<cublasLtMatrixLayout_t>(new Layout{type, rows, cols, ld});
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -121,15 +130,15 @@ cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t, const void*,
-                                                    size_t) {
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t,
+                                                    const void*, size_t) {
   return CUBLAS_STATUS_SUCCESS;  // workspace and alignment limits: the emulated GEMM needs neither
 }
 
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t,
                                               cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t Dl,
-                                              cublasLtMatmulPreference_t, int requested, cublasLtMatmulHeuristicResult_t results[],
-                                              int* returned) {
+                                              cublasLtMatmulPreference_t, int requested,
+                                              cublasLtMatmulHeuristicResult_t results[], int* returned) {
   *returned = 0;
   if (requested < 1) return CUBLAS_STATUS_INVALID_VALUE;
   const MatmulDesc& m = *desc(d);
@@ -137,7 +146,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
   // GELU aux matrix whose leading dimension is not a multiple of 8.
   if (!supported_epilogue(m.epilogue)) return CUBLAS_STATUS_NOT_SUPPORTED;
   const bool gelu = m.epilogue == CUBLASLT_EPILOGUE_GELU_AUX || m.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-  if (gelu && (m.aux_ld % 8 != 0 || m.aux_ld < static_cast<std::int64_t>(layout(Dl)->rows))) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (gelu && (m.aux_ld % 8 != 0 || m.aux_ld < static_cast<std::int64_t>(layout(Dl)->rows)))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   std::memset(&results[0], 0, sizeof results[0]);
   results[0].state = CUBLAS_STATUS_SUCCESS;
   results[0].wavesCount = 1.0f;
@@ -146,9 +156,9 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
 }
 
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const void* alpha, const void* A,
-                              cublasLtMatrixLayout_t Al, const void* B, cublasLtMatrixLayout_t Bl, const void* beta, const void* C,
-                              cublasLtMatrixLayout_t Cl, void* D, cublasLtMatrixLayout_t Dl, const cublasLtMatmulAlgo_t*, void*,
-                              size_t, cudaStream_t stream) {
+                              cublasLtMatrixLayout_t Al, const void* B, cublasLtMatrixLayout_t Bl, const void* beta,
+                              const void* C, cublasLtMatrixLayout_t Cl, void* D, cublasLtMatrixLayout_t Dl,
+                              const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t stream) {
   if (!h) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "null handle");
   if (!gattn::emu::valid_stream(stream)) return refuse(CUBLAS_STATUS_INVALID_VALUE, "invalid or destroyed stream");
   const MatmulDesc& m = *desc(d);
@@ -156,22 +166,26 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
   if (m.scale != CUDA_R_32F) return refuse(CUBLAS_STATUS_NOT_SUPPORTED, "scale type not emulated");
   if (!supported_epilogue(m.epilogue)) return refuse(CUBLAS_STATUS_NOT_SUPPORTED, "epilogue not emulated");
   const float beta_v = *static_cast<const float*>(beta);
-  if (C != D && beta_v != 0.0f) return refuse(CUBLAS_STATUS_NOT_SUPPORTED, "C distinct from D with beta != 0 is not emulated");
+  if (C != D && beta_v != 0.0f)
+    return refuse(CUBLAS_STATUS_NOT_SUPPORTED, "C distinct from D with beta != 0 is not emulated");
   if (c.rows != dl.rows || c.cols != dl.cols || c.type != dl.type || c.ld != dl.ld)
     return refuse(CUBLAS_STATUS_INVALID_VALUE, "C and D layouts differ");
   gattn::emu::GemmProblem p;
   p.tf32 = m.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
-  if (m.compute != CUBLAS_COMPUTE_32F && !p.tf32) return refuse(CUBLAS_STATUS_NOT_SUPPORTED, "compute type not emulated");
+  if (m.compute != CUBLAS_COMPUTE_32F && !p.tf32)
+    return refuse(CUBLAS_STATUS_NOT_SUPPORTED, "compute type not emulated");
   const bool ta = m.trans_a != CUBLAS_OP_N, tb = m.trans_b != CUBLAS_OP_N;
   p.m = static_cast<long long>(dl.rows);
   p.n = static_cast<long long>(dl.cols);
   p.k = static_cast<long long>(ta ? a.rows : a.cols);
   const long long a_m = static_cast<long long>(ta ? a.cols : a.rows);
-  const long long b_k = static_cast<long long>(tb ? b.cols : b.rows), b_n = static_cast<long long>(tb ? b.rows : b.cols);
+  const long long b_k = static_cast<long long>(tb ? b.cols : b.rows),
+                  b_n = static_cast<long long>(tb ? b.rows : b.cols);
   if (a_m != p.m || b_k != p.k || b_n != p.n)
-    return refuse(CUBLAS_STATUS_INVALID_VALUE, "layouts do not multiply: op(A) " + std::to_string(a_m) + "x" + std::to_string(p.k) +
-                                                  ", op(B) " + std::to_string(b_k) + "x" + std::to_string(b_n) + ", D " +
-                                                  std::to_string(p.m) + "x" + std::to_string(p.n));
+    return refuse(CUBLAS_STATUS_INVALID_VALUE, "layouts do not multiply: op(A) " + std::to_string(a_m) + "x" +
+                                                   std::to_string(p.k) + ", op(B) " + std::to_string(b_k) + "x" +
+                                                   std::to_string(b_n) + ", D " + std::to_string(p.m) + "x" +
+                                                   std::to_string(p.n));
   p.a = {A, a.type, a.ld, ta};
   p.b = {B, b.type, b.ld, tb};
   p.c = D;
@@ -182,12 +196,14 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
   if (const std::string why = gattn::emu::check_gemm(p); !why.empty()) return refuse(CUBLAS_STATUS_INVALID_VALUE, why);
   const bool bias = m.epilogue == CUBLASLT_EPILOGUE_BIAS || m.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
   const bool gelu = m.epilogue == CUBLASLT_EPILOGUE_GELU_AUX || m.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-  if (dl.type != CUDA_R_32F && (bias || gelu)) return refuse(CUBLAS_STATUS_NOT_SUPPORTED, "epilogues on a non-f32 D are not emulated");
+  if (dl.type != CUDA_R_32F && (bias || gelu))
+    return refuse(CUBLAS_STATUS_NOT_SUPPORTED, "epilogues on a non-f32 D are not emulated");
   std::string why;
   if (bias && !gattn::emu::device_accessible_range(m.bias, static_cast<std::size_t>(p.m) * 4, why))
     return refuse(CUBLAS_STATUS_INVALID_VALUE, "bias: " + why);
   if (gelu) {
-    if (m.aux_ld < p.m || m.aux_ld % 8 != 0) return refuse(CUBLAS_STATUS_INVALID_VALUE, "aux leading dimension must be >= rows and a multiple of 8");
+    if (m.aux_ld < p.m || m.aux_ld % 8 != 0)
+      return refuse(CUBLAS_STATUS_INVALID_VALUE, "aux leading dimension must be >= rows and a multiple of 8");
     if (!gattn::emu::device_accessible_range(m.aux, static_cast<std::size_t>((p.n - 1) * m.aux_ld + p.m) * 4, why))
       return refuse(CUBLAS_STATUS_INVALID_VALUE, "aux: " + why);
   }

@@ -69,11 +69,16 @@ int device_count() {
 
 const char* kind_name(cudaMemcpyKind k) {
   switch (k) {
-    case cudaMemcpyHostToHost: return "HostToHost";
-    case cudaMemcpyHostToDevice: return "HostToDevice";
-    case cudaMemcpyDeviceToHost: return "DeviceToHost";
-    case cudaMemcpyDeviceToDevice: return "DeviceToDevice";
-    default: return "Default";
+    case cudaMemcpyHostToHost:
+      return "HostToHost";
+    case cudaMemcpyHostToDevice:
+      return "HostToDevice";
+    case cudaMemcpyDeviceToHost:
+      return "DeviceToHost";
+    case cudaMemcpyDeviceToDevice:
+      return "DeviceToDevice";
+    default:
+      return "Default";
   }
 }
 
@@ -101,10 +106,12 @@ bool check_side(const void* p, std::size_t bytes, bool device_side, const char* 
 
 cudaError_t check_copy(void* dst, const void* src, std::size_t dst_bytes, std::size_t src_bytes, cudaMemcpyKind kind,
                        cudaStream_t stream, const char* call) {
-  if (!valid_stream(stream)) return fail(cudaErrorInvalidResourceHandle, std::string(call) + ": invalid or destroyed stream");
+  if (!valid_stream(stream))
+    return fail(cudaErrorInvalidResourceHandle, std::string(call) + ": invalid or destroyed stream");
   if (kind == cudaMemcpyDefault) {
     const bool dd = is_device_pointer(dst), sd = is_device_pointer(src);
-    kind = dd ? (sd ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice) : (sd ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+    kind = dd ? (sd ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+              : (sd ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
   }
   const bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
   const bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
@@ -186,7 +193,8 @@ cudaError_t cudaDriverGetVersion(int* v) {
 }
 
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
-  if (device < 0 || device >= gattn::emu::device_count()) return fail(cudaErrorInvalidDevice, "cudaDeviceGetAttribute: no such device");
+  if (device < 0 || device >= gattn::emu::device_count())
+    return fail(cudaErrorInvalidDevice, "cudaDeviceGetAttribute: no such device");
   switch (attr) {
     case cudaDevAttrMaxPitch: {
       // GATTN_EMU_MAX_PITCH lowers the limit so the fallbacks for wide rows run at test sizes.
@@ -194,14 +202,27 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
       *value = v && *v ? std::atoi(v) : 2147483647;
       return cudaSuccess;
     }
-    case cudaDevAttrMaxThreadsPerBlock: *value = 1024; return cudaSuccess;
-    case cudaDevAttrWarpSize: *value = 32; return cudaSuccess;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = gattn::emu::kMaxDynamicSharedOptin; return cudaSuccess;
-    case cudaDevAttrMultiProcessorCount: *value = 132; return cudaSuccess;
-    case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
-    case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
-    default: return fail(cudaErrorInvalidValue, "cudaDeviceGetAttribute: attribute " + std::to_string(static_cast<int>(attr)) +
-                                                    " is not emulated");
+    case cudaDevAttrMaxThreadsPerBlock:
+      *value = 1024;
+      return cudaSuccess;
+    case cudaDevAttrWarpSize:
+      *value = 32;
+      return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+      *value = gattn::emu::kMaxDynamicSharedOptin;
+      return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount:
+      *value = 132;
+      return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor:
+      *value = 9;
+      return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor:
+      *value = 0;
+      return cudaSuccess;
+    default:
+      return fail(cudaErrorInvalidValue,
+                  "cudaDeviceGetAttribute: attribute " + std::to_string(static_cast<int>(attr)) + " is not emulated");
   }
 }
 
@@ -223,32 +244,52 @@ cudaError_t cudaPeekAtLastError() { return gattn::emu::g_last_error; }
 
 const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-    case cudaErrorInvalidPitchValue: return "cudaErrorInvalidPitchValue";
-    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
-    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
-    case cudaErrorNotReady: return "cudaErrorNotReady";
-    case cudaErrorNoDevice: return "cudaErrorNoDevice";
-    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
-    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
-    default: return "cudaErrorUnknown";
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidPitchValue:
+      return "cudaErrorInvalidPitchValue";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle:
+      return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady:
+      return "cudaErrorNotReady";
+    case cudaErrorNoDevice:
+      return "cudaErrorNoDevice";
+    case cudaErrorLaunchFailure:
+      return "cudaErrorLaunchFailure";
+    case cudaErrorInvalidDevicePointer:
+      return "cudaErrorInvalidDevicePointer";
+    default:
+      return "cudaErrorUnknown";
   }
 }
 
 const char* cudaGetErrorString(cudaError_t e) {
   // An error emulation found carries its detail (which pointer, which block) to the CudaError.
-  if (e != cudaSuccess && e == gattn::emu::g_detail_code && !gattn::emu::g_detail.empty()) return gattn::emu::g_detail.c_str();
+  if (e != cudaSuccess && e == gattn::emu::g_detail_code && !gattn::emu::g_detail.empty())
+    return gattn::emu::g_detail.c_str();
   switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
-    case cudaErrorLaunchFailure: return "unspecified launch failure";
-    default: return cudaGetErrorName(e);
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorNoDevice:
+      return "no CUDA-capable device is detected";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure";
+    default:
+      return cudaGetErrorName(e);
   }
 }
 
@@ -268,7 +309,8 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
 
 cudaError_t cudaFree(void* p) {
   if (!p) return cudaSuccess;
-  if (!gattn::emu::device_free(p)) return fail(cudaErrorInvalidDevicePointer, "cudaFree: pointer is not a device allocation's start");
+  if (!gattn::emu::device_free(p))
+    return fail(cudaErrorInvalidDevicePointer, "cudaFree: pointer is not a device allocation's start");
   return cudaSuccess;
 }
 
@@ -282,12 +324,14 @@ cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaHostAlloc(p, byt
 
 cudaError_t cudaFreeHost(void* p) {
   if (!p) return cudaSuccess;
-  if (!gattn::emu::pinned_free(p)) return fail(cudaErrorInvalidValue, "cudaFreeHost: pointer is not a pinned allocation");
+  if (!gattn::emu::pinned_free(p))
+    return fail(cudaErrorInvalidValue, "cudaFreeHost: pointer is not a pinned allocation");
   return cudaSuccess;
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
-  if (const cudaError_t e = gattn::emu::check_copy(dst, src, count, count, kind, stream, "cudaMemcpyAsync"); e != cudaSuccess)
+  if (const cudaError_t e = gattn::emu::check_copy(dst, src, count, count, kind, stream, "cudaMemcpyAsync");
+      e != cudaSuccess)
     return e;
   gattn::emu::DeviceAccess access;
   if (count) std::memmove(dst, src, count);
@@ -318,9 +362,11 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
 }
 
 cudaError_t cudaMemsetAsync(void* p, int value, size_t count, cudaStream_t stream) {
-  if (!gattn::emu::valid_stream(stream)) return fail(cudaErrorInvalidResourceHandle, "cudaMemsetAsync: invalid or destroyed stream");
+  if (!gattn::emu::valid_stream(stream))
+    return fail(cudaErrorInvalidResourceHandle, "cudaMemsetAsync: invalid or destroyed stream");
   std::string why;
-  if (count && !gattn::emu::device_accessible_range(p, count, why)) return fail(cudaErrorInvalidValue, "cudaMemsetAsync: " + why);
+  if (count && !gattn::emu::device_accessible_range(p, count, why))
+    return fail(cudaErrorInvalidValue, "cudaMemsetAsync: " + why);
   gattn::emu::DeviceAccess access;
   if (count) std::memset(p, value, count);
   return cudaSuccess;
@@ -344,7 +390,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-  if (!gattn::emu::valid_stream(s)) return fail(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize: invalid or destroyed stream");
+  if (!gattn::emu::valid_stream(s))
+    return fail(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize: invalid or destroyed stream");
   return cudaSuccess;
 }
 
@@ -379,7 +426,8 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-  if (!gattn::emu::valid_event(e)) return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: not a live event");
+  if (!gattn::emu::valid_event(e))
+    return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: not a live event");
   return cudaSuccess;
 }
 
@@ -392,8 +440,10 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   if (!gattn::emu::valid_event(start) || !gattn::emu::valid_event(end))
     return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: not a live event");
   if ((start->flags | end->flags) & cudaEventDisableTiming)
-    return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: an event was created with cudaEventDisableTiming");
-  if (!start->recorded || !end->recorded) return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: an event was never recorded");
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventElapsedTime: an event was created with cudaEventDisableTiming");
+  if (!start->recorded || !end->recorded)
+    return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: an event was never recorded");
   *ms = std::chrono::duration<float, std::milli>(end->at - start->at).count();
   return cudaSuccess;
 }

@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <iterator>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <new>
@@ -88,8 +88,9 @@ void on_segv(int sig, siginfo_t* info, void*) {
   if (addr >= a.base && addr < a.base + a.capacity) {
     write_str("\ngattn CUDA emulation: host code touched device memory at ");
     write_hex(reinterpret_cast<std::uintptr_t>(addr));
-    write_str(" outside any kernel, copy or library call (on a GPU this reads garbage or faults).\n"
-              "The host stack at the access:\n");
+    write_str(
+        " outside any kernel, copy or library call (on a GPU this reads garbage or faults).\n"
+        "The host stack at the access:\n");
     void* frames[48];
     const int n = backtrace(frames, 48);
     backtrace_symbols_fd(frames, n, 2);

@@ -89,12 +89,12 @@ void Context::start(FiberStack& stack, void (*entry)(void*), void* arg) {
   // `call` there enters `entry` with the alignment the ABI promises.
   auto top = reinterpret_cast<std::uintptr_t>(stack.top()) & ~static_cast<std::uintptr_t>(15);
   auto* frame = reinterpret_cast<void**>(top - 16 - 56);
-  frame[0] = nullptr;                                           // r15
-  frame[1] = nullptr;                                           // r14
-  frame[2] = reinterpret_cast<void*>(entry);                    // r13
-  frame[3] = arg;                                               // r12
-  frame[4] = nullptr;                                           // rbx
-  frame[5] = nullptr;                                           // rbp
+  frame[0] = nullptr;                                          // r15
+  frame[1] = nullptr;                                          // r14
+  frame[2] = reinterpret_cast<void*>(entry);                   // r13
+  frame[3] = arg;                                              // r12
+  frame[4] = nullptr;                                          // rbx
+  frame[5] = nullptr;                                          // rbp
   frame[6] = reinterpret_cast<void*>(&gattn_emu_fiber_entry);  // return address
   impl_->sp = frame;
 }

@@ -62,14 +62,16 @@ std::string check_gemm(const GemmProblem& p) {
   if (p.b.ld < std::max(1LL, br)) return "ldb " + std::to_string(p.b.ld) + " < rows of B " + std::to_string(br);
   if (p.ldc < std::max(1LL, p.m)) return "ldc " + std::to_string(p.ldc) + " < rows of C " + std::to_string(p.m);
   const bool f32 = p.a.type == CUDA_R_32F && p.b.type == CUDA_R_32F && p.c_type == CUDA_R_32F;
-  const bool bf16 = p.a.type == CUDA_R_16BF && p.b.type == CUDA_R_16BF && (p.c_type == CUDA_R_16BF || p.c_type == CUDA_R_32F);
+  const bool bf16 =
+      p.a.type == CUDA_R_16BF && p.b.type == CUDA_R_16BF && (p.c_type == CUDA_R_16BF || p.c_type == CUDA_R_32F);
   if (!f32 && !bf16) return "unsupported type combination";
   std::string why;
   if (p.m > 0 && p.n > 0 && p.k > 0) {
     if (!device_accessible_range(p.a.data, span_bytes(ar, ac, p.a.ld, p.a.type), why)) return "A: " + why;
     if (!device_accessible_range(p.b.data, span_bytes(br, bc, p.b.ld, p.b.type), why)) return "B: " + why;
   }
-  if (p.m > 0 && p.n > 0 && !device_accessible_range(p.c, span_bytes(p.m, p.n, p.ldc, p.c_type), why)) return "C: " + why;
+  if (p.m > 0 && p.n > 0 && !device_accessible_range(p.c, span_bytes(p.m, p.n, p.ldc, p.c_type), why))
+    return "C: " + why;
   return "";
 }
 
@@ -84,21 +86,25 @@ void run_gemm(const GemmProblem& p) {
     for (long long j = 0; j < p.n; ++j)
       for (long long i = 0; i < p.m; ++i) {
         const std::size_t x = static_cast<std::size_t>(j * p.ldc + i);
-        c[x] = c_bf16 ? bf16_to_float(bf16{static_cast<const std::uint16_t*>(p.c)[x]}) : static_cast<const float*>(p.c)[x];
+        c[x] =
+            c_bf16 ? bf16_to_float(bf16{static_cast<const std::uint16_t*>(p.c)[x]}) : static_cast<const float*>(p.c)[x];
       }
   if (p.k > 0) {
     const std::vector<float> a = widen(p.a, ar, ac, p.tf32), b = widen(p.b, br, bc, p.tf32);
     cblas_sgemm(CblasColMajor, p.a.transposed ? CblasTrans : CblasNoTrans, p.b.transposed ? CblasTrans : CblasNoTrans,
-                static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k), p.alpha, a.data(), static_cast<int>(p.a.ld),
-                b.data(), static_cast<int>(p.b.ld), p.beta, c.data(), static_cast<int>(p.ldc));
+                static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k), p.alpha, a.data(),
+                static_cast<int>(p.a.ld), b.data(), static_cast<int>(p.b.ld), p.beta, c.data(),
+                static_cast<int>(p.ldc));
   } else {
     for (float& x : c) x *= p.beta;
   }
   for (long long j = 0; j < p.n; ++j)
     for (long long i = 0; i < p.m; ++i) {
       const std::size_t x = static_cast<std::size_t>(j * p.ldc + i);
-      if (c_bf16) static_cast<std::uint16_t*>(p.c)[x] = float_to_bf16(c[x]).bits;
-      else static_cast<float*>(p.c)[x] = c[x];
+      if (c_bf16)
+        static_cast<std::uint16_t*>(p.c)[x] = float_to_bf16(c[x]).bits;
+      else
+        static_cast<float*>(p.c)[x] = c[x];
     }
 }
 

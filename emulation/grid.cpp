@@ -126,7 +126,8 @@ bool run_block(Block& blk, const LaunchShape& shape, const uint3& block_idx, std
   const int n = blk.threads;
   blk.block = Barrier{n, 0, 0};
   const int n_warps = (n + kWarpSize - 1) / kWarpSize;
-  for (int w = 0; w < n_warps; ++w) blk.warps[static_cast<std::size_t>(w)] = Barrier{std::min(kWarpSize, n - w * kWarpSize), 0, 0};
+  for (int w = 0; w < n_warps; ++w)
+    blk.warps[static_cast<std::size_t>(w)] = Barrier{std::min(kWarpSize, n - w * kWarpSize), 0, 0};
   blk.or_pending = blk.count_pending = 0;
   blk.and_pending = 1;
   if (!blk.dynamic_shared.empty()) std::memset(blk.dynamic_shared.data(), 0xff, blk.dynamic_shared.size());

@@ -40,7 +40,8 @@ bool pointer_argument_ok(const P& value, int index, std::string& why) {
 template <class... P, class... A>
 void launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t stream, A&&... args) {
   const LaunchShape shape{grid, block, shared_bytes};
-  if (std::string why = check_launch_shape(shape, max_dynamic_shared(reinterpret_cast<const void*>(kernel))); !why.empty()) {
+  if (std::string why = check_launch_shape(shape, max_dynamic_shared(reinterpret_cast<const void*>(kernel)));
+      !why.empty()) {
     fail(cudaErrorInvalidConfiguration, why);
     return;
   }

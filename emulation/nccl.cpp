@@ -24,20 +24,34 @@ ncclResult_t refuse(ncclResult_t r, const std::string& why) {
 
 std::size_t type_size(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: case ncclUint8: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
-    default: return 0;
+    case ncclInt8:
+    case ncclUint8:
+      return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 // recv = send for `bytes` bytes, after checking both are device memory.
-ncclResult_t copy(const void* send, void* recv, std::size_t bytes, ncclComm_t comm, cudaStream_t stream, const char* call) {
+ncclResult_t copy(const void* send, void* recv, std::size_t bytes, ncclComm_t comm, cudaStream_t stream,
+                  const char* call) {
   if (!comm) return refuse(ncclInvalidArgument, std::string(call) + ": null communicator");
-  if (!gattn::emu::valid_stream(stream)) return refuse(ncclInvalidArgument, std::string(call) + ": invalid or destroyed stream");
+  if (!gattn::emu::valid_stream(stream))
+    return refuse(ncclInvalidArgument, std::string(call) + ": invalid or destroyed stream");
   std::string why;
-  if (bytes && (!gattn::emu::device_accessible_range(send, bytes, why) || !gattn::emu::device_accessible_range(recv, bytes, why)))
+  if (bytes && (!gattn::emu::device_accessible_range(send, bytes, why) ||
+                !gattn::emu::device_accessible_range(recv, bytes, why)))
     return refuse(ncclInvalidArgument, std::string(call) + ": " + why);
   gattn::emu::DeviceAccess access;
   if (bytes && send != recv) std::memmove(recv, send, bytes);
@@ -54,11 +68,16 @@ ncclResult_t ncclGetVersion(int* version) {
 
 const char* ncclGetErrorString(ncclResult_t r) {
   switch (r) {
-    case ncclSuccess: return "no error";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unhandled error";
+    case ncclSuccess:
+      return "no error";
+    case ncclInvalidArgument:
+      return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclInProgress:
+      return "NCCL operation in progress";
+    default:
+      return "unhandled error";
   }
 }
 
@@ -72,8 +91,8 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, int rank, ncclConfig_t*) {
   if (nranks != 1 || rank != 0)
-    return refuse(ncclInvalidArgument, "the emulated NCCL has one rank; asked for rank " + std::to_string(rank) + " of " +
-                                           std::to_string(nranks));
+    return refuse(ncclInvalidArgument, "the emulated NCCL has one rank; asked for rank " + std::to_string(rank) +
+                                           " of " + std::to_string(nranks));
   auto* c = new ncclComm;
   cudaGetDevice(&c->device);
   *comm = c;
@@ -115,19 +134,20 @@ ncclResult_t ncclCommUserRank(const ncclComm_t, int* rank) {
 ncclResult_t ncclGroupStart() { return ncclSuccess; }
 ncclResult_t ncclGroupEnd() { return ncclSuccess; }
 
-ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t, ncclComm_t comm,
-                           cudaStream_t stream) {
+ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t,
+                           ncclComm_t comm, cudaStream_t stream) {
   return copy(send, recv, count * type_size(type), comm, stream, "ncclAllReduce");
 }
 
 ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
                            cudaStream_t stream) {
-  if (root != 0) return refuse(ncclInvalidArgument, "ncclBroadcast: root " + std::to_string(root) + " in a world of one");
+  if (root != 0)
+    return refuse(ncclInvalidArgument, "ncclBroadcast: root " + std::to_string(root) + " in a world of one");
   return copy(send, recv, count * type_size(type), comm, stream, "ncclBroadcast");
 }
 
-ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recv_count, ncclDataType_t type, ncclRedOp_t, ncclComm_t comm,
-                               cudaStream_t stream) {
+ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recv_count, ncclDataType_t type, ncclRedOp_t,
+                               ncclComm_t comm, cudaStream_t stream) {
   return copy(send, recv, recv_count * type_size(type), comm, stream, "ncclReduceScatter");
 }
 

@@ -16,7 +16,8 @@
 namespace gattn::emu {
 
 inline std::uint32_t pack_bf16x2(float lo, float hi) {
-  return static_cast<std::uint32_t>(float_to_bf16(lo).bits) | (static_cast<std::uint32_t>(float_to_bf16(hi).bits) << 16);
+  return static_cast<std::uint32_t>(float_to_bf16(lo).bits) |
+         (static_cast<std::uint32_t>(float_to_bf16(hi).bits) << 16);
 }
 
 inline float bf16_half(std::uint32_t word, int half) {

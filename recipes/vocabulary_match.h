@@ -1,4 +1,4 @@
-// A text model's token ids mean bytes through the vocabulary saved with its weights (SPEC §3
+// A text model's token ids mean bytes through the vocabulary saved with its weights (the checkpoint's
 // "vocab"). Data read with another vocabulary (data.path naming another text, or data.kind changed)
 // turns the same ids into other characters: a resumed run would retrain its embeddings on them and
 // a loss measured on them means nothing. Resume and eval refuse such data.

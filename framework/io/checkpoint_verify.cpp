@@ -14,7 +14,7 @@ namespace {
 
 std::string where(const SafetensorsFile& file) { return "checkpoint file '" + file.path + "'"; }
 
-// SPEC §3: the byte values of the text, index = token id. A damaged list would map the model's
+// The checkpoint format's vocab: the byte values of the text, index = token id. A damaged list would map the model's
 // tokens to other characters (eval on the wrong text, garbled samples) without any error.
 void check_vocab(const SafetensorsFile& file) {
   auto it = file.metadata.find("vocab");

@@ -1,4 +1,4 @@
-// What a gattn checkpoint file must satisfy before any of it is used (SPEC §3): the format version
+// What a gattn checkpoint file must satisfy before any of it is used (the checkpoint format): the format version
 // this build reads, a checksum for every tensor (verified), a well-formed `vocab`, and finite
 // values. Structure is load_safetensors' job; these are the checks on top, shared by resume, eval,
 // sample and inspect so that no command uses a file another one refuses.

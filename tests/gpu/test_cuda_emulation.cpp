@@ -39,8 +39,10 @@ __global__ void block_sums_kernel(const int* in, int* sums, int* swapped) {
 // Half a warp waits at __syncthreads, the other half at a shuffle: no thread can go on.
 __global__ void deadlock_kernel(int* out) {
   int v = static_cast<int>(threadIdx.x);
-  if (threadIdx.x < 16) __syncthreads();
-  else v = __shfl_xor_sync(0xffffffffu, v, 1);
+  if (threadIdx.x < 16)
+    __syncthreads();
+  else
+    v = __shfl_xor_sync(0xffffffffu, v, 1);
   out[threadIdx.x] = v;
 }
 
@@ -68,7 +70,8 @@ TEST(CudaEmulation, BarriersSharedMemoryAndShufflesFollowTheCudaModel) {
     for (int t = 0; t < 64; ++t) want += in[static_cast<std::size_t>(b * 64 + t)];
     EXPECT_EQ(sums[static_cast<std::size_t>(b)], want) << "block " << b;
   }
-  for (int i = 0; i < 128; ++i) EXPECT_EQ(swapped[static_cast<std::size_t>(i)], in[static_cast<std::size_t>(i ^ 1)]) << i;
+  for (int i = 0; i < 128; ++i)
+    EXPECT_EQ(swapped[static_cast<std::size_t>(i)], in[static_cast<std::size_t>(i ^ 1)]) << i;
   for (void* p : {static_cast<void*>(d_in), static_cast<void*>(d_sums), static_cast<void*>(d_swapped)}) cudaFree(p);
 }
 
@@ -86,7 +89,8 @@ TEST(CudaEmulation, LaunchLimitsAndHostPointerArgumentsAreErrors) {
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
   emu::launch(write_kernel, dim3(1, 70000), dim3(32), 0, nullptr, out);  // grid.y over 65535
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
-  emu::launch(write_kernel, dim3(1), dim3(32), 64 * 1024, nullptr, out);  // 64 KiB of dynamic shared memory, not opted in
+  emu::launch(write_kernel, dim3(1), dim3(32), 64 * 1024, nullptr,
+              out);  // 64 KiB of dynamic shared memory, not opted in
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
   std::vector<float> host(32);
   emu::launch(write_kernel, dim3(1), dim3(32), 0, nullptr, host.data());  // a host pointer
@@ -99,9 +103,11 @@ TEST(CudaEmulation, CopiesCheckTheirDirectionAndStayInsideTheirAllocations) {
   float* d = device_array<float>(16);
   std::vector<float> host(32, 1.0f);
   EXPECT_EQ(cudaMemcpy(d, host.data(), 16 * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(d, host.data(), 32 * sizeof(float), cudaMemcpyHostToDevice), cudaErrorInvalidValue);  // past the end
+  EXPECT_EQ(cudaMemcpy(d, host.data(), 32 * sizeof(float), cudaMemcpyHostToDevice),
+            cudaErrorInvalidValue);  // past the end
   EXPECT_EQ(cudaMemcpy(host.data(), d, 16 * sizeof(float), cudaMemcpyHostToDevice), cudaErrorInvalidValue);  // reversed
-  EXPECT_EQ(cudaMemcpy(d, host.data(), 16 * sizeof(float), cudaMemcpyDeviceToDevice), cudaErrorInvalidValue);  // host source
+  EXPECT_EQ(cudaMemcpy(d, host.data(), 16 * sizeof(float), cudaMemcpyDeviceToDevice),
+            cudaErrorInvalidValue);  // host source
   cudaGetLastError();
   cudaFree(d);
 }
@@ -119,7 +125,8 @@ TEST(CudaEmulationDeathTest, HostCodeThatReadsDeviceMemoryDiesNamingIt) {
   if (guard && std::strcmp(guard, "0") == 0) GTEST_SKIP() << "the guard is off (GATTN_EMU_GUARD=0)";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   float* d = device_array<float>(4);
-  EXPECT_DEATH({ std::printf("%f\n", static_cast<double>(*static_cast<volatile float*>(d))); }, "host code touched device memory");
+  EXPECT_DEATH({ std::printf("%f\n", static_cast<double>(*static_cast<volatile float*>(d))); },
+               "host code touched device memory");
   cudaFree(d);
 }
 

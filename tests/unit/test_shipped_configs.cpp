@@ -69,7 +69,7 @@ TEST(ShippedConfigs, EveryAblationCellLoadsAndTrainsItsParameters) {
   }
 }
 
-// llm.c's shard format (SPEC §5) holding `tokens` (little-endian host, like the format).
+// llm.c's shard format holding `tokens` (little-endian host, like the format).
 void write_llmc_shard(const std::string& path, const std::vector<std::uint16_t>& tokens) {
   std::vector<std::int32_t> header(256, 0);
   header[0] = 20240520;
