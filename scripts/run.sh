@@ -11,7 +11,8 @@ if [[ $# -lt 1 ]]; then
 fi
 
 ./scripts/setup.sh
-./scripts/build.sh
+# Only the binary: the tests and benchmarks are ./scripts/test.sh's to build.
+GATTN_BUILD_TARGETS=gattn ./scripts/build.sh
 
 config="$1"
 shift

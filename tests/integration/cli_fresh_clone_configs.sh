@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The shipped configs work from a clone of the repository with nothing beside it: every config's
+# data path resolves inside the repository (the text ships in data/), so each one trains a step
+# from a copy of configs/ and data/ in a folder of its own (a tiny model, to stay quick).
+set -u
+gattn="$1"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+clone="$tmp/clone"
+mkdir -p "$clone"
+cp -r "$repo/configs" "$repo/data" "$clone/"
+[[ ! -e $tmp/shared ]] || fail "a ../shared beside the copy would hide a missing path"
+cd "$clone" || fail "cannot enter $clone"
+tiny=(train.max_steps=1 train.threads=1 model.n_layer=1 model.n_head=2 model.n_embd=16 model.block_size=16
+  train.batch_size=2 eval.max_windows=1 checkpoint.every=0)
+n=0
+for config in configs/quickstart.yaml configs/shakespeare_char/*.yaml; do
+  name=$(basename "$config" .yaml)
+  out=$("$gattn" train --config "$config" "${tiny[@]}" run.dir="$tmp/runs/$name" 2>&1) ||
+    fail "$config from a fresh clone exited $?: $(tail -3 <<<"$out")"
+  n=$((n + 1))
+done
+[[ $n -ge 8 ]] || fail "only $n configs found"
+echo "cli_fresh_clone_configs: $n configs train from a copy of the repository"
