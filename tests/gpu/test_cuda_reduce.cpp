@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "cuda_test_util.h"
+#include "ops/attention.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"
 
@@ -60,6 +61,33 @@ TEST(CudaReduce, AmaxLastMatchesCpuAndKeepsNaN) {
   const std::vector<double> m = ops::amax_last(x.to(Device::cuda)).to_vector();
   EXPECT_FALSE(std::isnan(m[0]));
   EXPECT_TRUE(std::isnan(m[1]));
+}
+
+// The gate statistics' moments reduced on the device (a few partial sums reach the host) against
+// the CPU's loop over the values: counts exactly, sums to double rounding.
+TEST(CudaReduce, GateMomentsMatchCpu) {
+  GATTN_REQUIRE_DEVICE();
+  for (const Shape& s : {Shape{1}, Shape{3, 7}, Shape{4, 2, 1000}, Shape{70001}}) {
+    const Tensor g = frand(s, 90, 0.0, 1.0);
+    const ops::GateMoments cpu = ops::gate_moments(g), gpu = ops::gate_moments(g.to(Device::cuda));
+    EXPECT_EQ(gpu.count, cpu.count) << shape_str(s);
+    EXPECT_EQ(gpu.below_0_1, cpu.below_0_1) << shape_str(s);
+    EXPECT_EQ(gpu.above_0_9, cpu.above_0_9) << shape_str(s);
+    EXPECT_NEAR(gpu.sum, cpu.sum, 1e-9 * cpu.count) << shape_str(s);
+    EXPECT_NEAR(gpu.sum_sq, cpu.sum_sq, 1e-9 * cpu.count) << shape_str(s);
+  }
+}
+
+// Tensor::fill on the device is a kernel now (it was staged through the host): every dtype, with
+// the host's conversion (bf16 rounded to nearest even, i32 truncated).
+TEST(CudaReduce, FillOnTheDeviceConvertsLikeTheHost) {
+  GATTN_REQUIRE_DEVICE();
+  for (DType dtype : {DType::f32, DType::f64, DType::i32, DType::bf16}) {
+    Tensor host = Tensor::zeros({1027}, dtype), device = Tensor::zeros({1027}, dtype, Device::cuda);
+    host.fill(-2.71828);
+    device.fill(-2.71828);
+    EXPECT_TRUE(test::same_bits(device, host)) << dtype_name(dtype);
+  }
 }
 
 TEST(CudaScan, CumsumMatchesCpuOnEveryAxis) {
