@@ -91,6 +91,7 @@ if [[ ${no_benchmark:-0} == 1 ]]; then bench_on=OFF; fi
 if ! configure "$bench_on"; then
   # Google Benchmark may be missing on the GPU machine: the tests matter more than the benchmark.
   echo "gpu_check: configure with benchmarks failed; retrying without them (the benchmark is skipped)"
+  bench_on=OFF
   if ! configure OFF; then
     tail -30 "$logs/configure.log"
     echo "gpu_check: configure failed (log: $logs/configure.log)"
