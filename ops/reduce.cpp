@@ -14,13 +14,17 @@
 #include "ops/reduce.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 
+#include "framework/autograd/grad_mode.h"
 #include "ops/attention.h"
 #include "ops/broadcast.h"
 #include "ops/common.h"
 #include "ops/cpu/reduce.h"
+#include "ops/elementwise.h"
 #ifdef GATTN_WITH_CUDA
 #include "ops/cuda/host_util.h"
 #include "ops/cuda/reduce.h"
@@ -205,6 +209,39 @@ Tensor amax_last(const Tensor& x) {
 #endif
   dispatch_float(x.dtype(), "amax_last", [&]<class T>() { cpu::amax_rows(x.data<T>(), out.data<T>(), rows, cols); });
   return out;
+}
+
+namespace {
+
+template <class T>
+bool all_finite_values(const T* d, std::int64_t n) {
+  bool finite = true;
+  for (std::int64_t i = 0; i < n; ++i) finite &= static_cast<bool>(std::isfinite(d[i]));  // no early exit: vectorises
+  return finite;
+}
+
+// bf16 is the top half of an f32: all exponent bits set means Inf or NaN.
+bool all_finite_bf16(const std::uint16_t* d, std::int64_t n) {
+  bool finite = true;
+  for (std::int64_t i = 0; i < n; ++i) finite &= (d[i] & 0x7F80u) != 0x7F80u;
+  return finite;
+}
+
+}  // namespace
+
+bool all_finite(const Tensor& t) {
+  if (!is_floating(t.dtype()) || t.numel() == 0) return true;
+  if (t.device() != Device::cpu) {
+    // Σ 0·t is NaN exactly when some element is NaN or ±Inf (0·Inf = NaN).
+    NoGradGuard no_grad;
+    return std::isfinite(sum(mul_scalar(t, 0.0)).item());
+  }
+  switch (t.dtype()) {  // tensors are contiguous
+    case DType::f32: return all_finite_values(t.data<float>(), t.numel());
+    case DType::f64: return all_finite_values(t.data<double>(), t.numel());
+    case DType::bf16: return all_finite_bf16(static_cast<const std::uint16_t*>(t.raw_data()), t.numel());
+    default: return true;
+  }
 }
 
 GateMoments gate_moments(const Tensor& g) {

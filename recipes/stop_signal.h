@@ -8,11 +8,11 @@
 
 namespace gattn::recipes {
 
-// Installed first thing in main(): until a command takes over stopping (train's StopSignals,
-// ablate's forwarding), a SIGINT or SIGTERM ends the process at once with one line on stderr and
-// exit status 128 + the signal's number, never a bare death by the signal (the CLI's exit codes). Start-up
-// writes nothing that a stop could leave half-written: every file gattn writes is renamed into
-// place. A signal the process inherited as ignored stays ignored.
+// Installed before main() runs (recipes/main.cpp, from .preinit_array): until a command takes over
+// stopping (train's StopSignals, ablate's forwarding), a SIGINT or SIGTERM ends the process at once
+// with one line on stderr and exit status 128 + the signal's number, never a bare death by the
+// signal. Start-up writes nothing that a stop could leave half-written: every file gattn writes is
+// renamed into place. A signal the process inherited as ignored stays ignored.
 void install_exit_on_signal();
 
 class StopSignals {

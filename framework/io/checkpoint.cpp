@@ -19,6 +19,7 @@
 #include "framework/io/module_io.h"
 #include "framework/io/optimizer_io.h"
 #include "framework/io/run_files.h"
+#include "ops/reduce.h"
 
 namespace gattn {
 
@@ -61,11 +62,11 @@ void fsync_dir(const fs::path& p) {
 void refuse_non_finite(nn::Module& model, const OptimizerSnapshot& optimizer, const std::string& name) {
   std::string bad;
   model.visit_parameters([&](const std::string& param, Tensor& p) {
-    if (bad.empty() && !all_finite(p)) bad = "parameter '" + param + "'";
+    if (bad.empty() && !ops::all_finite(p)) bad = "parameter '" + param + "'";
   });
   for (std::size_t i = 0; i < optimizer.size() && bad.empty(); ++i) {
-    if (!all_finite(optimizer[i].exp_avg)) bad = "optimizer moment '" + optimizer[i].name + ".exp_avg'";
-    else if (!all_finite(optimizer[i].exp_avg_sq)) bad = "optimizer moment '" + optimizer[i].name + ".exp_avg_sq'";
+    if (!ops::all_finite(optimizer[i].exp_avg)) bad = "optimizer moment '" + optimizer[i].name + ".exp_avg'";
+    else if (!ops::all_finite(optimizer[i].exp_avg_sq)) bad = "optimizer moment '" + optimizer[i].name + ".exp_avg_sq'";
   }
   if (!bad.empty())
     throw NumericalError("checkpoint " + name + " not written: " + bad +

@@ -12,10 +12,6 @@
 
 namespace gattn {
 
-// True when every element of `t` is finite (integer tensors always are). CUDA tensors are checked
-// on the device: one reduction and one sync per tensor.
-bool all_finite(const Tensor& t);
-
 // Throws CheckpointError naming the file and the first tensor of `file` holding NaN or Inf.
 void check_finite_tensors(const SafetensorsFile& file);
 
