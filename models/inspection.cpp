@@ -30,10 +30,11 @@ void inspect_gate_values(const Tensor& values, std::int64_t token_axis, LayerIns
   out.gate_by_token = std::move(sum);
 }
 
-void inspect_pair_gate(const ops::AttentionGateTerms& terms, LayerInspection& out) {
-  const std::int64_t B = terms.pair_row.size(0), H = terms.pair_row.size(1), T = terms.pair_row.size(2);
-  const std::vector<double> a = terms.pair_row.to_vector(), c = terms.pair_col.to_vector();
-  const double tau = terms.pair_temperature;
+void inspect_pair_gate(const ops::AttentionTerms& terms, LayerInspection& out) {
+  const std::int64_t B = terms.modulation_row.size(0), H = terms.modulation_row.size(1),
+                     T = terms.modulation_row.size(2);
+  const std::vector<double> a = terms.modulation_row.to_vector(), c = terms.modulation_col.to_vector();
+  const double tau = terms.modulation_temperature;
   std::vector<double> by_token(static_cast<std::size_t>(T), 0.0);
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
@@ -47,18 +48,18 @@ void inspect_pair_gate(const ops::AttentionGateTerms& terms, LayerInspection& ou
   out.gate_by_token = std::move(by_token);
 }
 
-std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const ops::AttentionGateTerms& terms,
+std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const ops::AttentionTerms& terms,
                                       std::int64_t window) {
   NoGradGuard no_grad;
   const Tensor q0 = first_sequence(q), k0 = first_sequence(k);
   const std::int64_t H = q0.size(1), T = q0.size(2), d = q0.size(3);
-  ops::AttentionGateTerms t = terms;
-  t.key_bias = first_sequence(terms.key_bias);
-  t.forget_cum = first_sequence(terms.forget_cum);
-  t.pair_row = first_sequence(terms.pair_row);
-  t.pair_col = first_sequence(terms.pair_col);
-  if (t.pair_alpha.defined()) t.pair_alpha = t.pair_alpha.detach();
-  t.pair_noise = nullptr;
+  ops::AttentionTerms t = terms;
+  t.row_bias = first_sequence(terms.row_bias);
+  t.col_bias = first_sequence(terms.col_bias);
+  t.modulation_row = first_sequence(terms.modulation_row);
+  t.modulation_col = first_sequence(terms.modulation_col);
+  if (t.modulation_alpha.defined()) t.modulation_alpha = t.modulation_alpha.detach();
+  t.modulation_noise = nullptr;
   ops::AttentionOptions options;
   options.window = window;
   std::vector<double> A(static_cast<std::size_t>(H * T * T), 0.0);

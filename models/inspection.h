@@ -17,11 +17,11 @@ void inspect_gate_values(const Tensor& values, std::int64_t token_axis, LayerIns
 
 // The pair gate's values G_ij = σ((a_i + c_j)/τ), j ≤ i, from its row and column terms [B, H, T]
 // (eval mode: no noise), into out.gate_values and out.gate_by_token (mean over heads and keys).
-void inspect_pair_gate(const ops::AttentionGateTerms& terms, LayerInspection& out);
+void inspect_pair_gate(const ops::AttentionTerms& terms, LayerInspection& out);
 
 // The first sequence's final attention weights [H, T, T] (row i, column j) of flash_attention on
 // q, k [B, H, T, d] with `terms` and `window`.
-std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const ops::AttentionGateTerms& terms,
+std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const ops::AttentionTerms& terms,
                                       std::int64_t window);
 
 }  // namespace gattn::models

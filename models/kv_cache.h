@@ -1,7 +1,8 @@
-// The key/value cache of generation: per layer, the keys and values of every position so far and
-// the per-key gate terms (score's log σ(f_j), forget's prefix sums c_j, pair's k_j·wk), so a new
-// token costs O(context) instead of re-running the whole context. Capacity is model.block_size
-// (the learned positions end there).
+// The key/value cache of generation: per layer, the keys and values of every position so far, the
+// per-key attention terms (score's log σ(f_j) or forget's −c_j as the column bias, pair's k_j·wk as
+// the modulation's column term) and forget's prefix sums c_j, so a new token costs O(context)
+// instead of re-running the whole context. Capacity is model.block_size (the learned positions end
+// there).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -13,8 +14,9 @@ namespace gattn::models {
 
 struct LayerKVCache {
   Tensor k, v;  // [B, H, capacity, d]
-  // Per-key gate terms [B, H, capacity]; each gate allocates what it needs (cache_term).
-  Tensor key_bias, forget_cum, pair_col;
+  // Per-key terms [B, H, capacity]; each gate allocates what it needs (cache_term).
+  Tensor col_bias, modulation_col;
+  Tensor prefix_sum;  // a per-position running sum the next positions continue (the forget gate's c_j)
 };
 
 class KVCache {

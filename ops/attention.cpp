@@ -1,5 +1,5 @@
-// The fused gated attention op: argument checks, output allocation, the kernel calls and the
-// autograd record (one node, three outputs: y, row entropy, pair gate entropy).
+// The fused attention op: argument checks, output allocation, the kernel calls and the autograd
+// record (one node, three outputs: y, row entropy, modulation entropy).
 #include "ops/attention.h"
 
 #include <cmath>
@@ -23,7 +23,7 @@ void AttentionStats::merge(const AttentionStats& o) {
   entropy_count += o.entropy_count;
   sink_sum += o.sink_sum;
   sink_count += o.sink_count;
-  pair_gate.merge(o.pair_gate);
+  modulation.merge(o.modulation);
 }
 
 namespace {
@@ -39,8 +39,9 @@ void check_term(const Tensor& t, const Shape& want, const Tensor& q, const char*
 
 // Everything the backward needs, captured detached (no reference cycle through the outputs).
 struct SavedAttention {
-  Tensor q, k, v, key_bias, forget_cum, pair_row, pair_col;
+  Tensor q, k, v, row_bias, col_bias, modulation_row, modulation_col;
   double alpha = 0;
+  Tensor active;  // i32 [B, T] or undefined
   Tensor out, lse, row_entropy, row_asum;
   AttentionOptions options;
   double inv_tau = 1;
@@ -60,11 +61,11 @@ cpu::FlashAttentionParams<T> make_params(const SavedAttention& s) {
   p.q = s.q.data<T>();
   p.k = s.k.data<T>();
   p.v = s.v.data<T>();
-  if (s.key_bias.defined()) p.key_bias = s.key_bias.data<T>();
-  if (s.forget_cum.defined()) p.forget_cum = s.forget_cum.data<T>();
-  if (s.pair_row.defined()) {
-    p.pair_row = s.pair_row.data<T>();
-    p.pair_col = s.pair_col.data<T>();
+  if (s.row_bias.defined()) p.row_bias = s.row_bias.data<T>();
+  if (s.col_bias.defined()) p.col_bias = s.col_bias.data<T>();
+  if (s.modulation_row.defined()) {
+    p.modulation_row = s.modulation_row.data<T>();
+    p.modulation_col = s.modulation_col.data<T>();
     p.alpha = static_cast<T>(s.alpha);
     p.inv_tau = static_cast<T>(s.inv_tau);
     p.noise = s.noise;
@@ -72,6 +73,7 @@ cpu::FlashAttentionParams<T> make_params(const SavedAttention& s) {
     p.noise_stream = s.noise_state.stream;
     p.noise_offset = s.noise_state.offset;
   }
+  if (s.active.defined()) p.active = s.active.data<std::int32_t>();
   return p;
 }
 
@@ -80,14 +82,23 @@ template <class T> const T* ptr_or_null(const Tensor& t) { return t.defined() ? 
 
 }  // namespace
 
-AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate,
+void check_active_queries(const Tensor& active, const Tensor& q, const char* op) {
+  if (!active.defined()) return;
+  const Shape want{q.size(0), q.size(2)};
+  if (active.dtype() != DType::i32 || active.shape() != want || active.device() != q.device())
+    throw ValueError(std::string(op) + ": active_queries must be an i32 [B, T] = " + shape_str(want) +
+                     " tensor on q's device (" + device_name(q.device()) + "), got " + active.str() + " on " +
+                     device_name(active.device()));
+}
+
+AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
                                 const AttentionOptions& options) {
   const char* op = "flash_attention";
   // CUDA tensors: the fused CUDA kernels or the composed attention (ops/cuda_attention.h), with
-  // their own dtype rules (bf16 allowed there).
-  if (common_device(op, {q, k, v, gate.key_bias, gate.forget_cum, gate.pair_row, gate.pair_col, gate.pair_alpha}) !=
-      Device::cpu)
-    return cuda_attention(q, k, v, gate, options);
+  // their own dtype rules (bf16 allowed there). active_queries is checked against q's device below.
+  if (common_device(op, {q, k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col,
+                         terms.modulation_alpha}) != Device::cpu)
+    return cuda_attention(q, k, v, terms, options);
   check_floating(q, op);
   check_floating(k, op);
   check_floating(v, op);
@@ -99,41 +110,49 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
                      shape_str(v.shape()));
   if (q.size(2) == 0 || q.size(3) == 0) throw ShapeError("flash_attention: empty sequence or head dim in " + shape_str(q.shape()));
   if (options.window < 0) throw ValueError("flash_attention: window must be >= 0, got " + std::to_string(options.window));
+  check_active_queries(options.active_queries, q, op);
   const Shape row_shape{q.size(0), q.size(1), q.size(2)};
-  check_term(gate.key_bias, row_shape, q, "key_bias");
-  check_term(gate.forget_cum, row_shape, q, "forget_cum");
-  check_term(gate.pair_row, row_shape, q, "pair_row");
-  check_term(gate.pair_col, row_shape, q, "pair_col");
-  const bool pair = gate.pair_row.defined() || gate.pair_col.defined() || gate.pair_alpha.defined();
-  if (pair && (!gate.pair_row.defined() || !gate.pair_col.defined() || !gate.pair_alpha.defined()))
-    throw ValueError("flash_attention: pair needs pair_row, pair_col and pair_alpha together");
-  if (pair) check_term(gate.pair_alpha, Shape{1}, q, "pair_alpha");
-  if (options.pair_gate_entropy && !pair) throw ValueError("flash_attention: pair_gate_entropy asked without pair terms");
-  if (pair && !(gate.pair_temperature > 0))
-    throw ValueError("flash_attention: pair temperature must be > 0, got " + std::to_string(gate.pair_temperature));
+  check_term(terms.row_bias, row_shape, q, "row_bias");
+  check_term(terms.col_bias, row_shape, q, "col_bias");
+  check_term(terms.modulation_row, row_shape, q, "modulation_row");
+  check_term(terms.modulation_col, row_shape, q, "modulation_col");
+  const bool modulated =
+      terms.modulation_row.defined() || terms.modulation_col.defined() || terms.modulation_alpha.defined();
+  if (modulated &&
+      (!terms.modulation_row.defined() || !terms.modulation_col.defined() || !terms.modulation_alpha.defined()))
+    throw ValueError(
+        "flash_attention: the modulation needs modulation_row, modulation_col and modulation_alpha together");
+  if (modulated) check_term(terms.modulation_alpha, Shape{1}, q, "modulation_alpha");
+  if (options.modulation_entropy && !modulated)
+    throw ValueError("flash_attention: modulation_entropy asked without modulation terms");
+  if (modulated && !(terms.modulation_temperature > 0))
+    throw ValueError("flash_attention: modulation temperature must be > 0, got " +
+                     std::to_string(terms.modulation_temperature));
   SavedAttention s;
   s.q = q.detach();
   s.k = k.detach();
   s.v = v.detach();
-  s.key_bias = gate.key_bias.defined() ? gate.key_bias.detach() : Tensor();
-  s.forget_cum = gate.forget_cum.defined() ? gate.forget_cum.detach() : Tensor();
-  if (pair) {
-    s.pair_row = gate.pair_row.detach();
-    s.pair_col = gate.pair_col.detach();
-    s.alpha = gate.pair_alpha.item();
-    s.inv_tau = 1.0 / gate.pair_temperature;
-    if (gate.pair_noise) {
+  s.row_bias = terms.row_bias.defined() ? terms.row_bias.detach() : Tensor();
+  s.col_bias = terms.col_bias.defined() ? terms.col_bias.detach() : Tensor();
+  if (modulated) {
+    s.modulation_row = terms.modulation_row.detach();
+    s.modulation_col = terms.modulation_col.detach();
+    s.alpha = terms.modulation_alpha.item();
+    s.inv_tau = 1.0 / terms.modulation_temperature;
+    if (terms.modulation_noise) {
       s.noise = true;
-      s.noise_state = gate.pair_noise->state();
-      // One word per (b, h, i, j) pair: reserve them so the next draw starts after.
-      s.noise_state.offset = gate.pair_noise->reserve(static_cast<std::uint64_t>(q.size(0) * q.size(1)) *
-                                                      static_cast<std::uint64_t>(q.size(2) * q.size(2)));
+      s.noise_state = terms.modulation_noise->state();
+      // One word per (b, h, i, j) entry, skipped rows included: reserve them so the next draw starts after.
+      s.noise_state.offset = terms.modulation_noise->reserve(static_cast<std::uint64_t>(q.size(0) * q.size(1)) *
+                                                             static_cast<std::uint64_t>(q.size(2) * q.size(2)));
     }
   }
+  if (options.active_queries.defined()) s.active = options.active_queries.detach();
   s.options = options;
   s.options.stats = nullptr;
+  s.options.active_queries = Tensor();  // kept once, in s.active
 
-  const std::int64_t BH = q.size(0) * q.size(1), Tn = q.size(2);
+  const std::int64_t B = q.size(0), H = q.size(1), BH = B * H, Tn = q.size(2);
   const bool want_entropy = options.entropy_output || options.stats;
   AttentionResult result;
   Tensor out = Tensor::empty(q.shape(), q.dtype());
@@ -141,9 +160,9 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
   Tensor row_entropy = want_entropy ? Tensor::empty(row_shape, q.dtype()) : Tensor();
   Tensor row_asum = want_entropy ? Tensor::empty(row_shape, q.dtype()) : Tensor();
   Tensor row_sink = options.stats ? Tensor::empty(row_shape, q.dtype()) : Tensor();
-  Tensor gate_entropy = options.pair_gate_entropy ? Tensor::empty({q.size(0), q.size(1)}, q.dtype()) : Tensor();
+  Tensor mod_entropy = options.modulation_entropy ? Tensor::empty({B, H}, q.dtype()) : Tensor();
   const std::int64_t n_qt = (Tn + cpu::kAttnTileQ - 1) / cpu::kAttnTileQ;
-  std::vector<GateMoments> moments(options.stats && pair ? static_cast<std::size_t>(BH * n_qt) : 0);
+  std::vector<GateMoments> moments(options.stats && modulated ? static_cast<std::size_t>(BH * n_qt) : 0);
 
   dispatch_float(q.dtype(), op, [&]<class T>() {
     cpu::FlashForwardOutputs<T> o;
@@ -152,25 +171,27 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
     o.row_entropy = ptr_or_null<T>(row_entropy);
     o.row_asum = ptr_or_null<T>(row_asum);
     o.row_sink = ptr_or_null<T>(row_sink);
-    o.gate_entropy = ptr_or_null<T>(gate_entropy);
-    o.gate_moments = moments.empty() ? nullptr : moments.data();
+    o.modulation_entropy = ptr_or_null<T>(mod_entropy);
+    o.modulation_moments = moments.empty() ? nullptr : moments.data();
     cpu::flash_attention_forward(make_params<T>(s), o);
   });
 
   if (options.stats) {
     AttentionStats st;
     std::vector<double> ent = row_entropy.to_vector(), sink = row_sink.to_vector();
+    const std::int32_t* active = s.active.defined() ? s.active.data<std::int32_t>() : nullptr;
     const std::int64_t w = options.window;
     for (std::int64_t bh = 0; bh < BH; ++bh)
       for (std::int64_t i = 0; i < Tn; ++i) {
+        if (active && active[(bh / H) * Tn + i] == 0) continue;  // a skipped row is not counted
         st.entropy_sum += ent[static_cast<std::size_t>(bh * Tn + i)];
         ++st.entropy_count;
-        if (i >= 1) {  // SPEC §4: queries i ≥ 1 (A_00 = 1 always); key 0 may be outside a window
+        if (i >= 1) {  // queries i ≥ 1 (A_00 = 1 always); key 0 may be outside a window
           st.sink_sum += (w == 0 || i < w) ? sink[static_cast<std::size_t>(bh * Tn + i)] : 0.0;
           ++st.sink_count;
         }
       }
-    for (const GateMoments& g : moments) st.pair_gate.merge(g);
+    for (const GateMoments& g : moments) st.modulation.merge(g);
     options.stats->merge(st);
   }
 
@@ -182,25 +203,25 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
   }
   result.out = out;
   result.row_entropy = options.entropy_output ? row_entropy : Tensor();
-  result.gate_entropy = gate_entropy;
+  result.modulation_entropy = mod_entropy;
 
   std::vector<Tensor> outputs{out};
   if (result.row_entropy.defined()) outputs.push_back(result.row_entropy);
-  if (result.gate_entropy.defined()) outputs.push_back(result.gate_entropy);
+  if (result.modulation_entropy.defined()) outputs.push_back(result.modulation_entropy);
   const int entropy_slot = result.row_entropy.defined() ? 1 : -1;
-  const int gate_slot = result.gate_entropy.defined() ? static_cast<int>(outputs.size()) - 1 : -1;
+  const int mod_slot = result.modulation_entropy.defined() ? static_cast<int>(outputs.size()) - 1 : -1;
 
-  std::vector<Tensor> inputs{q, k, v, gate.key_bias, gate.forget_cum, gate.pair_row, gate.pair_col,
-                             pair ? gate.pair_alpha : Tensor()};
-  auto backward = [s, entropy_slot, gate_slot](const std::vector<Tensor>& grads, const std::vector<bool>& needs) {
+  const Tensor alpha = modulated ? terms.modulation_alpha : Tensor();
+  std::vector<Tensor> inputs{q, k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col, alpha};
+  auto backward = [s, entropy_slot, mod_slot](const std::vector<Tensor>& grads, const std::vector<bool>& needs) {
     const Tensor& d_out = grads[0];
     const Tensor d_entropy = entropy_slot >= 0 ? grads[static_cast<std::size_t>(entropy_slot)] : Tensor();
-    const Tensor d_gate = gate_slot >= 0 ? grads[static_cast<std::size_t>(gate_slot)] : Tensor();
+    const Tensor d_mod = mod_slot >= 0 ? grads[static_cast<std::size_t>(mod_slot)] : Tensor();
     const Shape& qs = s.q.shape();
     const Shape rs{qs[0], qs[1], qs[2]};
     auto maybe = [&](std::size_t i, const Shape& shape) { return needs[i] ? Tensor::empty(shape, s.q.dtype()) : Tensor(); };
     Tensor dq = maybe(0, qs), dk = maybe(1, qs), dv = maybe(2, qs);
-    Tensor dkb = maybe(3, rs), dfc = maybe(4, rs), dpr = maybe(5, rs), dpc = maybe(6, rs);
+    Tensor drb = maybe(3, rs), dcb = maybe(4, rs), dmr = maybe(5, rs), dmc = maybe(6, rs);
     Tensor d_alpha;
     dispatch_float(s.q.dtype(), "flash_attention backward", [&]<class T>() {
       cpu::FlashBackwardInputs<T> in;
@@ -210,16 +231,16 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
       in.d_row_entropy = ptr_or_null<T>(d_entropy);
       in.row_entropy = ptr_or_null<T>(s.row_entropy);
       in.row_asum = ptr_or_null<T>(s.row_asum);
-      in.d_gate_entropy = ptr_or_null<T>(d_gate);
+      in.d_modulation_entropy = ptr_or_null<T>(d_mod);
       std::vector<T> alpha_partial(needs[7] ? static_cast<std::size_t>(qs[0] * qs[1]) : 0);
       cpu::FlashBackwardOutputs<T> g;
       g.dq = ptr_or_null<T>(dq);
       g.dk = ptr_or_null<T>(dk);
       g.dv = ptr_or_null<T>(dv);
-      g.d_key_bias = ptr_or_null<T>(dkb);
-      g.d_forget_cum = ptr_or_null<T>(dfc);
-      g.d_pair_row = ptr_or_null<T>(dpr);
-      g.d_pair_col = ptr_or_null<T>(dpc);
+      g.d_row_bias = ptr_or_null<T>(drb);
+      g.d_col_bias = ptr_or_null<T>(dcb);
+      g.d_modulation_row = ptr_or_null<T>(dmr);
+      g.d_modulation_col = ptr_or_null<T>(dmc);
       g.d_alpha_partial = alpha_partial.empty() ? nullptr : alpha_partial.data();
       cpu::flash_attention_backward(make_params<T>(s), in, g);
       if (needs[7]) {
@@ -228,12 +249,12 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
         d_alpha = Tensor::full({1}, total, s.q.dtype());
       }
     });
-    return std::vector<Tensor>{dq, dk, dv, dkb, dfc, dpr, dpc, d_alpha};
+    return std::vector<Tensor>{dq, dk, dv, drb, dcb, dmr, dmc, d_alpha};
   };
   std::vector<Tensor> recorded = autograd::record_multi("flash_attention", outputs, inputs, backward);
   result.out = recorded[0];
   if (entropy_slot >= 0) result.row_entropy = recorded[static_cast<std::size_t>(entropy_slot)];
-  if (gate_slot >= 0) result.gate_entropy = recorded[static_cast<std::size_t>(gate_slot)];
+  if (mod_slot >= 0) result.modulation_entropy = recorded[static_cast<std::size_t>(mod_slot)];
   return result;
 }
 

@@ -1,15 +1,26 @@
-// Fused causal attention with the gate terms inside (FlashAttention-2 algorithm, also on the CPU):
-// tiles over keys with an online softmax, saves only O, the row log-sum-exp and O(T) row
-// statistics, and recomputes P tile by tile in backward. Memory is O(T·d) per head: no T×T matrix
-// is ever stored. The CUDA kernels follow the same steps, so this op is their oracle.
+// Fused causal attention with additive logit terms and a multiplicative modulation inside
+// (FlashAttention-2 algorithm, also on the CPU): tiles over keys with an online softmax, saves only
+// O, the row log-sum-exp and O(T) row statistics, and recomputes P tile by tile in backward. Memory
+// is O(T·d) per head: no T×T matrix is ever stored. The CUDA kernels follow the same steps, so this
+// op is their oracle.
 //
 // Per head, with s_ij = q_i·k_j / √d (unscaled q, k as given) and the causal/window mask j ≤ i,
 // i − j < window (window 0 = full causal):
-//   S_ij = s_ij + key_bias_j + (forget_cum_i − forget_cum_j)            (score, forget terms)
+//   S_ij = s_ij + r_i + c_j                  (row_bias r, col_bias c; each optional)
 //   P    = softmax_j(S)
-//   M_ij = α·G_ij + 1 − α,  G_ij = σ((pair_row_i + pair_col_j + n_ij)/τ)  (pair; M = 1 otherwise)
+//   M_ij = α·σ((a_i + b_j + n_ij)/τ) + 1 − α  (modulation_row a, modulation_col b; M = 1 without them)
 //   A    = P ⊙ M,   y_i = Σ_j A_ij v_j
-// n_ij is logistic noise from Philox while gumbel is on (zero otherwise).
+// n_ij is logistic noise from Philox while a noise source is given (zero otherwise). r_i shifts a
+// whole row, so P does not depend on it in exact arithmetic; it keeps the logits in range when the
+// column term drifts along the sequence (a prefix sum p: r = p, c = −p gives p_i − p_j, bounded).
+//
+// Gradients: d r_i = Σ_j dS_ij, d c_j = Σ_i dS_ij (over visible entries), and the modulation terms'
+// from dM = dA ⊙ P (ops/cpu/flash_attention.h spells out every formula).
+//
+// Query rows may be skipped (AttentionOptions::active_queries): a skipped row's output and row
+// entropy are 0, it adds nothing to the statistics, and no gradient flows from it. The work is
+// proportional to the active rows, so a mixture of attention experts that routes each query to one
+// expert pays for each expert's rows only.
 #pragma once
 #include <cstdint>
 
@@ -18,7 +29,7 @@
 
 namespace gattn::ops {
 
-// Moments of gate values, mergeable across heads, layers and steps.
+// Moments of values in [0, 1] (gate or modulation values), mergeable across heads, layers and steps.
 struct GateMoments {
   double sum = 0, sum_sq = 0;
   std::int64_t count = 0, below_0_1 = 0, above_0_9 = 0;
@@ -46,43 +57,51 @@ struct GateMoments {
 // reduced on the device: a few partial sums cross to the host, not the tensor.
 GateMoments gate_moments(const Tensor& g);
 
-// Sums the forward produces when asked (a by-product, no second pass): SPEC §4's attn_entropy and
-// sink_ratio as sum/count over heads and queries, and for `pair` the moments of G.
+// Sums the forward produces when asked (a by-product, no second pass): the mean row entropy and
+// the mean attention on key 0 (the sink) as sum/count over heads and active queries, and the
+// moments of the modulation σ(·) values over the visible entries of active queries.
 struct AttentionStats {
   double entropy_sum = 0;
   std::int64_t entropy_count = 0;
-  double sink_sum = 0;  // Σ A_i0 over queries i ≥ 1
+  double sink_sum = 0;  // Σ A_i0 over active queries i ≥ 1
   std::int64_t sink_count = 0;
-  GateMoments pair_gate;
+  GateMoments modulation;
   void merge(const AttentionStats& o);
 };
 
-// The gate terms; an undefined tensor means the term is absent. Shapes are [B, H, T] unless noted.
-struct AttentionGateTerms {
-  Tensor key_bias;    // score: log σ(f_j)
-  Tensor forget_cum;  // forget: c_i = Σ_{l ≤ i} log σ(f_l)
-  Tensor pair_row;    // pair: a_i = q_i·wq + b   (both pair terms or neither)
-  Tensor pair_col;    // pair: c_j = k_j·wk
-  Tensor pair_alpha;  // pair: α = σ(alpha), shape [1]
-  double pair_temperature = 1.0;      // τ
-  Generator* pair_noise = nullptr;    // gumbel_sigmoid while training: logistic noise source
+// The logit and modulation terms; an undefined tensor means the term is absent. Shapes are
+// [B, H, T] unless noted.
+struct AttentionTerms {
+  Tensor row_bias;                        // r_i, added to every logit of query row i
+  Tensor col_bias;                        // c_j, added to every logit of key column j
+  Tensor modulation_row;                  // a_i (modulation_row, modulation_col and modulation_alpha: all or none)
+  Tensor modulation_col;                  // b_j
+  Tensor modulation_alpha;                // [1]: α, already a value in (0, 1), differentiable
+  double modulation_temperature = 1.0;    // τ
+  Generator* modulation_noise = nullptr;  // logistic noise source (while training)
 };
 
 struct AttentionOptions {
-  std::int64_t window = 0;      // 0: full causal; w > 0: keys i − w < j ≤ i
-  bool entropy_output = false;  // compute the differentiable per-row entropy output
-  bool pair_gate_entropy = false;  // compute the differentiable Σ h(G) output (pair only)
-  AttentionStats* stats = nullptr; // filled (added to) when non-null
+  std::int64_t window = 0;          // 0: full causal; w > 0: keys i − w < j ≤ i
+  bool entropy_output = false;      // compute the differentiable per-row entropy output
+  bool modulation_entropy = false;  // compute the differentiable Σ h(σ(·)) output (modulation terms only)
+  AttentionStats* stats = nullptr;  // filled (added to) when non-null
+  // i32 [B, T] on q's device: 1 = compute query row i of every head of sequence b, 0 = skip it.
+  // Undefined: every row is active.
+  Tensor active_queries;
 };
 
 struct AttentionResult {
-  Tensor out;            // [B, H, T, d]
-  Tensor row_entropy;    // [B, H, T]: −Σ_j A_ij ln A_ij (defined when entropy_output)
-  Tensor gate_entropy;   // [B, H]: Σ_ij h(G_ij), h the binary entropy (defined when pair_gate_entropy)
+  Tensor out;                 // [B, H, T, d]
+  Tensor row_entropy;         // [B, H, T]: −Σ_j A_ij ln A_ij (defined when entropy_output)
+  Tensor modulation_entropy;  // [B, H]: Σ_ij h(G_ij), G = σ(u), h the binary entropy (when modulation_entropy)
 };
 
-// q, k, v: [B, H, T, d], f32 or f64, same dtype. Autograd-aware in q, k, v and every gate term.
-AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate = {},
+// q, k, v: [B, H, T, d], f32 or f64, same dtype. Autograd-aware in q, k, v and every term.
+AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms = {},
                                 const AttentionOptions& options = {});
+
+// Throws ValueError unless `active` is undefined or an i32 [B, T] tensor on q's device (q [B, H, T, d]).
+void check_active_queries(const Tensor& active, const Tensor& q, const char* op);
 
 }  // namespace gattn::ops

@@ -40,13 +40,13 @@ Tensor run(const CachedAttentionInputs& in) {
   p.q = in.q.data<T>();
   p.k = in.k.data<T>();
   p.v = in.v.data<T>();
-  if (in.key_bias.defined()) p.key_bias = in.key_bias.data<T>();
-  if (in.forget_cum.defined()) p.forget_cum = in.forget_cum.data<T>();
-  if (in.pair_row.defined()) {
-    p.pair_row = in.pair_row.data<T>();
-    p.pair_col = in.pair_col.data<T>();
-    p.alpha = static_cast<T>(in.pair_alpha);
-    p.inv_tau = static_cast<T>(1.0 / in.pair_temperature);
+  if (in.row_bias.defined()) p.row_bias = in.row_bias.data<T>();
+  if (in.col_bias.defined()) p.col_bias = in.col_bias.data<T>();
+  if (in.modulation_row.defined()) {
+    p.modulation_row = in.modulation_row.data<T>();
+    p.modulation_col = in.modulation_col.data<T>();
+    p.alpha = static_cast<T>(in.modulation_alpha);
+    p.inv_tau = static_cast<T>(1.0 / in.modulation_temperature);
   }
   p.out = out.data<T>();
   cpu::cached_attention_forward(p);
@@ -70,14 +70,14 @@ Tensor cached_attention(const CachedAttentionInputs& in) {
     throw ShapeError(std::string(kOp) + ": need 1 <= Tq <= length <= capacity, got Tq=" + std::to_string(Tq) +
                      " length=" + std::to_string(in.length) + " capacity=" + std::to_string(capacity));
   if (in.window < 0) throw ValueError(std::string(kOp) + ": window must be >= 0, got " + std::to_string(in.window));
-  check_input(in.key_bias, {B, H, capacity}, in.q, "key_bias");
-  check_input(in.forget_cum, {B, H, capacity}, in.q, "forget_cum");
-  if (in.pair_row.defined() != in.pair_col.defined())
-    throw ValueError(std::string(kOp) + ": pair_row and pair_col must be given together");
-  check_input(in.pair_row, {B, H, Tq}, in.q, "pair_row");
-  check_input(in.pair_col, {B, H, capacity}, in.q, "pair_col");
-  if (in.pair_row.defined() && !(in.pair_temperature > 0))
-    throw ValueError(std::string(kOp) + ": pair_temperature must be > 0");
+  check_input(in.row_bias, {B, H, Tq}, in.q, "row_bias");
+  check_input(in.col_bias, {B, H, capacity}, in.q, "col_bias");
+  if (in.modulation_row.defined() != in.modulation_col.defined())
+    throw ValueError(std::string(kOp) + ": modulation_row and modulation_col must be given together");
+  check_input(in.modulation_row, {B, H, Tq}, in.q, "modulation_row");
+  check_input(in.modulation_col, {B, H, capacity}, in.q, "modulation_col");
+  if (in.modulation_row.defined() && !(in.modulation_temperature > 0))
+    throw ValueError(std::string(kOp) + ": modulation_temperature must be > 0");
   return in.q.dtype() == DType::f64 ? run<double>(in) : run<float>(in);
 }
 

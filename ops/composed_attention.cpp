@@ -33,10 +33,11 @@ void check_row_term(const Tensor& t, const Tensor& q, const char* name) {
                      ", expected " + shape_str(want));
 }
 
-// The pair gate's logistic noise n_ij for every (b·h, i, j), drawn exactly as the fused kernel does
-// (ops/cpu/flash_attention.h, logistic_noise): the op reserves B·H·T·T words of the generator and
-// pair (bh, i, j) uses word offset + (bh·T + i)·T + j, u = (top 24 bits + ½)/2²⁴, n = ln u − ln(1 − u).
-Tensor pair_noise(Generator& gen, std::int64_t BH, std::int64_t T, const Shape& shape, DType dtype, Device device) {
+// The modulation's logistic noise n_ij for every (b·h, i, j), drawn exactly as the fused kernel
+// does (ops/cpu/flash_attention.h, logistic_noise): the op reserves B·H·T·T words of the generator
+// and entry (bh, i, j) uses word offset + (bh·T + i)·T + j, u = (top 24 bits + ½)/2²⁴,
+// n = ln u − ln(1 − u).
+Tensor logistic_noise(Generator& gen, std::int64_t BH, std::int64_t T, const Shape& shape, DType dtype, Device device) {
   const GeneratorState state = gen.state();
   const std::uint64_t offset = gen.reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(T * T));
   std::vector<double> values(static_cast<std::size_t>(BH * T * T));
@@ -75,83 +76,110 @@ Tensor attention_hidden_mask(std::int64_t T, std::int64_t window, Device device)
   return mask;
 }
 
-AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate,
+AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
                                    const AttentionOptions& options) {
   if (!q.defined() || !k.defined() || !v.defined()) throw ValueError("composed_attention: q, k, v must be defined");
   if (q.dim() != 4 || k.shape() != q.shape() || v.shape() != q.shape())
     throw ShapeError("composed_attention: q, k, v must all be [B, H, T, d], got " + shape_str(q.shape()) + ", " +
                      shape_str(k.shape()) + ", " + shape_str(v.shape()));
   if (options.window < 0) throw ValueError("composed_attention: window must be >= 0");
-  check_row_term(gate.key_bias, q, "key_bias");
-  check_row_term(gate.forget_cum, q, "forget_cum");
-  check_row_term(gate.pair_row, q, "pair_row");
-  check_row_term(gate.pair_col, q, "pair_col");
-  const bool pair = gate.pair_row.defined();
-  if (pair != gate.pair_col.defined() || pair != gate.pair_alpha.defined())
-    throw ValueError("composed_attention: pair needs pair_row, pair_col and pair_alpha together");
-  if (options.pair_gate_entropy && !pair) throw ValueError("composed_attention: pair_gate_entropy without pair terms");
+  check_row_term(terms.row_bias, q, "row_bias");
+  check_row_term(terms.col_bias, q, "col_bias");
+  check_row_term(terms.modulation_row, q, "modulation_row");
+  check_row_term(terms.modulation_col, q, "modulation_col");
+  const bool modulated = terms.modulation_row.defined();
+  if (modulated != terms.modulation_col.defined() || modulated != terms.modulation_alpha.defined())
+    throw ValueError(
+        "composed_attention: the modulation needs modulation_row, modulation_col and modulation_alpha together");
+  if (options.modulation_entropy && !modulated)
+    throw ValueError("composed_attention: modulation_entropy without modulation terms");
+  check_active_queries(options.active_queries, q, "composed_attention");
 
   const std::int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3);
-  const Device device = common_device("composed_attention", {q, k, v, gate.key_bias, gate.forget_cum, gate.pair_row,
-                                                              gate.pair_col, gate.pair_alpha});
+  const Device device = common_device(
+      "composed_attention",
+      {q, k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col, terms.modulation_alpha});
   const Tensor hidden = attention_hidden_mask(T, options.window, device);
+  // 1 on active query rows, 0 on skipped ones, [B, 1, T, 1] in q's dtype (undefined: all active).
+  Tensor keep;
+  if (options.active_queries.defined())
+    keep = ops::masked_fill(Tensor::zeros({B, 1, T, 1}, q.dtype(), device), options.active_queries.alias({B, 1, T, 1}),
+                            1.0);
 
-  // S = q kᵀ/√d + key_bias_j + (c_i − c_j), hidden entries −∞.
+  // S = q kᵀ/√d + c_j + r_i, hidden entries −∞.
   Tensor S = ops::mul_scalar(ops::matmul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(d)));
-  if (gate.key_bias.defined()) S = S + ops::unsqueeze(gate.key_bias, 2);
-  if (gate.forget_cum.defined()) S = S + (ops::unsqueeze(gate.forget_cum, 3) - ops::unsqueeze(gate.forget_cum, 2));
+  if (terms.col_bias.defined()) S = S + ops::unsqueeze(terms.col_bias, 2);
+  if (terms.row_bias.defined()) S = S + ops::unsqueeze(terms.row_bias, 3);
   S = ops::masked_fill(S, hidden, -std::numeric_limits<double>::infinity());
   const Tensor P = ops::softmax(S);
 
-  // A = P ⊙ M with M = α·σ(u) + 1 − α, u = (a_i + c_j + n_ij)/τ.
+  // A = P ⊙ M with M = α·σ(u) + 1 − α, u = (a_i + b_j + n_ij)/τ.
   Tensor A = P, u, G, M;
-  if (pair) {
-    u = ops::unsqueeze(gate.pair_row, 3) + ops::unsqueeze(gate.pair_col, 2);
-    if (gate.pair_noise) u = u + pair_noise(*gate.pair_noise, B * H, T, u.shape(), q.dtype(), device);
-    u = ops::mul_scalar(u, 1.0 / gate.pair_temperature);
+  if (modulated) {
+    u = ops::unsqueeze(terms.modulation_row, 3) + ops::unsqueeze(terms.modulation_col, 2);
+    if (terms.modulation_noise) u = u + logistic_noise(*terms.modulation_noise, B * H, T, u.shape(), q.dtype(), device);
+    u = ops::mul_scalar(u, 1.0 / terms.modulation_temperature);
     G = ops::sigmoid(u);
-    M = ops::add_scalar(ops::mul(G, gate.pair_alpha) - gate.pair_alpha, 1.0);
+    M = ops::add_scalar(ops::mul(G, terms.modulation_alpha) - terms.modulation_alpha, 1.0);
     A = P * M;
   }
 
   AttentionResult result;
   result.out = ops::matmul(A, v);
+  if (keep.defined()) result.out = result.out * keep;
 
   // H_i = −Σ_j A_ij ln A_ij with ln A = log_softmax(S) + ln M, zeroed where hidden before the
   // product (there A = 0 and ln A = −∞, whose product would be NaN, value and gradient).
   Tensor row_entropy;
   if (options.entropy_output || options.stats) {
     Tensor log_A = ops::log_softmax(S);
-    if (pair) log_A = log_A + ops::log(M);
+    if (modulated) log_A = log_A + ops::log(M);
     log_A = ops::masked_fill(log_A, hidden, 0.0);
     row_entropy = -ops::sum(A * log_A, {-1});
+    if (keep.defined()) row_entropy = row_entropy * ops::reshape(keep, {B, 1, T});
     if (options.entropy_output) result.row_entropy = row_entropy;
   }
 
-  // Σ over visible pairs of h(G) = −G ln G − (1−G) ln(1−G) = −(G log σ(u) + (1−G) log σ(−u)).
-  if (options.pair_gate_entropy) {
+  // Σ over visible entries of h(G) = −G ln G − (1−G) ln(1−G) = −(G log σ(u) + (1−G) log σ(−u)).
+  if (options.modulation_entropy) {
     const Tensor one_minus_G = ops::add_scalar(-G, 1.0);
-    Tensor h = -(G * ops::log_sigmoid(u) + one_minus_G * ops::log_sigmoid(-u));
-    result.gate_entropy = ops::sum(ops::masked_fill(h, hidden, 0.0), {2, 3});
+    Tensor h = ops::masked_fill(-(G * ops::log_sigmoid(u) + one_minus_G * ops::log_sigmoid(-u)), hidden, 0.0);
+    if (keep.defined()) h = h * keep;
+    result.modulation_entropy = ops::sum(h, {2, 3});
   }
 
   if (options.stats) {
     NoGradGuard no_grad;
     AttentionStats st;
+    // Active rows per sequence (all T without active_queries) and whether row i of sequence b is one.
+    std::vector<double> active_v = options.active_queries.defined()
+                                       ? options.active_queries.to_vector()
+                                       : std::vector<double>(static_cast<std::size_t>(B * T), 1.0);
+    auto active = [&](std::int64_t b, std::int64_t i) { return active_v[static_cast<std::size_t>(b * T + i)] != 0.0; };
+    std::int64_t rows = 0, rows_after_first = 0;
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t i = 0; i < T; ++i)
+        if (active(b, i)) {
+          ++rows;
+          rows_after_first += i >= 1;
+        }
     // Entropy and sink are reduced where A lives (one small read each, no T×T copy to the host).
     st.entropy_sum = ops::sum(row_entropy).item();
-    st.entropy_count = B * H * T;
-    if (T > 1) {  // A_i0 over queries i >= 1; it is 0 where key 0 is hidden (outside the window)
-      st.sink_sum = ops::sum(ops::slice(ops::slice(A, 2, 1, T), 3, 0, 1)).item();
-      st.sink_count = B * H * (T - 1);
+    st.entropy_count = H * rows;
+    if (T > 1) {  // A_i0 over active queries i >= 1; it is 0 where key 0 is hidden (outside the window)
+      const Tensor A_kept = keep.defined() ? A * keep : A;
+      st.sink_sum = ops::sum(ops::slice(ops::slice(A_kept, 2, 1, T), 3, 0, 1)).item();
+      st.sink_count = H * rows_after_first;
     }
-    if (pair) {  // the moments of G over visible pairs need the values themselves
+    if (modulated) {  // the moments of G over visible entries of active rows need the values themselves
       const std::vector<double> g = G.to_vector(), hid = hidden.to_vector();
       for (std::int64_t bh = 0; bh < B * H; ++bh)
-        for (std::int64_t i = 0; i < T; ++i)
+        for (std::int64_t i = 0; i < T; ++i) {
+          if (!active(bh / H, i)) continue;
           for (std::int64_t j = 0; j < T; ++j)
             if (hid[static_cast<std::size_t>(i * T + j)] == 0)
-              st.pair_gate.add(g[static_cast<std::size_t>((bh * T + i) * T + j)]);
+              st.modulation.add(g[static_cast<std::size_t>((bh * T + i) * T + j)]);
+        }
     }
     options.stats->merge(st);
   }

@@ -29,7 +29,7 @@ constexpr const char* kOp = "flash_attention";
 
 bool floating_cuda(const Tensor& t) { return t.dtype() == DType::f32 || t.dtype() == DType::bf16; }
 
-void check_args(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate,
+void check_args(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
                 const AttentionOptions& options) {
   for (const Tensor* t : {&q, &k, &v})
     if (!floating_cuda(*t)) throw DTypeError(std::string(kOp) + ": CUDA attention takes f32 or bf16 q, k, v, got " + t->str());
@@ -48,17 +48,23 @@ void check_args(const Tensor& q, const Tensor& k, const Tensor& v, const Attenti
     if (t.shape() != want)
       throw ShapeError(std::string(kOp) + ": " + name + " has shape " + shape_str(t.shape()) + ", expected " + shape_str(want));
   };
-  check_term(gate.key_bias, rows, "key_bias");
-  check_term(gate.forget_cum, rows, "forget_cum");
-  check_term(gate.pair_row, rows, "pair_row");
-  check_term(gate.pair_col, rows, "pair_col");
-  check_term(gate.pair_alpha, Shape{1}, "pair_alpha");
-  const bool pair = gate.pair_row.defined() || gate.pair_col.defined() || gate.pair_alpha.defined();
-  if (pair && (!gate.pair_row.defined() || !gate.pair_col.defined() || !gate.pair_alpha.defined()))
-    throw ValueError(std::string(kOp) + ": pair needs pair_row, pair_col and pair_alpha together");
-  if (options.pair_gate_entropy && !pair) throw ValueError(std::string(kOp) + ": pair_gate_entropy asked without pair terms");
-  if (pair && !(gate.pair_temperature > 0))
-    throw ValueError(std::string(kOp) + ": pair temperature must be > 0, got " + std::to_string(gate.pair_temperature));
+  check_term(terms.row_bias, rows, "row_bias");
+  check_term(terms.col_bias, rows, "col_bias");
+  check_term(terms.modulation_row, rows, "modulation_row");
+  check_term(terms.modulation_col, rows, "modulation_col");
+  check_term(terms.modulation_alpha, Shape{1}, "modulation_alpha");
+  const bool modulated =
+      terms.modulation_row.defined() || terms.modulation_col.defined() || terms.modulation_alpha.defined();
+  if (modulated &&
+      (!terms.modulation_row.defined() || !terms.modulation_col.defined() || !terms.modulation_alpha.defined()))
+    throw ValueError(std::string(kOp) +
+                     ": the modulation needs modulation_row, modulation_col and modulation_alpha together");
+  if (options.modulation_entropy && !modulated)
+    throw ValueError(std::string(kOp) + ": modulation_entropy asked without modulation terms");
+  if (modulated && !(terms.modulation_temperature > 0))
+    throw ValueError(std::string(kOp) + ": modulation temperature must be > 0, got " +
+                     std::to_string(terms.modulation_temperature));
+  check_active_queries(options.active_queries, q, kOp);
 }
 
 // x converted to dtype, with a gradient path back to x's dtype (Tensor::to records no history).
@@ -69,24 +75,24 @@ Tensor cast_with_grad(const Tensor& x, DType dtype) {
                           [from](const Tensor& g, const std::vector<bool>&) { return std::vector<Tensor>{g.to(from)}; });
 }
 
-AttentionGateTerms gate_as(const AttentionGateTerms& gate, DType dtype) {
-  AttentionGateTerms g = gate;
-  g.key_bias = cast_with_grad(gate.key_bias, dtype);
-  g.forget_cum = cast_with_grad(gate.forget_cum, dtype);
-  g.pair_row = cast_with_grad(gate.pair_row, dtype);
-  g.pair_col = cast_with_grad(gate.pair_col, dtype);
-  g.pair_alpha = cast_with_grad(gate.pair_alpha, dtype);
-  return g;
+AttentionTerms terms_as(const AttentionTerms& terms, DType dtype) {
+  AttentionTerms t = terms;
+  t.row_bias = cast_with_grad(terms.row_bias, dtype);
+  t.col_bias = cast_with_grad(terms.col_bias, dtype);
+  t.modulation_row = cast_with_grad(terms.modulation_row, dtype);
+  t.modulation_col = cast_with_grad(terms.modulation_col, dtype);
+  t.modulation_alpha = cast_with_grad(terms.modulation_alpha, dtype);
+  return t;
 }
 
 // bf16 inputs the fused kernels cannot take: the composed attention in f32, outputs back in bf16.
-AttentionResult composed_from_bf16(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate,
+AttentionResult composed_from_bf16(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
                                    const AttentionOptions& options) {
   AttentionResult r = composed_attention(cast_with_grad(q, DType::f32), cast_with_grad(k, DType::f32),
-                                         cast_with_grad(v, DType::f32), gate_as(gate, DType::f32), options);
+                                         cast_with_grad(v, DType::f32), terms_as(terms, DType::f32), options);
   r.out = cast_with_grad(r.out, q.dtype());
   r.row_entropy = cast_with_grad(r.row_entropy, q.dtype());
-  r.gate_entropy = cast_with_grad(r.gate_entropy, q.dtype());
+  r.modulation_entropy = cast_with_grad(r.modulation_entropy, q.dtype());
   return r;
 }
 
@@ -102,7 +108,8 @@ float* f32_or_null(const Tensor& t) { return t.defined() ? t.kernel_data<float>(
 
 // What the backward needs, detached (no reference cycle through the outputs).
 struct SavedFlash {
-  Tensor q, k, v, key_bias, forget_cum, pair_row, pair_col;  // gate terms f32
+  Tensor q, k, v, row_bias, col_bias, modulation_row, modulation_col;  // bias and modulation terms f32
+  Tensor active;  // active_queries: i32 [B, T] or undefined
   Tensor out, lse;
   Tensor row_entropy, row_asum;  // f32, with the entropy output only
   cuda::FlashParams params;  // pointers refreshed from the tensors above in backward
@@ -112,16 +119,17 @@ void set_pointers(cuda::FlashParams& p, const SavedFlash& s) {
   p.q = s.q.raw_data();
   p.k = s.k.raw_data();
   p.v = s.v.raw_data();
-  p.key_bias = f32_or_null(s.key_bias);
-  p.forget_cum = f32_or_null(s.forget_cum);
-  p.pair_row = f32_or_null(s.pair_row);
-  p.pair_col = f32_or_null(s.pair_col);
+  p.row_bias = f32_or_null(s.row_bias);
+  p.col_bias = f32_or_null(s.col_bias);
+  p.modulation_row = f32_or_null(s.modulation_row);
+  p.modulation_col = f32_or_null(s.modulation_col);
+  p.active = s.active.defined() ? s.active.kernel_data<std::int32_t>() : nullptr;
 }
 
-AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate_in,
+AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms_in,
                       const AttentionOptions& options) {
-  const AttentionGateTerms gate = gate_as(gate_in, DType::f32);
-  const bool pair = gate.pair_row.defined();
+  const AttentionTerms terms = terms_as(terms_in, DType::f32);
+  const bool modulated = terms.modulation_row.defined();
   const std::int64_t B = q.size(0), H = q.size(1), Tn = q.size(2), d = q.size(3), BH = B * H;
   const Shape row_shape{B, H, Tn};
 
@@ -129,8 +137,9 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
   s.q = q.detach();
   s.k = k.detach();
   s.v = v.detach();
-  if (gate.key_bias.defined()) s.key_bias = gate.key_bias.detach();
-  if (gate.forget_cum.defined()) s.forget_cum = gate.forget_cum.detach();
+  if (terms.row_bias.defined()) s.row_bias = terms.row_bias.detach();
+  if (terms.col_bias.defined()) s.col_bias = terms.col_bias.detach();
+  if (options.active_queries.defined()) s.active = options.active_queries.detach();
   cuda::FlashParams& p = s.params;
   p.B = B;
   p.H = H;
@@ -139,18 +148,19 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
   p.window = options.window;
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   p.elem = elem_of(q);
-  if (pair) {
-    s.pair_row = gate.pair_row.detach();
-    s.pair_col = gate.pair_col.detach();
-    p.alpha = static_cast<float>(gate.pair_alpha.item());
-    p.inv_tau = static_cast<float>(1.0 / gate.pair_temperature);
-    if (gate.pair_noise) {
-      // Same words as the CPU op: B·H·T·T reserved, pair (bh, i, j) at offset + (bh·T + i)·T + j.
-      const GeneratorState state = gate.pair_noise->state();
+  if (modulated) {
+    s.modulation_row = terms.modulation_row.detach();
+    s.modulation_col = terms.modulation_col.detach();
+    p.alpha = static_cast<float>(terms.modulation_alpha.item());
+    p.inv_tau = static_cast<float>(1.0 / terms.modulation_temperature);
+    if (terms.modulation_noise) {
+      // Same words as the CPU op: B·H·T·T reserved, entry (bh, i, j) at offset + (bh·T + i)·T + j.
+      const GeneratorState state = terms.modulation_noise->state();
       p.noise = true;
       p.noise_seed = state.seed;
       p.noise_stream = state.stream;
-      p.noise_offset = gate.pair_noise->reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(Tn * Tn));
+      p.noise_offset =
+          terms.modulation_noise->reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(Tn * Tn));
     }
   }
   set_pointers(p, s);
@@ -162,8 +172,9 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
   o.out = out.raw_data();
   o.lse = lse.kernel_data<float>();
   const long long n_qb = cuda::flash_query_blocks(Tn);
-  std::vector<cuda::FlashGateMoments> moments;
-  cuda::Scratch moments_dev(options.stats && pair ? static_cast<std::size_t>(BH * n_qb) * sizeof(cuda::FlashGateMoments) : 0);
+  std::vector<cuda::FlashMoments> moments;
+  cuda::Scratch moments_dev(
+      options.stats && modulated ? static_cast<std::size_t>(BH * n_qb) * sizeof(cuda::FlashMoments) : 0);
   if (options.stats || options.entropy_output) {
     row_entropy = Tensor::empty(row_shape, DType::f32, Device::cuda);
     row_asum = Tensor::empty(row_shape, DType::f32, Device::cuda);
@@ -173,7 +184,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
   if (options.stats) {
     row_sink = Tensor::empty(row_shape, DType::f32, Device::cuda);
     o.row_sink = row_sink.kernel_data<float>();
-    if (pair) o.gate_moments = moments_dev.as<cuda::FlashGateMoments>();
+    if (modulated) o.modulation_moments = moments_dev.as<cuda::FlashMoments>();
   }
   cuda::flash_attention_forward(p, o, cuda::stream());
 
@@ -181,22 +192,33 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     // Reduced on the device: two scalars cross to the host, not B·H·T values per layer.
     autograd::NoGradGuard no_grad;
     AttentionStats st;
-    st.entropy_sum += sum(row_entropy).item();
-    st.entropy_count = BH * Tn;
-    st.sink_sum += sum(row_sink).item();  // 0 for i = 0 and where key 0 is hidden
-    st.sink_count = BH * (Tn - 1);
-    if (pair) {
+    st.entropy_sum += sum(row_entropy).item();  // skipped rows hold 0
+    st.sink_sum += sum(row_sink).item();        // 0 for i = 0, where key 0 is hidden and on skipped rows
+    if (s.active.defined()) {
+      // Counts of the active rows (of every head): one small read of the [B, T] mask.
+      const std::vector<double> active = s.active.to_vector();
+      for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t i = 0; i < Tn; ++i)
+          if (active[static_cast<std::size_t>(b * Tn + i)] != 0.0) {
+            st.entropy_count += H;
+            if (i >= 1) st.sink_count += H;
+          }
+    } else {
+      st.entropy_count = BH * Tn;
+      st.sink_count = BH * (Tn - 1);
+    }
+    if (modulated) {
       moments.resize(static_cast<std::size_t>(BH * n_qb));
       cuda::copy_bytes(moments.data(), Device::cpu, moments_dev.as<void>(), Device::cuda,
-                       moments.size() * sizeof(cuda::FlashGateMoments));
-      for (const cuda::FlashGateMoments& m : moments) {
+                       moments.size() * sizeof(cuda::FlashMoments));
+      for (const cuda::FlashMoments& m : moments) {
         GateMoments g;
         g.sum = m.sum;
         g.sum_sq = m.sum_sq;
         g.count = m.count;
         g.below_0_1 = m.below_0_1;
         g.above_0_9 = m.above_0_9;
-        st.pair_gate.merge(g);
+        st.modulation.merge(g);
       }
     }
     options.stats->merge(st);
@@ -208,8 +230,8 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     s.row_entropy = row_entropy.detach();
     s.row_asum = row_asum;
   }
-  std::vector<Tensor> inputs{q, k, v, gate.key_bias, gate.forget_cum, gate.pair_row, gate.pair_col,
-                             pair ? gate.pair_alpha : Tensor()};
+  const Tensor alpha = modulated ? terms.modulation_alpha : Tensor();
+  std::vector<Tensor> inputs{q, k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col, alpha};
   auto backward = [s](const std::vector<Tensor>& grads, const std::vector<bool>& needs) {
     const Tensor& d_out_in = grads[0];
     const Tensor d_entropy = grads.size() > 1 && grads[1].defined() ? grads[1].to(DType::f32) : Tensor();
@@ -221,7 +243,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     Tensor dq = Tensor::empty(qs, io, Device::cuda), dk = Tensor::empty(qs, io, Device::cuda),
            dv = Tensor::empty(qs, io, Device::cuda);
     auto maybe = [&](std::size_t i) { return needs[i] ? Tensor::empty(rs, DType::f32, Device::cuda) : Tensor(); };
-    Tensor dkb = maybe(3), dfc = maybe(4), dpr = maybe(5), dpc = maybe(6);
+    Tensor drb = maybe(3), dcb = maybe(4), dmr = maybe(5), dmc = maybe(6);
     const std::int64_t n_kb = cuda::flash_key_blocks(qs[2]);
     Tensor alpha_partial = needs[7] ? Tensor::empty({qs[0] * qs[1] * n_kb}, DType::f32, Device::cuda) : Tensor();
     cuda::FlashParams p = s.params;
@@ -239,10 +261,10 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     g.dq = dq.raw_data();
     g.dk = dk.raw_data();
     g.dv = dv.raw_data();
-    g.d_key_bias = f32_or_null(dkb);
-    g.d_forget_cum = f32_or_null(dfc);
-    g.d_pair_row = f32_or_null(dpr);
-    g.d_pair_col = f32_or_null(dpc);
+    g.d_row_bias = f32_or_null(drb);
+    g.d_col_bias = f32_or_null(dcb);
+    g.d_modulation_row = f32_or_null(dmr);
+    g.d_modulation_col = f32_or_null(dmc);
     g.d_alpha_partial = f32_or_null(alpha_partial);
     cuda::flash_attention_backward(p, in, g, cuda::stream());
     Tensor d_alpha;
@@ -250,8 +272,8 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
       autograd::NoGradGuard no_grad;
       d_alpha = sum(alpha_partial).alias(Shape{1});  // the CUDA reduction's fixed tree: deterministic
     }
-    return std::vector<Tensor>{needs[0] ? dq : Tensor(), needs[1] ? dk : Tensor(), needs[2] ? dv : Tensor(),
-                               dkb, dfc, dpr, dpc, d_alpha};
+    return std::vector<Tensor>{
+        needs[0] ? dq : Tensor(), needs[1] ? dk : Tensor(), needs[2] ? dv : Tensor(), drb, dcb, dmr, dmc, d_alpha};
   };
   std::vector<Tensor> outputs{out};
   if (options.entropy_output) outputs.push_back(row_entropy);
@@ -270,7 +292,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
 bool cuda_attention_fused(const Tensor& q, const AttentionOptions& options) {
 #ifdef GATTN_WITH_CUDA
   const bool bf16_products = q.dtype() == DType::bf16 || (q.dtype() == DType::f32 && autocast_bf16());
-  return bf16_products && q.dim() == 4 && cuda::flash_head_dim_supported(q.size(3)) && !options.pair_gate_entropy;
+  return bf16_products && q.dim() == 4 && cuda::flash_head_dim_supported(q.size(3)) && !options.modulation_entropy;
 #else
   (void)q;
   (void)options;
@@ -278,14 +300,15 @@ bool cuda_attention_fused(const Tensor& q, const AttentionOptions& options) {
 #endif
 }
 
-AttentionResult cuda_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate,
+AttentionResult cuda_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
                                const AttentionOptions& options) {
-  check_args(q, k, v, gate, options);
+  check_args(q, k, v, terms, options);
 #ifdef GATTN_WITH_CUDA
-  if (cuda_attention_fused(q, options) && aligned16(q) && aligned16(k) && aligned16(v)) return fused(q, k, v, gate, options);
+  if (cuda_attention_fused(q, options) && aligned16(q) && aligned16(k) && aligned16(v))
+    return fused(q, k, v, terms, options);
 #endif
-  if (q.dtype() == DType::bf16) return composed_from_bf16(q, k, v, gate, options);
-  return composed_attention(q, k, v, gate_as(gate, DType::f32), options);
+  if (q.dtype() == DType::bf16) return composed_from_bf16(q, k, v, terms, options);
+  return composed_attention(q, k, v, terms_as(terms, DType::f32), options);
 }
 
 }  // namespace gattn::ops

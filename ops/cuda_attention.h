@@ -1,19 +1,21 @@
-// flash_attention on CUDA tensors (ops/attention.h's contract): the fused gated flash-attention
-// kernels (ops/cuda/flash_attention.h) where they apply, the composed attention otherwise.
+// flash_attention on CUDA tensors (ops/attention.h's contract): the fused flash-attention kernels
+// (ops/cuda/flash_attention.h) where they apply, the composed attention otherwise.
 //
 // Fused when the products run in bf16 — q is bf16, or q is f32 inside an autocast bf16 scope (read
-// once, at forward time) — the head dim is 16, 32, 64 or 128, and the pair gate's entropy output
-// (gate_entropy) is not asked for (that one runs composed; the row entropy output is fused). f32
-// outside autocast stays on the composed path, exact f32. Statistics (options.stats) come out of the
-// fused forward.
-// Gradients have their inputs' dtypes (gate terms may be bf16 or f32; they run as f32).
+// once, at forward time) — the head dim is 16, 32, 64 or 128, and the modulation entropy output is
+// not asked for (that one runs composed; the row entropy output is fused). f32 outside autocast
+// stays on the composed path, exact f32. Statistics (options.stats) come out of the fused forward.
+// Skipped query rows (options.active_queries) are honoured on both paths; the fused kernels skip
+// the query blocks that have no active row.
+// Gradients have their inputs' dtypes (the bias and modulation terms may be bf16 or f32; they run
+// as f32).
 #pragma once
 #include "framework/tensor/tensor.h"
 #include "ops/attention.h"
 
 namespace gattn::ops {
 
-AttentionResult cuda_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionGateTerms& gate,
+AttentionResult cuda_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
                                const AttentionOptions& options);
 
 // Whether cuda_attention would take the fused kernels for q [B, H, T, d] with these options now.

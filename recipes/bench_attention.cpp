@@ -25,7 +25,7 @@ namespace {
 struct Inputs {
   Tensor q, k, v, grad_out;
   Tensor gate_logits;  // output: [B, H, T, d], σ of it multiplies the op's output
-  ops::AttentionGateTerms terms;
+  ops::AttentionTerms terms;
   std::vector<Tensor> leaves;  // everything that receives a gradient
 };
 
@@ -56,15 +56,18 @@ Inputs make_inputs(const AttentionBenchCase& c, DType dtype, Device device, std:
   if (c.kind == "output") {
     in.gate_logits = place(normal(qkv, gen), dtype, device, true, in.leaves);
   } else if (c.kind == "score") {
-    // key_bias = log σ(f), f the gate's per-key logit.
-    in.terms.key_bias = place(ops::log_sigmoid(normal(row, gen)), dtype, device, true, in.leaves);
+    // col_bias = log σ(f), f the gate's per-key logit.
+    in.terms.col_bias = place(ops::log_sigmoid(normal(row, gen)), dtype, device, true, in.leaves);
   } else if (c.kind == "forget") {
-    // forget_cum = Σ_{l ≤ i} log σ(f_l): computed once here, a leaf of the timed graph like key_bias.
-    in.terms.forget_cum = place(ops::cumsum(ops::log_sigmoid(normal(row, gen)), 2), dtype, device, true, in.leaves);
+    // c_i = Σ_{l ≤ i} log σ(f_l) as row_bias = c, col_bias = −c: computed once here, leaves of the
+    // timed graph like the score gate's bias.
+    const Tensor c_host = ops::cumsum(ops::log_sigmoid(normal(row, gen)), 2);
+    in.terms.row_bias = place(c_host, dtype, device, true, in.leaves);
+    in.terms.col_bias = place(ops::neg(c_host), dtype, device, true, in.leaves);
   } else if (c.kind == "pair") {
-    in.terms.pair_row = place(normal(row, gen), dtype, device, true, in.leaves);
-    in.terms.pair_col = place(normal(row, gen), dtype, device, true, in.leaves);
-    in.terms.pair_alpha = place(Tensor::full({1}, 0.5), dtype, device, true, in.leaves);
+    in.terms.modulation_row = place(normal(row, gen), dtype, device, true, in.leaves);
+    in.terms.modulation_col = place(normal(row, gen), dtype, device, true, in.leaves);
+    in.terms.modulation_alpha = place(Tensor::full({1}, 0.5), dtype, device, true, in.leaves);
   }
   return in;
 }

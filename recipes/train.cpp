@@ -103,7 +103,7 @@ std::vector<double> flatten_stats(const std::vector<models::LayerStats>& stats) 
   std::vector<double> out;
   for (const auto& s : stats) {
     const ops::AttentionStats& a = s.attention;
-    for (const ops::GateMoments* g : {&a.pair_gate, &s.gate})
+    for (const ops::GateMoments* g : {&a.modulation, &s.gate})
       out.insert(out.end(), {g->sum, g->sum_sq, static_cast<double>(g->count), static_cast<double>(g->below_0_1),
                              static_cast<double>(g->above_0_9)});
     out.insert(out.end(), {a.entropy_sum, static_cast<double>(a.entropy_count), a.sink_sum, static_cast<double>(a.sink_count)});
@@ -116,7 +116,7 @@ void unflatten_stats(const std::vector<double>& v, std::vector<models::LayerStat
   for (std::size_t l = 0; l < stats.size(); ++l) {
     const double* f = v.data() + l * kStatsFields;
     ops::AttentionStats& a = stats[l].attention;
-    for (ops::GateMoments* g : {&a.pair_gate, &stats[l].gate}) {
+    for (ops::GateMoments* g : {&a.modulation, &stats[l].gate}) {
       g->sum = f[0];
       g->sum_sq = f[1];
       g->count = as_int(f[2]);

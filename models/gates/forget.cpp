@@ -18,9 +18,12 @@ ForgetGate::ForgetGate(const ModelConfig& config, Generator& init) : gate_(confi
 Tensor ForgetGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
   GateActivation g = activate_gate(ops::linear(in.h, weight, bias), gate_, ctx);  // [B, T, H]
   report_gate(g, ctx);
-  ops::AttentionGateTerms terms;
-  // The op takes the prefix sums c and forms c_i − c_j itself: O(T) memory, no T×T decay matrix.
-  terms.forget_cum = ops::cumsum(ops::transpose(ops::log_sigmoid(g.logit), 1, 2), 2);  // [B, H, T]
+  ops::AttentionTerms terms;
+  // The op takes the prefix sums c as a row and a column bias and forms c_i − c_j itself: O(T)
+  // memory, no T×T decay matrix.
+  const Tensor cum = ops::cumsum(ops::transpose(ops::log_sigmoid(g.logit), 1, 2), 2);  // [B, H, T]
+  terms.row_bias = cum;
+  terms.col_bias = ops::neg(cum);
   return merge_heads(run_attention(in, terms, ctx).out);
 }
 
@@ -29,12 +32,14 @@ Tensor ForgetGate::attend_cached(const AttentionInputs& in, LayerKVCache& cache,
   AttentionContext eval;
   GateActivation g = activate_gate(ops::linear(in.h, weight, bias), gate_, eval);  // [B, n, H]
   Tensor cum = ops::cumsum(ops::transpose(ops::log_sigmoid(g.logit), 1, 2), 2);     // [B, H, n]
-  Tensor& cached = cache_term(cache.forget_cum, cache);
+  Tensor& cached = cache_term(cache.prefix_sum, cache);
   // The prefix sums continue from the last cached position's c.
   if (pos > 0) cum = cum + ops::slice(cached, 2, pos - 1, pos);
   write_cache_rows(cached, cum, pos);
+  write_cache_rows(cache_term(cache.col_bias, cache), ops::neg(cum), pos);
   ops::CachedAttentionInputs terms;
-  terms.forget_cum = cached;
+  terms.row_bias = cum;  // the new queries' c_i
+  terms.col_bias = cache.col_bias;
   return merge_heads(run_cached_attention(in, cache, pos, terms));
 }
 

@@ -19,8 +19,8 @@ Tensor init_gate_bias(const Shape& shape, const ModelConfig& config) {
   return Tensor::full(shape, config.gate.resolved_init_bias(), config.dtype);
 }
 
-ops::AttentionResult run_attention(const AttentionInputs& in, const ops::AttentionGateTerms& terms,
-                                   AttentionContext& ctx, ops::AttentionOptions options) {
+ops::AttentionResult run_attention(const AttentionInputs& in, const ops::AttentionTerms& terms, AttentionContext& ctx,
+                                   ops::AttentionOptions options) {
   ops::AttentionStats stats;
   const bool collect = ctx.collect_stats && ctx.stats;
   options.stats = collect ? &stats : nullptr;
@@ -28,7 +28,7 @@ ops::AttentionResult run_attention(const AttentionInputs& in, const ops::Attenti
   ops::AttentionResult r = ops::flash_attention(in.q, in.k, in.v, terms, options);
   if (collect) {
     ctx.stats->attention.merge(stats);
-    ctx.stats->gate.merge(stats.pair_gate);  // empty unless the pair terms were given
+    ctx.stats->gate.merge(stats.modulation);  // empty unless the modulation terms were given
   }
   if (ctx.attn_entropy) {
     accumulate(ctx.attn_entropy_sum, ops::sum(r.row_entropy));
@@ -36,7 +36,7 @@ ops::AttentionResult run_attention(const AttentionInputs& in, const ops::Attenti
   }
   if (ctx.inspect) {
     ctx.inspect->attention = attention_weights(in.q, in.k, terms, options.window);
-    if (terms.pair_row.defined()) inspect_pair_gate(terms, *ctx.inspect);
+    if (terms.modulation_row.defined()) inspect_pair_gate(terms, *ctx.inspect);
   }
   return r;
 }

@@ -22,8 +22,8 @@ Tensor init_gate_bias(const Shape& shape, const ModelConfig& config);
 // ops::flash_attention on the layer's q, k, v with the given gate terms, asking for what the
 // context wants: AttentionStats into ctx.stats->attention (and the pair gate's moments into
 // ctx.stats->gate), the differentiable row entropy summed into ctx.attn_entropy_sum.
-ops::AttentionResult run_attention(const AttentionInputs& in, const ops::AttentionGateTerms& terms,
-                                   AttentionContext& ctx, ops::AttentionOptions options = {});
+ops::AttentionResult run_attention(const AttentionInputs& in, const ops::AttentionTerms& terms, AttentionContext& ctx,
+                                   ops::AttentionOptions options = {});
 
 // ops::cached_attention of the new queries in.q (positions pos … pos+n−1) over the layer cache, with
 // the gate terms already set in `terms` (q, k, v and length are filled in here).

@@ -24,22 +24,22 @@ PairGate::PairGate(const ModelConfig& config, Generator& init)
 
 Tensor PairGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
   const std::int64_t B = in.q.size(0), T = in.q.size(2);
-  ops::AttentionGateTerms terms;
-  terms.pair_row = row_term(in.q);
-  terms.pair_col = col_term(in.k);
-  terms.pair_alpha = ops::sigmoid(alpha);
-  terms.pair_temperature = gate_temperature(gate_);
+  ops::AttentionTerms terms;
+  terms.modulation_row = row_term(in.q);
+  terms.modulation_col = col_term(in.k);
+  terms.modulation_alpha = ops::sigmoid(alpha);
+  terms.modulation_temperature = gate_temperature(gate_);
   if (gate_noise_active(gate_, ctx)) {
     if (!ctx.noise)
       throw ValueError(
           "model.gate.activation: gumbel_sigmoid needs a noise generator while training (AttentionContext.noise)");
-    terms.pair_noise = ctx.noise;
+    terms.modulation_noise = ctx.noise;
   }
   ops::AttentionOptions options;
-  options.pair_gate_entropy = ctx.gate_entropy;
+  options.modulation_entropy = ctx.gate_entropy;
   ops::AttentionResult r = run_attention(in, terms, ctx, options);  // also merges G's moments into the stats
   if (ctx.gate_entropy) {
-    accumulate(ctx.gate_entropy_sum, ops::sum(r.gate_entropy));
+    accumulate(ctx.gate_entropy_sum, ops::sum(r.modulation_entropy));
     // One gate value per visible (query, key) pair: j ≤ i.
     ctx.gate_entropy_count += static_cast<double>(B * n_head_) * static_cast<double>(T * (T + 1) / 2);
   }
@@ -47,12 +47,12 @@ Tensor PairGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
 }
 
 Tensor PairGate::attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) {
-  write_cache_rows(cache_term(cache.pair_col, cache), col_term(in.k), pos);
+  write_cache_rows(cache_term(cache.modulation_col, cache), col_term(in.k), pos);
   ops::CachedAttentionInputs terms;
-  terms.pair_row = row_term(in.q);
-  terms.pair_col = cache.pair_col;
-  terms.pair_alpha = 1.0 / (1.0 + std::exp(-alpha.item()));
-  terms.pair_temperature = gate_temperature(gate_);
+  terms.modulation_row = row_term(in.q);
+  terms.modulation_col = cache.modulation_col;
+  terms.modulation_alpha = 1.0 / (1.0 + std::exp(-alpha.item()));
+  terms.modulation_temperature = gate_temperature(gate_);
   return merge_heads(run_cached_attention(in, cache, pos, terms));
 }
 

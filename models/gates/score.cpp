@@ -16,9 +16,9 @@ ScoreGate::ScoreGate(const ModelConfig& config, Generator& init) : gate_(config.
 Tensor ScoreGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
   GateActivation g = activate_gate(ops::linear(in.h, weight, bias), gate_, ctx);  // [B, T, H]
   report_gate(g, ctx);
-  ops::AttentionGateTerms terms;
+  ops::AttentionTerms terms;
   // log σ(u) from the logit (exact where σ(u) would round to 0).
-  terms.key_bias = ops::transpose(ops::log_sigmoid(g.logit), 1, 2);  // [B, H, T]
+  terms.col_bias = ops::transpose(ops::log_sigmoid(g.logit), 1, 2);  // [B, H, T]
   return merge_heads(run_attention(in, terms, ctx).out);
 }
 
@@ -26,9 +26,9 @@ Tensor ScoreGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
 Tensor ScoreGate::attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) {
   AttentionContext eval;
   GateActivation g = activate_gate(ops::linear(in.h, weight, bias), gate_, eval);  // [B, n, H]
-  write_cache_rows(cache_term(cache.key_bias, cache), ops::transpose(ops::log_sigmoid(g.logit), 1, 2), pos);
+  write_cache_rows(cache_term(cache.col_bias, cache), ops::transpose(ops::log_sigmoid(g.logit), 1, 2), pos);
   ops::CachedAttentionInputs terms;
-  terms.key_bias = cache.key_bias;
+  terms.col_bias = cache.col_bias;
   return merge_heads(run_cached_attention(in, cache, pos, terms));
 }
 

@@ -21,10 +21,10 @@ struct CachedAttentionParams {
   const T* q = nullptr;     // [BH, Tq, d]: query t sits at position length − Tq + t
   const T* k = nullptr;     // [BH, capacity, d], rows 0 … length−1 valid
   const T* v = nullptr;
-  const T* key_bias = nullptr;    // [BH, capacity] or null
-  const T* forget_cum = nullptr;  // [BH, capacity] or null (c_i of a query is forget_cum[i])
-  const T* pair_row = nullptr;    // [BH, Tq] or null (then pair_col is null too)
-  const T* pair_col = nullptr;    // [BH, capacity]
+  const T* row_bias = nullptr;        // [BH, Tq] or null
+  const T* col_bias = nullptr;        // [BH, capacity] or null
+  const T* modulation_row = nullptr;  // [BH, Tq] or null (then modulation_col is null too)
+  const T* modulation_col = nullptr;  // [BH, capacity]
   T alpha = 0, inv_tau = 1;
   T* out = nullptr;  // [BH, Tq, d]
 };
@@ -43,26 +43,26 @@ void cached_attention_forward(const CachedAttentionParams<T>& p) {
       const T* qi = p.q + r * d;
       const T* kb = p.k + bh * p.capacity * d;
       const T* vb = p.v + bh * p.capacity * d;
-      const T* bias = p.key_bias ? p.key_bias + bh * p.capacity : nullptr;
-      const T* cum = p.forget_cum ? p.forget_cum + bh * p.capacity : nullptr;
+      const T* col_bias = p.col_bias ? p.col_bias + bh * p.capacity : nullptr;
+      const T ri = p.row_bias ? p.row_bias[r] : T(0);
       T m = -INFINITY;
       for (std::int64_t j = lo; j <= i; ++j) {
         const T* kj = kb + j * d;
         T s = 0;
         for (std::int64_t c = 0; c < d; ++c) s += qi[c] * kj[c];
         s *= p.scale;
-        if (bias) s += bias[j];
-        if (cum) s += cum[i] - cum[j];
+        if (col_bias) s += col_bias[j];
+        if (p.row_bias) s += ri;
         w[static_cast<std::size_t>(j)] = s;
         m = std::max(m, s);
       }
       T l = 0;
       for (std::int64_t j = lo; j <= i; ++j) l += w[static_cast<std::size_t>(j)] = std::exp(w[static_cast<std::size_t>(j)] - m);
       const T inv_l = T(1) / l;
-      if (p.pair_row) {
-        // A_ij = P_ij · (α·σ((a_i + c_j)/τ) + 1 − α): the pair gate, applied after the softmax.
-        const T a = p.pair_row[r];
-        const T* col = p.pair_col + bh * p.capacity;
+      if (p.modulation_row) {
+        // A_ij = P_ij · (α·σ((a_i + b_j)/τ) + 1 − α): the modulation, applied after the softmax.
+        const T a = p.modulation_row[r];
+        const T* col = p.modulation_col + bh * p.capacity;
         for (std::int64_t j = lo; j <= i; ++j) {
           const T g = T(1) / (T(1) + std::exp(-(a + col[j]) * p.inv_tau));
           w[static_cast<std::size_t>(j)] *= p.alpha * g + T(1) - p.alpha;

@@ -1,4 +1,4 @@
-// CPU kernels of the fused gated causal attention (ops/attention.h has the math): FlashAttention-2
+// CPU kernels of the fused causal attention (ops/attention.h has the math): FlashAttention-2
 // tiling with an online softmax. Forward parallelises over (batch·head, query tile); backward over
 // batch·head, walking key tiles outer and query tiles inner so dK, dV and dQ of one head are owned
 // by one thread (no atomics, deterministic). Tile products go through OpenBLAS (single-threaded
@@ -28,26 +28,28 @@ struct FlashAttentionParams {
   const T* q = nullptr;     // [B, H, T, d]
   const T* k = nullptr;
   const T* v = nullptr;
-  const T* key_bias = nullptr;    // [B, H, T] or null
-  const T* forget_cum = nullptr;  // [B, H, T] or null
-  const T* pair_row = nullptr;    // [B, H, T] or null (pair off)
-  const T* pair_col = nullptr;
-  T alpha = 0;    // pair α = σ(alpha)
-  T inv_tau = 1;  // pair 1/τ
-  bool noise = false;  // logistic noise on the pair logits
+  const T* row_bias = nullptr;        // [B, H, T] or null: r_i on every logit of row i
+  const T* col_bias = nullptr;        // [B, H, T] or null: c_j on every logit of column j
+  const T* modulation_row = nullptr;  // [B, H, T] or null (no modulation; then modulation_col is null too)
+  const T* modulation_col = nullptr;
+  T alpha = 0;         // modulation α
+  T inv_tau = 1;       // modulation 1/τ
+  bool noise = false;  // logistic noise on the modulation logits
   std::uint64_t noise_seed = 0, noise_stream = 0, noise_offset = 0;
+  const std::int32_t* active = nullptr;  // [B, T] or null (every query row active): 0 skips row i of sequence b
 };
 
-// Forward outputs. out/lse always; the rest may be null when not wanted.
+// Forward outputs. out/lse always; the rest may be null when not wanted. Skipped query rows get
+// out = 0, lse = 0 and zero row statistics.
 template <class T>
 struct FlashForwardOutputs {
   T* out = nullptr;          // [B, H, T, d]
   T* lse = nullptr;          // [B, H, T]: L_i = log Σ_j exp(S_ij)
   T* row_entropy = nullptr;  // [B, H, T]: −Σ_j A_ij ln A_ij
-  T* row_asum = nullptr;     // [B, H, T]: Σ_j A_ij (1 without pair); needed with row_entropy for backward
+  T* row_asum = nullptr;     // [B, H, T]: Σ_j A_ij (1 without modulation); needed with row_entropy for backward
   T* row_sink = nullptr;     // [B, H, T]: A_i0 (0 where key 0 is outside the window)
-  T* gate_entropy = nullptr;         // [B, H]: Σ h(G_ij)
-  ops::GateMoments* gate_moments = nullptr;  // [B·H·query tiles] partial moments of G (merged by the caller)
+  T* modulation_entropy = nullptr;                 // [B, H]: Σ h(G_ij) over visible entries of active rows
+  ops::GateMoments* modulation_moments = nullptr;  // [B·H·query tiles] partial moments of G (merged by the caller)
 };
 
 template <class T>
@@ -58,7 +60,7 @@ struct FlashBackwardInputs {
   const T* d_row_entropy = nullptr;  // [B, H, T] or null
   const T* row_entropy = nullptr;    // saved, needed with d_row_entropy
   const T* row_asum = nullptr;
-  const T* d_gate_entropy = nullptr;  // [B, H] or null
+  const T* d_modulation_entropy = nullptr;  // [B, H] or null
 };
 
 // Gradients; each pointer may be null when not needed. All are overwritten (zeroed first).
@@ -67,11 +69,11 @@ struct FlashBackwardOutputs {
   T* dq = nullptr;
   T* dk = nullptr;
   T* dv = nullptr;
-  T* d_key_bias = nullptr;
-  T* d_forget_cum = nullptr;
-  T* d_pair_row = nullptr;
-  T* d_pair_col = nullptr;
-  T* d_alpha_partial = nullptr;  // [B·H] partial sums of dL/dα (α = σ(alpha) value); summed in order by the caller
+  T* d_row_bias = nullptr;
+  T* d_col_bias = nullptr;
+  T* d_modulation_row = nullptr;
+  T* d_modulation_col = nullptr;
+  T* d_alpha_partial = nullptr;  // [B·H] partial sums of dL/dα (α's value); summed in order by the caller
 };
 
 namespace attn_detail {
@@ -92,7 +94,8 @@ template <class T> T sigmoid(T z) {
 // log σ(z), stable for large |z|.
 template <class T> T log_sigmoid(T z) { return z >= 0 ? -std::log1p(std::exp(-z)) : z - std::log1p(std::exp(z)); }
 
-// Logistic noise for pair (b·h, i, j): ln u − ln(1 − u) with u in (0, 1) from one Philox word.
+// Logistic noise of entry (b·h, i, j): ln u − ln(1 − u) with u in (0, 1) from one Philox word. The
+// word depends on the true (b·h, i, j) only, so skipping rows or compacting them changes no draw.
 template <class T>
 T logistic_noise(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i, std::int64_t j) {
   std::uint64_t word = p.noise_offset + static_cast<std::uint64_t>((bh * p.T_len + i) * p.T_len + j);
@@ -101,32 +104,32 @@ T logistic_noise(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t
   return static_cast<T>(std::log(u) - std::log1p(-u));
 }
 
-// The pair gate's pre-activation u_ij = (a_i + c_j + n_ij)/τ for one (i, j).
+// The modulation's pre-activation u_ij = (a_i + b_j + n_ij)/τ for one (i, j).
 template <class T>
-T pair_logit(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i, std::int64_t j) {
+T modulation_logit(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i, std::int64_t j) {
   const std::int64_t base = bh * p.T_len;
-  T z = p.pair_row[base + i] + p.pair_col[base + j];
+  T z = p.modulation_row[base + i] + p.modulation_col[base + j];
   if (p.noise) z += logistic_noise(p, bh, i, j);
   return z * p.inv_tau;
 }
 
-// Fills S[r, c] (rows i0.., cols j0..) with the full logits: scale·q·k + key bias + forget terms.
+// Fills S[r, c] (query rows pos[0..rows), key columns j0..) with the full logits scale·q·k + c_j + r_i.
+// q_rows holds those query rows contiguously (stride d): the head's own rows for a whole tile, or
+// a compact copy of a tile's active rows; pos[r] is row r's true position (the bias index).
 // Invisible entries are left as they are (callers only read visible ones).
 template <class T>
-void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i0, std::int64_t rows, std::int64_t j0,
-                 std::int64_t cols, T* S) {
+void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_rows, const std::int64_t* pos,
+                 std::int64_t rows, std::int64_t j0, std::int64_t cols, T* S) {
   const std::int64_t d = p.d, base = bh * p.T_len;
-  gemm<T>(false, true, rows, cols, d, p.scale, p.q + (base + i0) * d, d, p.k + (base + j0) * d, d, T(0), S, kAttnTileK);
-  if (!p.key_bias && !p.forget_cum) return;
+  gemm<T>(false, true, rows, cols, d, p.scale, q_rows, d, p.k + (base + j0) * d, d, T(0), S, kAttnTileK);
+  if (!p.row_bias && !p.col_bias) return;
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = S + r * kAttnTileK;
-    const std::int64_t i = i0 + r;
-    const T ci = p.forget_cum ? p.forget_cum[base + i] : T(0);
+    const T ri = p.row_bias ? p.row_bias[base + pos[r]] : T(0);
     for (std::int64_t c = 0; c < cols; ++c) {
-      const std::int64_t j = j0 + c;
       T add = 0;
-      if (p.key_bias) add += p.key_bias[base + j];
-      if (p.forget_cum) add += ci - p.forget_cum[base + j];
+      if (p.col_bias) add += p.col_bias[base + j0 + c];
+      if (p.row_bias) add += ri;
       row[c] += add;
     }
   }
@@ -137,18 +140,39 @@ template <class T> T binary_entropy_from_logit(T u, T G) {
   return -(G * log_sigmoid(u) + (T(1) - G) * log_sigmoid(-u));
 }
 
+// Whether query row i of head bh is computed (p.active null: all rows).
+template <class T>
+bool row_active(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i) {
+  return !p.active || p.active[(bh / p.H) * p.T_len + i] != 0;
+}
+
+// The active rows of query tile [i0, i0 + rows) of head bh: their true positions into pos; returns
+// how many.
+template <class T>
+std::int64_t active_rows(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i0, std::int64_t rows,
+                         std::int64_t* pos) {
+  std::int64_t n = 0;
+  for (std::int64_t i = i0; i < i0 + rows; ++i)
+    if (row_active(p, bh, i)) pos[n++] = i;
+  return n;
+}
+
 }  // namespace attn_detail
 
+// Forward. Each (head, query tile) task works on the tile's active rows only: all of them take the
+// tile's own rows in place; some of them are first copied into a compact tile (their positions
+// kept for the mask, the key range, the row bias and the noise) and the results scattered back, so
+// the cost follows the number of active rows; a tile with none is just zeroed.
 template <class T>
 void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwardOutputs<T>& o) {
   using namespace attn_detail;
   const std::int64_t Tn = p.T_len, d = p.d, BH = p.B * p.H;
   const std::int64_t n_qt = (Tn + kAttnTileQ - 1) / kAttnTileQ;
-  const bool pair = p.pair_row != nullptr;
+  const bool modulated = p.modulation_row != nullptr;
   const bool want_entropy = o.row_entropy != nullptr;
   const T neg_inf = -std::numeric_limits<T>::infinity();
-  // Per-task partial gate-entropy sums, added per head in task order (deterministic).
-  std::vector<T> gate_entropy_partial(o.gate_entropy ? static_cast<std::size_t>(BH * n_qt) : 0, T(0));
+  // Per-task partial modulation-entropy sums, added per head in task order (deterministic).
+  std::vector<T> mod_entropy_partial(o.modulation_entropy ? static_cast<std::size_t>(BH * n_qt) : 0, T(0));
 
   // Threads only when there are several tiles and enough work to pay for the team.
   const bool parallel_fwd = BH * n_qt > 1 && worth_parallel(BH * Tn * Tn * d / 2);
@@ -156,10 +180,33 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
   {
     std::vector<T> S(kAttnTileQ * kAttnTileK), W(kAttnTileQ * kAttnTileK), acc(kAttnTileQ * d);
     std::vector<T> m(kAttnTileQ), l(kAttnTileQ), e1(kAttnTileQ), e0(kAttnTileQ), s0(kAttnTileQ), M0(kAttnTileQ);
+    std::vector<std::int64_t> pos(kAttnTileQ);
+    std::vector<T> q_compact;  // the active rows of a partly active tile
 #pragma omp for collapse(2) schedule(dynamic)
     for (std::int64_t bh = 0; bh < BH; ++bh) {
       for (std::int64_t qt = 0; qt < n_qt; ++qt) {
-        const std::int64_t i0 = qt * kAttnTileQ, rows = std::min(kAttnTileQ, Tn - i0), base = bh * Tn;
+        const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0), base = bh * Tn;
+        const std::int64_t rows = active_rows(p, bh, i0, tile_rows, pos.data());
+        const T* q_rows = p.q + (base + i0) * d;
+        if (rows < tile_rows) {
+          // Skipped rows: zero output and statistics, no work.
+          for (std::int64_t i = i0; i < i0 + tile_rows; ++i) {
+            if (row_active(p, bh, i)) continue;
+            std::fill(o.out + (base + i) * d, o.out + (base + i + 1) * d, T(0));
+            o.lse[base + i] = 0;
+            if (o.row_entropy) o.row_entropy[base + i] = 0;
+            if (o.row_asum) o.row_asum[base + i] = 0;
+            if (o.row_sink) o.row_sink[base + i] = 0;
+          }
+          if (rows == 0) {
+            if (o.modulation_moments) o.modulation_moments[bh * n_qt + qt] = ops::GateMoments{};
+            continue;  // the partial entropy sum stays 0
+          }
+          q_compact.resize(static_cast<std::size_t>(rows * d));
+          for (std::int64_t r = 0; r < rows; ++r)
+            std::copy_n(p.q + (base + pos[static_cast<std::size_t>(r)]) * d, d, q_compact.data() + r * d);
+          q_rows = q_compact.data();
+        }
         std::fill(m.begin(), m.end(), neg_inf);
         std::fill(l.begin(), l.end(), T(0));
         std::fill(e1.begin(), e1.end(), T(0));
@@ -168,13 +215,14 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
         std::fill(M0.begin(), M0.end(), T(1));
         std::fill(acc.begin(), acc.begin() + rows * d, T(0));
         ops::GateMoments moments;
-        T gate_ent = 0;
-        const std::int64_t j_lo = first_key(i0, p.window), j_hi = i0 + rows;  // keys [j_lo, j_hi)
+        T mod_ent = 0;
+        // Keys [j_lo, j_hi) cover every active row's visible keys.
+        const std::int64_t j_lo = first_key(pos[0], p.window), j_hi = pos[static_cast<std::size_t>(rows - 1)] + 1;
         for (std::int64_t j0 = j_lo / kAttnTileK * kAttnTileK; j0 < j_hi; j0 += kAttnTileK) {
           const std::int64_t cols = std::min(kAttnTileK, Tn - j0);
-          tile_logits(p, bh, i0, rows, j0, cols, S.data());
+          tile_logits(p, bh, q_rows, pos.data(), rows, j0, cols, S.data());
           for (std::int64_t r = 0; r < rows; ++r) {
-            const std::int64_t i = i0 + r;
+            const std::int64_t i = pos[static_cast<std::size_t>(r)];
             const std::int64_t c_lo = std::max<std::int64_t>(first_key(i, p.window) - j0, 0);
             const std::int64_t c_hi = std::min<std::int64_t>(i - j0 + 1, cols);
             T* srow = S.data() + r * kAttnTileK;
@@ -192,7 +240,7 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
             m[r] = m_new;
             T row_l = 0, row_e1 = 0, row_e0 = 0;
             std::fill(wrow, wrow + c_lo, T(0));
-            if (!pair) {
+            if (!modulated) {
               // The common case, branch-free so it vectorises: w = P up to the row's scale.
 #pragma omp simd reduction(+ : row_l)
               for (std::int64_t c = c_lo; c < c_hi; ++c) {
@@ -212,11 +260,11 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
               for (std::int64_t c = c_lo; c < c_hi; ++c) {
                 const T pij = vexp(srow[c] - m_new);
                 row_l += pij;
-                const T u = pair_logit(p, bh, i, j0 + c);
+                const T u = modulation_logit(p, bh, i, j0 + c);
                 const T G = sigmoid(u);
                 const T M = p.alpha * G + (T(1) - p.alpha);
-                if (o.gate_moments) moments.add(static_cast<double>(G));
-                if (o.gate_entropy) gate_ent += binary_entropy_from_logit(u, G);
+                if (o.modulation_moments) moments.add(static_cast<double>(G));
+                if (o.modulation_entropy) mod_ent += binary_entropy_from_logit(u, G);
                 const T w = pij * M;
                 wrow[c] = w;
                 if (want_entropy && w > T(0)) {  // 0·ln 0 = 0: an entry with no weight adds nothing
@@ -227,7 +275,7 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
             }
             if (j0 == 0 && c_lo == 0) {  // key 0 is visible: remember its logit and modulation for the sink
               s0[r] = srow[0];
-              M0[r] = pair ? p.alpha * sigmoid(pair_logit(p, bh, i, 0)) + (T(1) - p.alpha) : T(1);
+              M0[r] = modulated ? p.alpha * sigmoid(modulation_logit(p, bh, i, 0)) + (T(1) - p.alpha) : T(1);
             }
             std::fill(wrow + c_hi, wrow + cols, T(0));
             // e1 is kept relative to the running max: moving the max from m to m' rescales by corr
@@ -243,7 +291,7 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
           gemm<T>(false, false, rows, d, cols, T(1), W.data(), kAttnTileK, p.v + (base + j0) * d, d, T(1), acc.data(), d);
         }
         for (std::int64_t r = 0; r < rows; ++r) {
-          const std::int64_t i = i0 + r;
+          const std::int64_t i = pos[static_cast<std::size_t>(r)];
           const T log_l = std::log(l[r]);
           const T L = m[r] + log_l;
           const T inv_l = T(1) / l[r];
@@ -257,16 +305,16 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
           }
           if (o.row_sink) o.row_sink[base + i] = s0[r] == neg_inf ? T(0) : std::exp(s0[r] - L) * M0[r];
         }
-        if (o.gate_moments) o.gate_moments[bh * n_qt + qt] = moments;
-        if (o.gate_entropy) gate_entropy_partial[static_cast<std::size_t>(bh * n_qt + qt)] = gate_ent;
+        if (o.modulation_moments) o.modulation_moments[bh * n_qt + qt] = moments;
+        if (o.modulation_entropy) mod_entropy_partial[static_cast<std::size_t>(bh * n_qt + qt)] = mod_ent;
       }
     }
   }
-  if (o.gate_entropy)
+  if (o.modulation_entropy)
     for (std::int64_t bh = 0; bh < BH; ++bh) {
       T s = 0;
-      for (std::int64_t qt = 0; qt < n_qt; ++qt) s += gate_entropy_partial[static_cast<std::size_t>(bh * n_qt + qt)];
-      o.gate_entropy[bh] = s;
+      for (std::int64_t qt = 0; qt < n_qt; ++qt) s += mod_entropy_partial[static_cast<std::size_t>(bh * n_qt + qt)];
+      o.modulation_entropy[bh] = s;
     }
 }
 
@@ -277,17 +325,21 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
 //   D_i = Σ_j P_ij dP_ij = rowsum(dO ∘ O)_i + dH_i (H_i − Σ_j A_ij)  (so only O(T) is saved)
 //   dS_ij = P_ij (dP_ij − D_i)
 //   dq_i = scale Σ_j dS_ij k_j,  dk_j = scale Σ_i dS_ij q_i
-//   score: d key_bias_j = Σ_i dS_ij;  forget: d c_i += Σ_j dS_ij, d c_j −= Σ_i dS_ij
-//   pair (M = αG + 1 − α, G = σ(u), u = (a_i + c_j + n)/τ):
-//     du_ij = (α dM_ij − dE · u_ij) G(1−G)    (dh/du = −u G(1−G));  da_i = Σ_j du_ij/τ, dc_j = Σ_i du_ij/τ
-//     dα = Σ_ij dM_ij (G_ij − 1)
+//   d row_bias_i = Σ_j dS_ij,  d col_bias_j = Σ_i dS_ij
+//   modulation (M = αG + 1 − α, G = σ(u), u = (a_i + b_j + n)/τ):
+//     du_ij = (α dM_ij − dE · u_ij) G(1−G)    (dh/du = −u G(1−G));  da_i = Σ_j du_ij/τ, db_j = Σ_i du_ij/τ
+//     dα = Σ_ij dM_ij (G − 1)
+// Skipped query rows take no part: their d_out is never read and their dq rows stay 0. A query
+// tile with some active rows works on a compact copy of those rows' q and dO (gathered once per
+// head), its dq accumulated compactly and scattered back at the end.
 template <class T>
 void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
                               const FlashBackwardOutputs<T>& g) {
   using namespace attn_detail;
   const std::int64_t Tn = p.T_len, d = p.d, BH = p.B * p.H;
-  const bool pair = p.pair_row != nullptr;
+  const bool modulated = p.modulation_row != nullptr;
   const std::int64_t n_kt = (Tn + kAttnTileK - 1) / kAttnTileK;
+  const std::int64_t n_qt = (Tn + kAttnTileQ - 1) / kAttnTileQ;
 
   const bool parallel_bwd = BH > 1 && worth_parallel(BH * Tn * Tn * d);
 #pragma omp parallel if (parallel_bwd)
@@ -296,6 +348,11 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
     std::vector<T> dA(kAttnTileQ * kAttnTileK), dS(kAttnTileQ * kAttnTileK);
     std::vector<T> D(static_cast<std::size_t>(Tn));
     std::vector<T> dq_local, dk_local, dv_local;
+    // This head's active rows: positions, where each query tile's run starts and how long it is,
+    // and for partly active tiles the compact q, dO and dq rows (indexed like `pos`).
+    std::vector<std::int64_t> pos(static_cast<std::size_t>(Tn)), tile_off(static_cast<std::size_t>(n_qt)),
+        tile_n(static_cast<std::size_t>(n_qt));
+    std::vector<T> q_compact, do_compact, dq_compact;
 #pragma omp for schedule(dynamic)
     for (std::int64_t bh = 0; bh < BH; ++bh) {
       const std::int64_t base = bh * Tn;
@@ -312,14 +369,40 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
       T* dq = target(g.dq, dq_local, Tn * d);
       T* dk = target(g.dk, dk_local, Tn * d);
       T* dv = target(g.dv, dv_local, Tn * d);
-      if (g.d_key_bias) std::fill(g.d_key_bias + base, g.d_key_bias + base + Tn, T(0));
-      if (g.d_forget_cum) std::fill(g.d_forget_cum + base, g.d_forget_cum + base + Tn, T(0));
-      if (g.d_pair_row) std::fill(g.d_pair_row + base, g.d_pair_row + base + Tn, T(0));
-      if (g.d_pair_col) std::fill(g.d_pair_col + base, g.d_pair_col + base + Tn, T(0));
+      if (g.d_row_bias) std::fill(g.d_row_bias + base, g.d_row_bias + base + Tn, T(0));
+      if (g.d_col_bias) std::fill(g.d_col_bias + base, g.d_col_bias + base + Tn, T(0));
+      if (g.d_modulation_row) std::fill(g.d_modulation_row + base, g.d_modulation_row + base + Tn, T(0));
+      if (g.d_modulation_col) std::fill(g.d_modulation_col + base, g.d_modulation_col + base + Tn, T(0));
       T d_alpha = 0;
-      const T dE = in.d_gate_entropy ? in.d_gate_entropy[bh] : T(0);
+      const T dE = in.d_modulation_entropy ? in.d_modulation_entropy[bh] : T(0);
 
-      for (std::int64_t i = 0; i < Tn; ++i) {
+      std::int64_t n_active = 0;
+      bool any_partial = false;
+      for (std::int64_t qt = 0; qt < n_qt; ++qt) {
+        const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0);
+        tile_off[static_cast<std::size_t>(qt)] = n_active;
+        const std::int64_t n = active_rows(p, bh, i0, tile_rows, pos.data() + n_active);
+        tile_n[static_cast<std::size_t>(qt)] = n;
+        n_active += n;
+        any_partial = any_partial || (n > 0 && n < tile_rows);
+      }
+      if (n_active == 0) {
+        if (g.d_alpha_partial) g.d_alpha_partial[bh] = 0;
+        continue;
+      }
+      if (any_partial) {
+        q_compact.resize(static_cast<std::size_t>(n_active * d));
+        dq_compact.assign(static_cast<std::size_t>(n_active * d), T(0));
+        if (in.d_out) do_compact.resize(static_cast<std::size_t>(n_active * d));
+        for (std::int64_t a = 0; a < n_active; ++a) {
+          const std::int64_t i = pos[static_cast<std::size_t>(a)];
+          std::copy_n(p.q + (base + i) * d, d, q_compact.data() + a * d);
+          if (in.d_out) std::copy_n(in.d_out + (base + i) * d, d, do_compact.data() + a * d);
+        }
+      }
+
+      for (std::int64_t a = 0; a < n_active; ++a) {
+        const std::int64_t i = pos[static_cast<std::size_t>(a)];
         T dot = 0;
         if (in.d_out)
           for (std::int64_t x = 0; x < d; ++x) dot += in.d_out[(base + i) * d + x] * in.out[(base + i) * d + x];
@@ -332,16 +415,24 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
         // Queries that can see some key of this tile: i ≥ j0 and i − w < j0 + cols.
         const std::int64_t i_hi = p.window == 0 ? Tn : std::min(Tn, j0 + cols - 1 + p.window);
         for (std::int64_t i0 = j0 / kAttnTileQ * kAttnTileQ; i0 < i_hi; i0 += kAttnTileQ) {
-          const std::int64_t rows = std::min(kAttnTileQ, Tn - i0);
-          tile_logits(p, bh, i0, rows, j0, cols, S.data());
-          if (in.d_out)
-            gemm<T>(false, true, rows, cols, d, T(1), in.d_out + (base + i0) * d, d, p.v + (base + j0) * d, d, T(0),
-                    dA.data(), kAttnTileK);
+          const std::int64_t qt = i0 / kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0);
+          const std::int64_t rows = tile_n[static_cast<std::size_t>(qt)], off = tile_off[static_cast<std::size_t>(qt)];
+          if (rows == 0) continue;
+          // The tile's own rows when all are active, else their compact copies.
+          const bool whole = rows == tile_rows;
+          const std::int64_t* rpos = pos.data() + off;
+          const T* q_rows = whole ? p.q + (base + i0) * d : q_compact.data() + off * d;
+          const T* do_rows = !in.d_out ? nullptr : whole ? in.d_out + (base + i0) * d : do_compact.data() + off * d;
+          T* dq_rows = whole ? dq + i0 * d : dq_compact.data() + off * d;
+          tile_logits(p, bh, q_rows, rpos, rows, j0, cols, S.data());
+          if (do_rows)
+            gemm<T>(false, true, rows, cols, d, T(1), do_rows, d, p.v + (base + j0) * d, d, T(0), dA.data(),
+                    kAttnTileK);
           else
             std::fill(dA.begin(), dA.end(), T(0));
           bool any = false;
           for (std::int64_t r = 0; r < rows; ++r) {
-            const std::int64_t i = i0 + r;
+            const std::int64_t i = rpos[r];
             const T L = in.lse[base + i];
             const T dH = in.d_row_entropy ? in.d_row_entropy[base + i] : T(0);
             const T Di = D[static_cast<std::size_t>(i)];
@@ -349,7 +440,7 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
             T* arow = A.data() + r * kAttnTileK;
             T* darow = dA.data() + r * kAttnTileK;
             T* dsrow = dS.data() + r * kAttnTileK;
-            T d_row = 0;  // Σ_j du_ij for the pair row term
+            T d_row = 0;  // Σ_j du_ij for the modulation's row term
             T ds_row = 0;
             // Visible keys of query i in this tile: columns [c_lo, c_hi); the rest contribute 0.
             const std::int64_t c_lo = std::max<std::int64_t>(first_key(i, p.window) - j0, 0);
@@ -364,7 +455,7 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
             std::fill(dsrow, dsrow + c_lo, T(0));
             std::fill(arow + c_hi, arow + cols, T(0));
             std::fill(dsrow + c_hi, dsrow + cols, T(0));
-            if (!pair) {
+            if (!modulated) {
               // Branch-free so it vectorises. Where P underflows to 0, dS is 0 whatever dA is.
 #pragma omp simd reduction(+ : ds_row)
               for (std::int64_t c = c_lo; c < c_hi; ++c) {
@@ -379,7 +470,7 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
               for (std::int64_t c = c_lo; c < c_hi; ++c) {
                 const std::int64_t j = j0 + c;
                 const T pij = vexp(srow[c] - L);
-                const T u = pair_logit(p, bh, i, j);
+                const T u = modulation_logit(p, bh, i, j);
                 const T G = sigmoid(u);
                 const T M = p.alpha * G + (T(1) - p.alpha);
                 const T a = pij * M;
@@ -393,27 +484,31 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
                 d_alpha += dM * (G - T(1));
                 const T du = (p.alpha * dM - dE * u) * G * (T(1) - G) * p.inv_tau;
                 d_row += du;
-                if (g.d_pair_col) g.d_pair_col[base + j] += du;
+                if (g.d_modulation_col) g.d_modulation_col[base + j] += du;
               }
             }
-            if (g.d_key_bias)
-              for (std::int64_t c = c_lo; c < c_hi; ++c) g.d_key_bias[base + j0 + c] += dsrow[c];
-            if (g.d_forget_cum)
-              for (std::int64_t c = c_lo; c < c_hi; ++c) g.d_forget_cum[base + j0 + c] -= dsrow[c];
-            if (g.d_pair_row) g.d_pair_row[base + i] += d_row;
-            if (g.d_forget_cum) g.d_forget_cum[base + i] += ds_row;
+            if (g.d_col_bias)
+              for (std::int64_t c = c_lo; c < c_hi; ++c) g.d_col_bias[base + j0 + c] += dsrow[c];
+            if (g.d_modulation_row) g.d_modulation_row[base + i] += d_row;
+            if (g.d_row_bias) g.d_row_bias[base + i] += ds_row;
           }
           if (!any) continue;
           // dv += Aᵀ dO; dq += scale dS k; dk += scale dSᵀ q.
-          if (in.d_out)
-            gemm<T>(true, false, cols, d, rows, T(1), A.data(), kAttnTileK, in.d_out + (base + i0) * d, d, T(1),
-                    dv + j0 * d, d);
-          gemm<T>(false, false, rows, d, cols, p.scale, dS.data(), kAttnTileK, p.k + (base + j0) * d, d, T(1),
-                  dq + i0 * d, d);
-          gemm<T>(true, false, cols, d, rows, p.scale, dS.data(), kAttnTileK, p.q + (base + i0) * d, d, T(1),
-                  dk + j0 * d, d);
+          if (do_rows)
+            gemm<T>(true, false, cols, d, rows, T(1), A.data(), kAttnTileK, do_rows, d, T(1), dv + j0 * d, d);
+          gemm<T>(false, false, rows, d, cols, p.scale, dS.data(), kAttnTileK, p.k + (base + j0) * d, d, T(1), dq_rows,
+                  d);
+          gemm<T>(true, false, cols, d, rows, p.scale, dS.data(), kAttnTileK, q_rows, d, T(1), dk + j0 * d, d);
         }
       }
+      if (any_partial)
+        for (std::int64_t qt = 0; qt < n_qt; ++qt) {
+          const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0);
+          const std::int64_t n = tile_n[static_cast<std::size_t>(qt)], off = tile_off[static_cast<std::size_t>(qt)];
+          if (n == 0 || n == tile_rows) continue;  // whole tiles accumulated in place
+          for (std::int64_t a = off; a < off + n; ++a)
+            std::copy_n(dq_compact.data() + a * d, d, dq + pos[static_cast<std::size_t>(a)] * d);
+        }
       if (g.d_alpha_partial) g.d_alpha_partial[bh] = d_alpha;
     }
   }

@@ -1,13 +1,17 @@
-// Host entries of the fused gated flash-attention CUDA kernels (flash_attention_fwd.cu,
+// Host entries of the fused flash-attention CUDA kernels (flash_attention_fwd.cu,
 // flash_attention_bwd.cu), the GPU twins of ops/cpu/flash_attention.h with the same math
-// (ops/attention.h) and the same Philox word per (b·h, i, j) for the pair gate's noise.
+// (ops/attention.h) and the same Philox word per (b·h, i, j) for the modulation's noise.
 //
 // q, k, v, out, d_out, dq, dk, dv are [B, H, T, d] device arrays of one element type, bf16 or f32;
 // f32 operands are rounded to bf16 as they are staged into shared memory (the products run on bf16
 // tensor cores with f32 accumulation either way), which is what autocast asks of f32 tensors. The
-// gate terms, lse, row statistics and the gate gradients are f32 [B, H, T]. Head dims 16, 32, 64
-// and 128 (flash_head_dim_supported); callers fall back to the composed attention otherwise.
-// CUDA builds only.
+// bias and modulation terms, lse, row statistics and those terms' gradients are f32 [B, H, T].
+// Head dims 16, 32, 64 and 128 (flash_head_dim_supported); callers fall back to the composed
+// attention otherwise. CUDA builds only.
+//
+// Skipped query rows (FlashParams::active): the forward writes 0 to their output, lse and row
+// statistics, the backward reads none of their d_out and writes 0 to their dq; blocks of queries
+// without an active row return at once.
 #pragma once
 #include <cstdint>
 
@@ -27,18 +31,19 @@ struct FlashParams {
   const void* q = nullptr;
   const void* k = nullptr;
   const void* v = nullptr;
-  const float* key_bias = nullptr;    // or null
-  const float* forget_cum = nullptr;  // or null
-  const float* pair_row = nullptr;    // null: pair off (then pair_col is ignored)
-  const float* pair_col = nullptr;
-  float alpha = 0;    // pair α = σ(alpha)
-  float inv_tau = 1;  // pair 1/τ
+  const float* row_bias = nullptr;        // r_i on every logit of row i, or null
+  const float* col_bias = nullptr;        // c_j on every logit of column j, or null
+  const float* modulation_row = nullptr;  // null: no modulation (then modulation_col is ignored)
+  const float* modulation_col = nullptr;
+  float alpha = 0;    // modulation α
+  float inv_tau = 1;  // modulation 1/τ
   bool noise = false;
   std::uint64_t noise_seed = 0, noise_stream = 0, noise_offset = 0;
+  const std::int32_t* active = nullptr;  // [B, T]: 0 skips query row i of sequence b; null: all rows active
 };
 
-// Partial moments of the pair gate G over one query block of one head (merged in order by the op).
-struct FlashGateMoments {
+// Partial moments of the modulation's G over one query block of one head (merged in order by the op).
+struct FlashMoments {
   double sum, sum_sq;
   long long count, below_0_1, above_0_9;
 };
@@ -52,12 +57,12 @@ struct FlashForwardOutputs {
   void* out = nullptr;   // [B, H, T, d], element type of q
   float* lse = nullptr;  // [B, H, T]
   // Row entropy H_i = −Σ_j A_ij ln A_ij and Σ_j A_ij (both or neither; the backward of the entropy
-  // output needs the pair). row_sink (optional, needs the other two) is A_i0 for queries i ≥ 1 that
-  // see key 0, else 0 (also 0 for i = 0, so its plain sum is SPEC §4's sink numerator).
+  // output needs both). row_sink (optional, needs the other two) is A_i0 for queries i ≥ 1 that
+  // see key 0, else 0 (also 0 for i = 0 and skipped rows, so its plain sum is the sink numerator).
   float* row_entropy = nullptr;
   float* row_asum = nullptr;
   float* row_sink = nullptr;
-  FlashGateMoments* gate_moments = nullptr;  // [B·H·flash_query_blocks(T)] or null (pair only)
+  FlashMoments* modulation_moments = nullptr;  // [B·H·flash_query_blocks(T)] or null (modulation only)
 };
 
 struct FlashBackwardInputs {
@@ -70,15 +75,15 @@ struct FlashBackwardInputs {
   const float* row_asum = nullptr;
 };
 
-// dq, dk, dv required; the gate gradients may be null when not wanted. Everything is overwritten.
+// dq, dk, dv required; the term gradients may be null when not wanted. Everything is overwritten.
 struct FlashBackwardOutputs {
   void* dq = nullptr;
   void* dk = nullptr;
   void* dv = nullptr;
-  float* d_key_bias = nullptr;
-  float* d_forget_cum = nullptr;
-  float* d_pair_row = nullptr;
-  float* d_pair_col = nullptr;
+  float* d_row_bias = nullptr;        // Σ_j dS_ij
+  float* d_col_bias = nullptr;        // Σ_i dS_ij
+  float* d_modulation_row = nullptr;  // Σ_j du_ij
+  float* d_modulation_col = nullptr;  // Σ_i du_ij
   float* d_alpha_partial = nullptr;  // [B·H·flash_key_blocks(T)]: dL/dα partials, summed in order by the caller
 };
 

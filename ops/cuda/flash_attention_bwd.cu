@@ -1,4 +1,4 @@
-// Launchers of the fused gated flash-attention backward (the kernels and their math:
+// Launchers of the fused flash-attention backward (the kernels and their math:
 // flash_bwd_kernels.cuh): D = rowsum(dO ∘ O), then dK/dV, then dQ, on one stream.
 #include <cuda_runtime.h>
 
@@ -44,8 +44,8 @@ void dispatch_bwd(const FlashParams& p, const FlashBackwardInputs& in, const Fla
   const int threads = 256;
   const long long want = (rows + threads / 32 - 1) / (threads / 32);
   const unsigned grid = static_cast<unsigned>(want < 65535 * 16 ? want : 65535 * 16);
-  launch(flash_bwd_rowdot_kernel<In>, grid, threads, 0, stream, static_cast<const In*>(in.out), static_cast<const In*>(in.d_out),
-                                                            in, Drow.as<float>(), rows, static_cast<int>(p.d));
+  launch(flash_bwd_rowdot_kernel<In>, grid, threads, 0, stream, static_cast<const In*>(in.out),
+         static_cast<const In*>(in.d_out), in, p, Drow.as<float>(), rows, static_cast<int>(p.d));
   GATTN_CUDA_LAUNCH_CHECK("flash_bwd_rowdot_kernel");
   switch (p.d) {
     case 16: return launch_bwd<16, In>(p, in, g, Drow.as<float>(), stream);

@@ -1,4 +1,4 @@
-// Launcher of the fused gated flash-attention forward (the kernel: flash_fwd_kernel.cuh).
+// Launcher of the fused flash-attention forward (the kernel: flash_fwd_kernel.cuh).
 #include <cuda_runtime.h>
 
 #include <cstdint>

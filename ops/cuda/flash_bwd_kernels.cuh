@@ -1,16 +1,18 @@
-// Backward kernels of the fused gated flash attention, deterministic by construction (no atomics;
-// each gradient element is written by one thread, its sums taken in a fixed order):
+// Backward kernels of the fused flash attention, deterministic by construction (no atomics; each
+// gradient element is written by one thread, its sums taken in a fixed order):
 //  1. flash_bwd_rowdot: D_i = Σ_x dO_ix·O_ix, one warp per row (fixed shuffle tree).
 //  2. flash_bwd_dkdv: one block per (64-key block, head), each warp owning 16 keys; walks the query
 //     tiles that see its keys, recomputes Sᵀ = K·Qᵀ and Pᵀ = exp(Sᵀ − L) from the saved row
 //     log-sum-exp, and accumulates dV = Aᵀ·dO, dK = scale·dSᵀ·Q and the per-key (column) sums:
-//     d key_bias_j = Σ_i dS_ij, d forget_cum_j = −Σ_i dS_ij, d pair_col_j = Σ_i du_ij, and the
-//     block's dL/dα partial.
+//     d col_bias_j = Σ_i dS_ij, d modulation_col_j = Σ_i du_ij, and the block's dL/dα partial.
 //  3. flash_bwd_dq: one block per (64-query block, head), each warp owning 16 queries; recomputes
-//     S and P, accumulates dQ = scale·dS·K and the per-query (row) sums: d forget_cum_i += Σ_j dS_ij
-//     (on top of what kernel 2 stored; same stream, so ordered), d pair_row_i = Σ_j du_ij.
-// The math is ops/cpu/flash_attention.h's backward, with the row-entropy output and without the pair
-// gate's entropy output (that one runs composed):
+//     S and P, accumulates dQ = scale·dS·K and the per-query (row) sums: d row_bias_i = Σ_j dS_ij,
+//     d modulation_row_i = Σ_j du_ij.
+// Skipped query rows (FlashParams::active) take no part: their dO is staged as zeros and their
+// entries are invisible (A = dS = 0), query tiles without an active row are passed over in kernel
+// 2, and kernel 3's blocks of skipped rows write zeros and return.
+// The math is ops/cpu/flash_attention.h's backward, with the row-entropy output and without the
+// modulation entropy output (that one runs composed):
 //   dA = dO·vᵀ − dH·(ln A + 1), dS = P ⊙ (dA ⊙ M − D), dM = dA ⊙ P, du = α·dM·G(1 − G)/τ,
 //   dα = Σ dM·(G − 1), D_i = rowsum(dO ∘ O)_i + dH_i·(H_i − Σ_j A_ij).
 // Products run on bf16 tensor cores with f32 accumulation: Q, K, V, dO staged as bf16, P/A and dS
@@ -23,8 +25,8 @@
 #include <cstdint>
 
 #include "ops/cuda/flash_attention.h"
-#include "ops/cuda/flash_gate_terms.cuh"
 #include "ops/cuda/flash_mma.cuh"
+#include "ops/cuda/flash_terms.cuh"
 
 namespace gattn::cuda::flash {
 
@@ -35,18 +37,22 @@ template <int D> constexpr int kInnerTile = D == 128 ? 32 : 64;
 
 template <int D>
 constexpr int bwd_smem_bytes() {
-  return 2 * (kBlockRows + kInnerTile<D>) * (D + kPad) * 2 + 5 * kInnerTile<D> * 4;
+  return 2 * (kBlockRows + kInnerTile<D>) * (D + kPad) * 2 + 6 * kInnerTile<D> * 4;
 }
 
-// D_i = rowsum(dO ∘ O) in f32, one warp per row.
+// D_i = rowsum(dO ∘ O) in f32, one warp per row (0 on skipped rows, whose dO is not read).
 // With the entropy output, D_i = Σ_j P_ij dP_ij also carries dH_i·(H_i − Σ_j A_ij) (the CPU kernel's
 // identity), so the tiles never need a row pass of their own.
 template <class In>
-__global__ void flash_bwd_rowdot_kernel(const In* out, const In* d_out, FlashBackwardInputs in, float* Drow,
-                                        long long rows, int d) {
+__global__ void flash_bwd_rowdot_kernel(const In* out, const In* d_out, FlashBackwardInputs in, FlashParams p,
+                                        float* Drow, long long rows, int d) {
   const int lane = threadIdx.x % 32;
   const long long warps = static_cast<long long>(gridDim.x) * (blockDim.x / 32);
   for (long long r = blockIdx.x * static_cast<long long>(blockDim.x / 32) + threadIdx.x / 32; r < rows; r += warps) {
+    if (!row_active(p, r / p.T, r % p.T)) {  // the whole warp takes this branch
+      if (lane == 0) Drow[r] = 0.0f;
+      continue;
+    }
     float s = 0.0f;
     for (int x = lane; x < d; x += 32) s += Io<In>::load1(out + r * d + x) * Io<In>::load1(d_out + r * d + x);
     for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
@@ -67,11 +73,12 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(FlashParams p,
   std::uint16_t* sV = sK + kBlockRows * kStride;
   std::uint16_t* sQ = sV + kBlockRows * kStride;
   std::uint16_t* sdO = sQ + kQ * kStride;
-  float* sL = reinterpret_cast<float*>(sdO + kQ * kStride);  // per query of the tile: lse, D, fc, pair_row, dH
+  float* sL = reinterpret_cast<float*>(sdO + kQ * kStride);  // per query of the tile: lse, D, r_i, a_i, dH, active
   float* sD = sL + kQ;
-  float* sFc = sD + kQ;
-  float* sPr = sFc + kQ;
-  float* sdH = sPr + kQ;
+  float* sRb = sD + kQ;
+  float* sMr = sRb + kQ;
+  float* sdH = sMr + kQ;
+  int* sAct = reinterpret_cast<int*>(sdH + kQ);
 
   const In* q = static_cast<const In*>(p.q);
   const In* k = static_cast<const In*>(p.k);
@@ -80,20 +87,20 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(FlashParams p,
   const long long T = p.T, bh = blockIdx.y, base = bh * T;
   const long long j0 = static_cast<long long>(blockIdx.x) * kBlockRows;  // block 0 (the most queries) first
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool pair = p.pair_row != nullptr;
+  const bool modulated = p.modulation_row != nullptr;
+  // The sequence's row flags, for staging dO as zeros on skipped rows (null: every row active).
+  const std::int32_t* keep = p.active ? p.active + (bh / p.H) * T : nullptr;
 
   stage_rows<kBlockRows, D, In>(sK, k + base * D, j0, T);
   stage_rows<kBlockRows, D, In>(sV, v + base * D, j0, T);
   // This thread's two keys (rows of Sᵀ): h = 0 → c0/c1, h = 1 → c2/c3.
   long long key_j[2];
-  float kt_j[2], pc_j[2];
+  float cb_j[2], mc_j[2];
   for (int h = 0; h < 2; ++h) {
     key_j[h] = j0 + warp * 16 + mma::c_row(lane, 2 * h);
     const bool ok = key_j[h] < T;
-    kt_j[h] = 0.0f;
-    if (ok && p.key_bias) kt_j[h] += p.key_bias[base + key_j[h]];
-    if (ok && p.forget_cum) kt_j[h] -= p.forget_cum[base + key_j[h]];
-    pc_j[h] = (ok && pair) ? p.pair_col[base + key_j[h]] : 0.0f;
+    cb_j[h] = (ok && p.col_bias) ? p.col_bias[base + key_j[h]] : 0.0f;
+    mc_j[h] = (ok && modulated) ? p.modulation_col[base + key_j[h]] : 0.0f;
   }
   float dk[kDT][4], dv[kDT][4];
 #pragma unroll
@@ -104,17 +111,18 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(FlashParams p,
   // Queries that see a key of this block: i ≥ j0 and i − w < j0 + 64.
   const long long i_end = p.window == 0 ? T : (j0 + kBlockRows - 1 + p.window < T ? j0 + kBlockRows - 1 + p.window : T);
   for (long long i0 = j0; i0 < i_end; i0 += kQ) {
-    __syncthreads();  // the previous tile is no longer read
+    if (!block_has_active_row(p, bh, i0, kQ)) continue;  // a barrier too: the previous tile is no longer read
     stage_rows<kQ, D, In>(sQ, q + base * D, i0, T);
-    stage_rows<kQ, D, In>(sdO, d_out + base * D, i0, T);
+    stage_rows<kQ, D, In>(sdO, d_out + base * D, i0, T, keep);
     for (int t = threadIdx.x; t < kQ; t += kThreads) {
       const long long i = i0 + t;
-      const bool ok = i < T;
+      const bool ok = i < T && row_active(p, bh, i);
       sL[t] = ok ? in.lse[base + i] : 0.0f;
       sD[t] = ok ? Drow[base + i] : 0.0f;
-      sFc[t] = (ok && p.forget_cum) ? p.forget_cum[base + i] : 0.0f;
-      sPr[t] = (ok && pair) ? p.pair_row[base + i] : 0.0f;
+      sRb[t] = (ok && p.row_bias) ? p.row_bias[base + i] : 0.0f;
+      sMr[t] = (ok && modulated) ? p.modulation_row[base + i] : 0.0f;
       sdH[t] = (ok && in.d_row_entropy) ? in.d_row_entropy[base + i] : 0.0f;
+      sAct[t] = ok;
     }
     __syncthreads();
 
@@ -145,13 +153,13 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(FlashParams p,
         const int h = c >> 1, col = t * 8 + mma::c_col(lane, c);
         const long long i = i0 + col, j = key_j[h];
         float a = 0.0f, ds = 0.0f;
-        if (visible(i, j, T, p.window)) {
-          const float S = st[t][c] * p.scale + kt_j[h] + sFc[col];
+        if (sAct[col] && visible(i, j, T, p.window)) {
+          const float S = st[t][c] * p.scale + cb_j[h] + sRb[col];
           const float pij = expf(S - sL[col]);
           const float dH = sdH[col];
           float da = dat[t][c];
-          if (pair) {
-            const PairGate pg = pair_gate(p, sPr[col], pc_j[h], bh, i, j);
+          if (modulated) {
+            const Modulation pg = modulation(p, sMr[col], mc_j[h], bh, i, j);
             a = pij * pg.M;
             if (dH != 0.0f && a > 0.0f) da -= dH * ((S - sL[col]) + logf(pg.M) + 1.0f);  // ∂H/∂A = −(ln A + 1)
             ds = pij * (da * pg.M - sD[col]);
@@ -198,9 +206,8 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(FlashParams p,
       Io<In>::store2(dv_out + (base + j) * D + col, dv[t][2 * h], dv[t][2 * h + 1]);
     }
     if (mma::tig_of(lane) == 0) {
-      if (g.d_key_bias) g.d_key_bias[base + j] = cds;
-      if (g.d_forget_cum) g.d_forget_cum[base + j] = -cds;
-      if (g.d_pair_col) g.d_pair_col[base + j] = cdu;
+      if (g.d_col_bias) g.d_col_bias[base + j] = cds;
+      if (g.d_modulation_col) g.d_modulation_col[base + j] = cdu;
     }
   }
   if (g.d_alpha_partial) {
@@ -228,8 +235,8 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(FlashParams p, F
   std::uint16_t* sdO = sQ + kBlockRows * kStride;
   std::uint16_t* sK = sdO + kBlockRows * kStride;
   std::uint16_t* sV = sK + kK * kStride;
-  float* sKeyTerm = reinterpret_cast<float*>(sV + kK * kStride);  // key_bias_j − fc_j
-  float* sPc = sKeyTerm + kK;
+  float* sColBias = reinterpret_cast<float*>(sV + kK * kStride);  // c_j
+  float* sMc = sColBias + kK;                                     // b_j
 
   const In* q = static_cast<const In*>(p.q);
   const In* k = static_cast<const In*>(p.k);
@@ -239,19 +246,36 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(FlashParams p, F
   const long long qb = static_cast<long long>(gridDim.x) - 1 - blockIdx.x;  // the longest query blocks first
   const long long i0 = qb * kBlockRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool pair = p.pair_row != nullptr;
+  const bool modulated = p.modulation_row != nullptr;
+  In* dq_out = static_cast<In*>(g.dq);
+
+  if (!block_has_active_row(p, bh, i0, kBlockRows)) {
+    // Every row skipped: zero dq and row-term gradients, no product.
+    for (int t = threadIdx.x; t < kBlockRows * (D / 2); t += kThreads) {
+      const long long i = i0 + t / (D / 2);
+      if (i < T) Io<In>::store2(dq_out + (base + i) * D + 2 * (t % (D / 2)), 0.0f, 0.0f);
+    }
+    for (int t = threadIdx.x; t < kBlockRows; t += kThreads) {
+      const long long i = i0 + t;
+      if (i >= T) continue;
+      if (g.d_row_bias) g.d_row_bias[base + i] = 0.0f;
+      if (g.d_modulation_row) g.d_modulation_row[base + i] = 0.0f;
+    }
+    return;
+  }
 
   stage_rows<kBlockRows, D, In>(sQ, q + base * D, i0, T);
-  stage_rows<kBlockRows, D, In>(sdO, d_out + base * D, i0, T);
+  stage_rows<kBlockRows, D, In>(sdO, d_out + base * D, i0, T, p.active ? p.active + (bh / p.H) * T : nullptr);
   long long row_i[2];
-  float L_i[2], D_i[2], fc_i[2], pr_i[2], dH_i[2];
+  bool act[2];  // in range and not skipped
+  float L_i[2], D_i[2], rb_i[2], mr_i[2], dH_i[2];
   for (int h = 0; h < 2; ++h) {
     row_i[h] = i0 + warp * 16 + mma::c_row(lane, 2 * h);
-    const bool ok = row_i[h] < T;
+    const bool ok = act[h] = row_i[h] < T && row_active(p, bh, row_i[h]);
     L_i[h] = ok ? in.lse[base + row_i[h]] : 0.0f;
     D_i[h] = ok ? Drow[base + row_i[h]] : 0.0f;
-    fc_i[h] = (ok && p.forget_cum) ? p.forget_cum[base + row_i[h]] : 0.0f;
-    pr_i[h] = (ok && pair) ? p.pair_row[base + row_i[h]] : 0.0f;
+    rb_i[h] = (ok && p.row_bias) ? p.row_bias[base + row_i[h]] : 0.0f;
+    mr_i[h] = (ok && modulated) ? p.modulation_row[base + row_i[h]] : 0.0f;
     dH_i[h] = (ok && in.d_row_entropy) ? in.d_row_entropy[base + row_i[h]] : 0.0f;
   }
   float dq[kDT][4];
@@ -268,14 +292,9 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(FlashParams p, F
     stage_rows<kK, D, In>(sV, v + base * D, j0, T);
     for (int t = threadIdx.x; t < kK; t += kThreads) {
       const long long j = j0 + t;
-      float kt = 0.0f, pc = 0.0f;
-      if (j < T) {
-        if (p.key_bias) kt += p.key_bias[base + j];
-        if (p.forget_cum) kt -= p.forget_cum[base + j];
-        if (pair) pc = p.pair_col[base + j];
-      }
-      sKeyTerm[t] = kt;
-      sPc[t] = pc;
+      const bool ok = j < T;
+      sColBias[t] = (ok && p.col_bias) ? p.col_bias[base + j] : 0.0f;
+      sMc[t] = (ok && modulated) ? p.modulation_col[base + j] : 0.0f;
     }
     __syncthreads();
 
@@ -305,12 +324,12 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(FlashParams p, F
         const int h = c >> 1, col = t * 8 + mma::c_col(lane, c);
         const long long i = row_i[h], j = j0 + col;
         float ds = 0.0f;
-        if (visible(i, j, T, p.window)) {
-          const float S = s[t][c] * p.scale + sKeyTerm[col] + fc_i[h];
+        if (act[h] && visible(i, j, T, p.window)) {
+          const float S = s[t][c] * p.scale + sColBias[col] + rb_i[h];
           const float pij = expf(S - L_i[h]);
           float dA = da[t][c];
-          if (pair) {
-            const PairGate pg = pair_gate(p, pr_i[h], sPc[col], bh, i, j);
+          if (modulated) {
+            const Modulation pg = modulation(p, mr_i[h], sMc[col], bh, i, j);
             if (dH_i[h] != 0.0f && pij * pg.M > 0.0f) dA -= dH_i[h] * ((S - L_i[h]) + logf(pg.M) + 1.0f);
             ds = pij * (dA * pg.M - D_i[h]);
             row_du[h] += p.alpha * (dA * pij) * pg.G * (1.0f - pg.G) * p.inv_tau;
@@ -336,7 +355,6 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(FlashParams p, F
     }
   }
 
-  In* dq_out = static_cast<In*>(g.dq);
   for (int h = 0; h < 2; ++h) {
     const float rds = quad_sum(row_ds[h]), rdu = quad_sum(row_du[h]);
     const long long i = row_i[h];
@@ -347,8 +365,8 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(FlashParams p, F
       Io<In>::store2(dq_out + (base + i) * D + col, dq[t][2 * h] * p.scale, dq[t][2 * h + 1] * p.scale);
     }
     if (mma::tig_of(lane) == 0) {
-      if (g.d_forget_cum) g.d_forget_cum[base + i] += rds;  // the −column part is already there
-      if (g.d_pair_row) g.d_pair_row[base + i] = rdu;
+      if (g.d_row_bias) g.d_row_bias[base + i] = rds;
+      if (g.d_modulation_row) g.d_modulation_row[base + i] = rdu;
     }
   }
 }

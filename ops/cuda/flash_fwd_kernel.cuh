@@ -1,8 +1,10 @@
-// Forward kernel of the fused gated flash attention (FlashAttention-2 schedule): one block of 4
-// warps per (64-query block, batch·head); each warp owns 16 query rows and walks the visible
-// 64-key tiles with an online softmax. S = Q·Kᵀ and A·V run on bf16 tensor cores (mma.sync
-// m16n8k16, f32 accumulate); the gate terms, the mask, the pair modulation and the optional
-// statistics are applied to the S fragments in registers, so no T×T tensor exists.
+// Forward kernel of the fused flash attention (FlashAttention-2 schedule): one block of 4 warps per
+// (64-query block, batch·head); each warp owns 16 query rows and walks the visible 64-key tiles
+// with an online softmax. S = Q·Kᵀ and A·V run on bf16 tensor cores (mma.sync m16n8k16, f32
+// accumulate); the bias terms, the mask, the modulation and the optional statistics are applied to
+// the S fragments in registers, so no T×T tensor exists. A block whose query rows are all skipped
+// (FlashParams::active) writes zeros and returns; within a block a skipped row sees no key (P = 0
+// exactly, its running max stays −inf) and its outputs are written as zeros.
 //
 // Per row the kernel keeps (as ops/cpu/flash_attention.h): the running max m, l = Σ exp(S − m),
 // and with stats e0 = Σ w, e1 = Σ w·(S − m + ln M) over w = exp(S − m)·M, from which
@@ -16,8 +18,8 @@
 #include <cstdint>
 
 #include "ops/cuda/flash_attention.h"
-#include "ops/cuda/flash_gate_terms.cuh"
 #include "ops/cuda/flash_mma.cuh"
+#include "ops/cuda/flash_terms.cuh"
 
 namespace gattn::cuda::flash {
 
@@ -26,7 +28,7 @@ constexpr int kBlockK = 64;  // keys per tile
 
 template <int D>
 constexpr int fwd_smem_bytes() {
-  return 3 * kBlockQ * (D + kPad) * 2 + 2 * kBlockK * 4;  // Q, K, V tiles + two key-term rows
+  return 3 * kBlockQ * (D + kPad) * 2 + 2 * kBlockK * 4;  // Q, K, V tiles + two per-key rows
 }
 
 template <int D, class In>
@@ -38,8 +40,8 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
   std::uint16_t* sQ = reinterpret_cast<std::uint16_t*>(smem_u4);
   std::uint16_t* sK = sQ + kBlockQ * kStride;
   std::uint16_t* sV = sK + kBlockK * kStride;
-  float* sKeyTerm = reinterpret_cast<float*>(sV + kBlockK * kStride);  // key_bias_j − fc_j
-  float* sPairCol = sKeyTerm + kBlockK;
+  float* sColBias = reinterpret_cast<float*>(sV + kBlockK * kStride);  // c_j
+  float* sModCol = sColBias + kBlockK;                                 // b_j
 
   const In* q = static_cast<const In*>(p.q);
   const In* k = static_cast<const In*>(p.k);
@@ -50,19 +52,43 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
   const long long i0 = qb * kBlockQ;
   const long long base = bh * T;  // row offset of this head in [B·H·T]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool pair = p.pair_row != nullptr;
+  const bool modulated = p.modulation_row != nullptr;
   const bool stats = o.row_entropy != nullptr;
+  In* out = static_cast<In*>(o.out);
+
+  if (!block_has_active_row(p, bh, i0, kBlockQ)) {
+    // Every row skipped: zero outputs and statistics, no product.
+    for (int t = threadIdx.x; t < kBlockQ * (D / 2); t += kThreads) {
+      const long long i = i0 + t / (D / 2);
+      if (i < T) Io<In>::store2(out + (base + i) * D + 2 * (t % (D / 2)), 0.0f, 0.0f);
+    }
+    for (int t = threadIdx.x; t < kBlockQ; t += kThreads) {
+      const long long i = i0 + t;
+      if (i >= T) continue;
+      o.lse[base + i] = 0.0f;
+      if (stats) {
+        o.row_entropy[base + i] = 0.0f;
+        o.row_asum[base + i] = 0.0f;
+        if (o.row_sink) o.row_sink[base + i] = 0.0f;
+      }
+    }
+    if (o.modulation_moments && threadIdx.x == 0)
+      o.modulation_moments[bh * gridDim.x + qb] = FlashMoments{0, 0, 0, 0, 0};
+    return;
+  }
 
   stage_rows<kBlockQ, D, In>(sQ, q + base * D, i0, T);
 
-  // This thread's two rows: h = 0 → c0/c1 (row g), h = 1 → c2/c3 (row g + 8).
+  // This thread's two rows: h = 0 → c0/c1 (row g), h = 1 → c2/c3 (row g + 8). act: computed (in
+  // range and not skipped).
   long long row_i[2];
-  float fc_i[2], pr_i[2];
+  bool act[2];
+  float rb_i[2], mr_i[2];
   for (int h = 0; h < 2; ++h) {
     row_i[h] = i0 + warp * 16 + mma::c_row(lane, 2 * h);
-    const bool in = row_i[h] < T;
-    fc_i[h] = (p.forget_cum && in) ? p.forget_cum[base + row_i[h]] : 0.0f;
-    pr_i[h] = (pair && in) ? p.pair_row[base + row_i[h]] : 0.0f;
+    act[h] = row_i[h] < T && row_active(p, bh, row_i[h]);
+    rb_i[h] = (p.row_bias && act[h]) ? p.row_bias[base + row_i[h]] : 0.0f;
+    mr_i[h] = (modulated && act[h]) ? p.modulation_row[base + row_i[h]] : 0.0f;
   }
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0, 0}, e0[2] = {0, 0}, e1[2] = {0, 0};
   float s0[2] = {-INFINITY, -INFINITY}, M0[2] = {1, 1};  // key 0's logit and modulation (sink)
@@ -86,14 +112,9 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
     stage_rows<kBlockK, D, In>(sV, v + base * D, j0, T);
     for (int t = threadIdx.x; t < kBlockK; t += kThreads) {
       const long long j = j0 + t;
-      float kt = 0.0f, pc = 0.0f;
-      if (j < T) {
-        if (p.key_bias) kt += p.key_bias[base + j];
-        if (p.forget_cum) kt -= p.forget_cum[base + j];
-        if (pair) pc = p.pair_col[base + j];
-      }
-      sKeyTerm[t] = kt;
-      sPairCol[t] = pc;
+      const bool ok = j < T;
+      sColBias[t] = (ok && p.col_bias) ? p.col_bias[base + j] : 0.0f;
+      sModCol[t] = (ok && modulated) ? p.modulation_col[base + j] : 0.0f;
     }
     __syncthreads();
 
@@ -110,7 +131,7 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
         mma_bf16(s[t], qa[kk], b);
       }
 
-    // Full logits, −inf where hidden; the tile's row max.
+    // Full logits, −inf where hidden or the row is skipped; the tile's row max.
     float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int t = 0; t < kNT; ++t)
@@ -118,8 +139,8 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
       for (int c = 0; c < 4; ++c) {
         const int h = c >> 1, col = t * 8 + mma::c_col(lane, c);
         const long long j = j0 + col;
-        const float S = s[t][c] * p.scale + sKeyTerm[col] + fc_i[h];
-        s[t][c] = visible(row_i[h], j, T, p.window) ? S : -INFINITY;
+        const float S = s[t][c] * p.scale + sColBias[col] + rb_i[h];
+        s[t][c] = act[h] && visible(row_i[h], j, T, p.window) ? S : -INFINITY;
         tile_max[h] = fmaxf(tile_max[h], s[t][c]);
       }
     float corr[2], m_use[2];
@@ -147,11 +168,11 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
         if (S != -INFINITY) {
           const long long j = j0 + col;
           float M = 1.0f;
-          if (pair) {
-            const PairGate g = pair_gate(p, pr_i[h], sPairCol[col], bh, row_i[h], j);
+          if (modulated) {
+            const Modulation g = modulation(p, mr_i[h], sModCol[col], bh, row_i[h], j);
             M = g.M;
             w = pij * M;
-            if (o.gate_moments) {
+            if (o.modulation_moments) {
               g_sum += g.G;
               g_sq += static_cast<double>(g.G) * g.G;
               ++g_cnt;
@@ -191,37 +212,37 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
     }
   }
 
-  In* out = static_cast<In*>(o.out);
   for (int h = 0; h < 2; ++h) {
     const float lq = quad_sum(l[h]);
     const float e0q = stats ? quad_sum(e0[h]) : 0.0f, e1q = stats ? quad_sum(e1[h]) : 0.0f;
     const long long i = row_i[h];
-    const bool in = i < T;
-    const float inv_l = in ? 1.0f / lq : 0.0f;  // every real row sees key i, so l ≥ 1
+    const bool in = act[h];                     // a skipped row has l = 0: its outputs are set to 0 below
+    const float inv_l = in ? 1.0f / lq : 0.0f;  // every computed row sees key i, so l ≥ 1
     const float L = in ? m[h] + logf(lq) : 0.0f;
     float sink = 0.0f;
     if (stats && in && s0[h] != -INFINITY && i >= 1) sink = expf(s0[h] - L) * M0[h];
     if (stats) sink = quad_sum(sink);  // only the lane holding column 0 has a non-zero term
-    if (!in) continue;
+    if (i >= T) continue;
 #pragma unroll
     for (int t = 0; t < kDT; ++t) {
       const int col = t * 8 + mma::c_col(lane, 2 * h);
-      Io<In>::store2(out + (base + i) * D + col, acc[t][2 * h] * inv_l, acc[t][2 * h + 1] * inv_l);
+      Io<In>::store2(out + (base + i) * D + col, in ? acc[t][2 * h] * inv_l : 0.0f,
+                     in ? acc[t][2 * h + 1] * inv_l : 0.0f);
     }
     if (mma::tig_of(lane) == 0) {
       o.lse[base + i] = L;
       if (stats) {
         const float asum = e0q * inv_l;
-        o.row_entropy[base + i] = logf(lq) * asum - e1q * inv_l;
+        o.row_entropy[base + i] = in ? logf(lq) * asum - e1q * inv_l : 0.0f;
         o.row_asum[base + i] = asum;
         if (o.row_sink) o.row_sink[base + i] = sink;
       }
     }
   }
 
-  if (o.gate_moments) {
+  if (o.modulation_moments) {
     // Block total in a fixed order: a butterfly over each warp, then the four warps in order.
-    GATTN_FLASH_SHARED FlashGateMoments warp_part[kWarps];
+    GATTN_FLASH_SHARED FlashMoments warp_part[kWarps];
     for (int off = 16; off > 0; off >>= 1) {
       g_sum += __shfl_xor_sync(0xffffffffu, g_sum, off);
       g_sq += __shfl_xor_sync(0xffffffffu, g_sq, off);
@@ -229,10 +250,10 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
       g_lo += __shfl_xor_sync(0xffffffffu, g_lo, off);
       g_hi += __shfl_xor_sync(0xffffffffu, g_hi, off);
     }
-    if (lane == 0) warp_part[warp] = FlashGateMoments{g_sum, g_sq, g_cnt, g_lo, g_hi};
+    if (lane == 0) warp_part[warp] = FlashMoments{g_sum, g_sq, g_cnt, g_lo, g_hi};
     __syncthreads();
     if (threadIdx.x == 0) {
-      FlashGateMoments tot{0, 0, 0, 0, 0};
+      FlashMoments tot{0, 0, 0, 0, 0};
       for (int w = 0; w < kWarps; ++w) {
         tot.sum += warp_part[w].sum;
         tot.sum_sq += warp_part[w].sum_sq;
@@ -240,7 +261,7 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
         tot.below_0_1 += warp_part[w].below_0_1;
         tot.above_0_9 += warp_part[w].above_0_9;
       }
-      o.gate_moments[bh * gridDim.x + qb] = tot;
+      o.modulation_moments[bh * gridDim.x + qb] = tot;
     }
   }
 }

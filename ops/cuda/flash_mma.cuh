@@ -123,16 +123,19 @@ template <> struct Io<float> {
 };
 
 // Copies rows [row0, row0 + ROWS) of a [*, D] global matrix into a shared tile, as bf16; rows at or
-// past `n_rows` become zeros (the ragged edge of T), so products over them add exact zeros. All
-// threads of the block take part; the caller synchronises.
+// past `n_rows` become zeros (the ragged edge of T), so products over them add exact zeros, and so
+// do rows whose `keep` flag is 0 (keep null: every row kept; they are not read, so whatever they
+// hold, NaN included, cannot reach a product). All threads of the block take part; the caller
+// synchronises.
 template <int ROWS, int D, class In>
-__device__ __forceinline__ void stage_rows(std::uint16_t* s, const In* g, long long row0, long long n_rows) {
+__device__ __forceinline__ void stage_rows(std::uint16_t* s, const In* g, long long row0, long long n_rows,
+                                           const std::int32_t* keep = nullptr) {
   constexpr int kChunks = D / 8;  // 16-byte chunks of a shared row
   constexpr int kStride = D + kPad;
   for (int c = threadIdx.x; c < ROWS * kChunks; c += kThreads) {
     const int r = c / kChunks, col = (c % kChunks) * 8;
     uint4 v = make_uint4(0, 0, 0, 0);
-    if (row0 + r < n_rows) v = Io<In>::load8(g + (row0 + r) * D + col);
+    if (row0 + r < n_rows && (keep == nullptr || keep[row0 + r] != 0)) v = Io<In>::load8(g + (row0 + r) * D + col);
     *reinterpret_cast<uint4*>(s + r * kStride + col) = v;
   }
 }

@@ -1,10 +1,11 @@
-// flash_attention on CUDA tensors (composed from the primitive CUDA ops until the fused kernels of
-// issue 7) against the CPU's fused kernel: outputs, row entropies, statistics and the gradients of
-// q, k, v and every gate term, for each gate term alone and together, windows and odd T.
+// flash_attention on CUDA tensors in f32 (composed from the primitive CUDA ops) against the CPU's
+// fused kernel: outputs, row entropies, statistics and the gradients of q, k, v and every term, for
+// each term alone and together, windows, skipped query rows and odd T.
 #include <gtest/gtest.h>
 
 #include "cuda_test_util.h"
 #include "ops/attention.h"
+#include "ops/elementwise.h"
 #include "ops/unary.h"
 
 namespace gattn {
@@ -15,28 +16,37 @@ using test::ExactF32;
 using test::frand;
 using test::Tolerance;
 
+// Terms as the gates give them: col_bias = log σ(f) (score), a prefix sum c as row_bias = c and
+// col_bias = −c (forget), the modulation terms (pair); skip_rows: an active_queries mask.
 struct Case {
   const char* name;
-  bool key_bias, forget, pair;
+  bool col_bias, prefix_difference, modulation;
   std::int64_t window;
   std::int64_t T;
+  bool skip_rows = false;
 };
 
-// inputs: q, k, v [B, H, T, d], then the case's terms in the order key_bias, forget_cum,
-// pair_row, pair_col, pair_alpha. `what` picks the output compared: 0 = out, 1 = row entropy.
+// inputs: q, k, v [B, H, T, d], then the case's terms in the order f (col_bias = log σ(f)), c
+// (prefix sums), modulation_row, modulation_col, modulation_alpha, then the i32 mask. `what` picks
+// the output compared: 0 = out, 1 = row entropy.
 Tensor run_case(const Case& c, const std::vector<Tensor>& in, int what) {
-  ops::AttentionGateTerms terms;
+  ops::AttentionTerms terms;
   std::size_t next = 3;
-  if (c.key_bias) terms.key_bias = ops::log_sigmoid(in[next++]);
-  if (c.forget) terms.forget_cum = in[next++];
-  if (c.pair) {
-    terms.pair_row = in[next++];
-    terms.pair_col = in[next++];
-    terms.pair_alpha = in[next++];
+  if (c.col_bias) terms.col_bias = ops::log_sigmoid(in[next++]);
+  if (c.prefix_difference) {
+    const Tensor& cum = in[next++];
+    terms.row_bias = cum;
+    terms.col_bias = terms.col_bias.defined() ? terms.col_bias - cum : ops::neg(cum);
+  }
+  if (c.modulation) {
+    terms.modulation_row = in[next++];
+    terms.modulation_col = in[next++];
+    terms.modulation_alpha = in[next++];
   }
   ops::AttentionOptions options;
   options.window = c.window;
   options.entropy_output = what == 1;
+  if (c.skip_rows) options.active_queries = in[next++];
   ops::AttentionResult r = ops::flash_attention(in[0], in[1], in[2], terms, options);
   return what == 1 ? r.row_entropy : r.out;
 }
@@ -44,21 +54,33 @@ Tensor run_case(const Case& c, const std::vector<Tensor>& in, int what) {
 std::vector<Tensor> case_inputs(const Case& c, std::uint64_t seed) {
   const std::int64_t B = 2, H = 3, d = 16, T = c.T;
   std::vector<Tensor> in{frand({B, H, T, d}, seed), frand({B, H, T, d}, seed + 1), frand({B, H, T, d}, seed + 2)};
-  if (c.key_bias) in.push_back(frand({B, H, T}, seed + 3, -2.0, 2.0));
+  if (c.col_bias) in.push_back(frand({B, H, T}, seed + 3, -2.0, 2.0));
   // A decreasing prefix sum of log-sigmoids, as the forget gate makes it.
-  if (c.forget) in.push_back(frand({B, H, T}, seed + 4, -0.5, 0.0));
-  if (c.pair) {
+  if (c.prefix_difference) in.push_back(frand({B, H, T}, seed + 4, -0.5, 0.0));
+  if (c.modulation) {
     in.push_back(frand({B, H, T}, seed + 5));
     in.push_back(frand({B, H, T}, seed + 6));
     in.push_back(frand({1}, seed + 7, 0.2, 0.8));
+  }
+  if (c.skip_rows) {
+    // About half the rows, with every row of the second sequence's first 16 skipped.
+    const std::vector<double> u = frand({B, T}, seed + 8, 0.0, 1.0).to_vector();
+    std::vector<std::int32_t> active(u.size());
+    for (std::size_t x = 0; x < u.size(); ++x)
+      active[x] = u[x] < 0.5 && !(x >= static_cast<std::size_t>(T) && x < static_cast<std::size_t>(T) + 16);
+    in.push_back(Tensor::from_ints(active, {B, T}));
   }
   return in;
 }
 
 const Case kCases[] = {
-    {"plain", false, false, false, 0, 37},      {"window", false, false, false, 5, 33},
-    {"score", true, false, false, 0, 29},       {"forget", false, true, false, 0, 31},
-    {"pair", false, false, true, 0, 23},        {"all_terms_window", true, true, true, 7, 41},
+    {"plain", false, false, false, 0, 37},
+    {"window", false, false, false, 5, 33},
+    {"col_bias", true, false, false, 0, 29},
+    {"prefix_difference", false, true, false, 0, 31},
+    {"modulation", false, false, true, 0, 23},
+    {"all_terms_window", true, true, true, 7, 41},
+    {"all_terms_skip_rows", true, true, true, 0, 43, true},
 };
 
 TEST(CudaAttention, OutputsAndGradientsMatchTheCpuKernel) {
@@ -88,29 +110,36 @@ TEST(CudaAttention, RowEntropyAndItsGradientsMatchTheCpuKernel) {
 TEST(CudaAttention, StatisticsMatchTheCpuKernel) {
   GATTN_REQUIRE_DEVICE();
   ExactF32 exact;
-  const Case c = kCases[5];
+  const Case c = kCases[6];
   const std::vector<Tensor> in = case_inputs(c, 500);
+  bool skip = false;
   auto stats_of = [&](Device device) {
-    ops::AttentionGateTerms terms;
-    terms.key_bias = ops::log_sigmoid(in[3].to(device));
-    terms.forget_cum = in[4].to(device);
-    terms.pair_row = in[5].to(device);
-    terms.pair_col = in[6].to(device);
-    terms.pair_alpha = in[7].to(device);
+    ops::AttentionTerms terms;
+    const Tensor cum = in[4].to(device);
+    terms.row_bias = cum;
+    terms.col_bias = ops::log_sigmoid(in[3].to(device)) - cum;
+    terms.modulation_row = in[5].to(device);
+    terms.modulation_col = in[6].to(device);
+    terms.modulation_alpha = in[7].to(device);
     ops::AttentionStats stats;
     ops::AttentionOptions options;
     options.window = c.window;
     options.stats = &stats;
+    if (skip) options.active_queries = in[8].to(device);
     ops::flash_attention(in[0].to(device), in[1].to(device), in[2].to(device), terms, options);
     return stats;
   };
-  const ops::AttentionStats cpu = stats_of(Device::cpu), gpu = stats_of(Device::cuda);
-  EXPECT_EQ(gpu.entropy_count, cpu.entropy_count);
-  EXPECT_EQ(gpu.sink_count, cpu.sink_count);
-  EXPECT_EQ(gpu.pair_gate.count, cpu.pair_gate.count);
-  EXPECT_NEAR(gpu.entropy_sum, cpu.entropy_sum, 1e-4 * std::abs(cpu.entropy_sum) + 1e-4);
-  EXPECT_NEAR(gpu.sink_sum, cpu.sink_sum, 1e-4 * std::abs(cpu.sink_sum) + 1e-5);
-  EXPECT_NEAR(gpu.pair_gate.sum, cpu.pair_gate.sum, 1e-4 * std::abs(cpu.pair_gate.sum) + 1e-5);
+  for (bool with_mask : {false, true}) {
+    SCOPED_TRACE(with_mask ? "skipped rows" : "every row");
+    skip = with_mask;
+    const ops::AttentionStats cpu = stats_of(Device::cpu), gpu = stats_of(Device::cuda);
+    EXPECT_EQ(gpu.entropy_count, cpu.entropy_count);
+    EXPECT_EQ(gpu.sink_count, cpu.sink_count);
+    EXPECT_EQ(gpu.modulation.count, cpu.modulation.count);
+    EXPECT_NEAR(gpu.entropy_sum, cpu.entropy_sum, 1e-4 * std::abs(cpu.entropy_sum) + 1e-4);
+    EXPECT_NEAR(gpu.sink_sum, cpu.sink_sum, 1e-4 * std::abs(cpu.sink_sum) + 1e-5);
+    EXPECT_NEAR(gpu.modulation.sum, cpu.modulation.sum, 1e-4 * std::abs(cpu.modulation.sum) + 1e-5);
+  }
 }
 
 TEST(CudaAttention, MixedDevicesAreAClearError) {

@@ -1,5 +1,5 @@
 // The tests' name for the composed attention (ops/composed_attention.h): the slow, obviously-correct
-// gated attention built only from the primitive autograd ops, materialising the [B, H, T, T]
+// attention built only from the primitive autograd ops, materialising the [B, H, T, T]
 // scores and weights, that ops::flash_attention (outputs, statistics and every gradient) is checked
 // against.
 #pragma once
@@ -8,9 +8,9 @@
 namespace gattn::test {
 
 inline ops::AttentionResult reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                                const ops::AttentionGateTerms& gate = {},
+                                                const ops::AttentionTerms& terms = {},
                                                 const ops::AttentionOptions& options = {}) {
-  return ops::composed_attention(q, k, v, gate, options);
+  return ops::composed_attention(q, k, v, terms, options);
 }
 
 inline Tensor attention_hidden_mask(std::int64_t T, std::int64_t window) { return ops::attention_hidden_mask(T, window); }

@@ -1,7 +1,8 @@
-// The fused gated attention (ops::flash_attention) against the composite reference
-// (tests/reference/attention_reference.h) for every gate term and window, forward and all
-// gradients (through out, row_entropy and gate_entropy); gradchecks of the fused op; statistics;
-// the neutral settings that must reduce to plain attention; f32 vs f64; the pair noise; the errors.
+// The fused attention (ops::flash_attention) against the composite reference
+// (tests/reference/attention_reference.h) for every logit/modulation term and window, forward and
+// all gradients (through out, row_entropy and modulation_entropy); gradchecks of the fused op;
+// statistics; skipped query rows (active_queries); the neutral settings that must reduce to plain
+// attention; f32 vs f64; the modulation noise; the errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,8 +24,13 @@
 namespace gattn {
 namespace {
 
-// Which gate terms an input set carries (bit flags, combinable).
-constexpr unsigned kNone = 0, kScore = 1, kForget = 2, kPair = 4, kAll = kScore | kForget | kPair;
+// Which terms an input set carries (bit flags, combinable), in the forms the model's gates give them:
+//  kCol: a column bias log σ(f_j) (the score gate);
+//  kRel: a prefix sum c of log σ(f) as row_bias = c, col_bias = −c, i.e. c_i − c_j (the forget gate);
+//  kMod: the modulation terms (the pair gate);
+//  kRow: an independent random row bias (no gate makes one alone; P cannot depend on it).
+// kCol | kRel gives col_bias = log σ(f) − c.
+constexpr unsigned kNone = 0, kCol = 1, kRel = 2, kMod = 4, kRow = 8, kAll = kCol | kRel | kMod;
 
 struct Dims {
   std::int64_t B, H, T, d;
@@ -35,29 +41,29 @@ std::string dims_str(const Dims& s) {
          " d=" + std::to_string(s.d);
 }
 
-// Leaf tensors for q, k, v and the chosen gate terms, each requiring grad. The gate terms have the
-// shapes and ranges the model produces: key_bias = log σ(f) ≤ 0, forget_cum a cumulative sum of
-// log σ(f) (decreasing), pair logits of either sign, α in (0, 1).
+// Leaf tensors for q, k, v and the chosen terms, each requiring grad. The terms have the shapes and
+// ranges the model produces: log σ(f) ≤ 0 column biases, a cumulative sum of log σ(f) (decreasing)
+// as row bias and its negation in the column bias, modulation logits of either sign, α in (0, 1).
 struct Inputs {
-  Tensor q, k, v, key_bias, forget_cum, pair_row, pair_col, pair_alpha;
+  Tensor q, k, v, row_bias, col_bias, mod_row, mod_col, mod_alpha;
   double tau = 1.0;
 
-  ops::AttentionGateTerms gate(Generator* noise = nullptr) const {
-    ops::AttentionGateTerms g;
-    g.key_bias = key_bias;
-    g.forget_cum = forget_cum;
-    g.pair_row = pair_row;
-    g.pair_col = pair_col;
-    g.pair_alpha = pair_alpha;
-    g.pair_temperature = tau;
-    g.pair_noise = noise;
-    return g;
+  ops::AttentionTerms terms(Generator* noise = nullptr) const {
+    ops::AttentionTerms t;
+    t.row_bias = row_bias;
+    t.col_bias = col_bias;
+    t.modulation_row = mod_row;
+    t.modulation_col = mod_col;
+    t.modulation_alpha = mod_alpha;
+    t.modulation_temperature = tau;
+    t.modulation_noise = noise;
+    return t;
   }
-  std::vector<Tensor> leaves() const { return {q, k, v, key_bias, forget_cum, pair_row, pair_col, pair_alpha}; }
-  bool pair() const { return pair_row.defined(); }
+  std::vector<Tensor> leaves() const { return {q, k, v, row_bias, col_bias, mod_row, mod_col, mod_alpha}; }
+  bool modulated() const { return mod_row.defined(); }
 };
 
-const char* const kLeafNames[] = {"q", "k", "v", "key_bias", "forget_cum", "pair_row", "pair_col", "pair_alpha"};
+const char* const kLeafNames[] = {"q", "k", "v", "row_bias", "col_bias", "mod_row", "mod_col", "mod_alpha"};
 
 Inputs make_inputs(const Dims& s, unsigned terms, std::uint64_t seed, double tau = 1.0, double alpha = 0.7) {
   NoGradGuard no_grad;
@@ -66,13 +72,18 @@ Inputs make_inputs(const Dims& s, unsigned terms, std::uint64_t seed, double tau
   in.q = test::randn(qs, seed, 1.2);
   in.k = test::randn(qs, seed + 1, 1.2);
   in.v = test::randn(qs, seed + 2);
-  if (terms & kScore) in.key_bias = ops::log_sigmoid(test::randn(rs, seed + 3, 2.0));
-  if (terms & kForget)
-    in.forget_cum = ops::cumsum(ops::log_sigmoid(ops::add_scalar(test::randn(rs, seed + 4), 2.0)), 2);
-  if (terms & kPair) {
-    in.pair_row = test::randn(rs, seed + 5, 1.5);
-    in.pair_col = test::randn(rs, seed + 6, 1.5);
-    in.pair_alpha = Tensor::from({alpha}, {1}, DType::f64);
+  if (terms & kCol) in.col_bias = ops::log_sigmoid(test::randn(rs, seed + 3, 2.0));
+  if (terms & kRel) {
+    const Tensor c = ops::cumsum(ops::log_sigmoid(ops::add_scalar(test::randn(rs, seed + 4), 2.0)), 2);
+    in.row_bias = c;
+    in.col_bias = in.col_bias.defined() ? in.col_bias - c : ops::neg(c);
+  }
+  if (terms & kRow)
+    in.row_bias = in.row_bias.defined() ? in.row_bias + test::randn(rs, seed + 8) : test::randn(rs, seed + 8);
+  if (terms & kMod) {
+    in.mod_row = test::randn(rs, seed + 5, 1.5);
+    in.mod_col = test::randn(rs, seed + 6, 1.5);
+    in.mod_alpha = Tensor::from({alpha}, {1}, DType::f64);
     in.tau = tau;
   }
   for (Tensor t : in.leaves())
@@ -82,17 +93,16 @@ Inputs make_inputs(const Dims& s, unsigned terms, std::uint64_t seed, double tau
 
 Inputs to_dtype(const Inputs& in, DType dt) {
   Inputs out = in;
-  Tensor* fields[] = {&out.q,          &out.k,        &out.v,        &out.key_bias,
-                      &out.forget_cum, &out.pair_row, &out.pair_col, &out.pair_alpha};
+  Tensor* fields[] = {&out.q, &out.k, &out.v, &out.row_bias, &out.col_bias, &out.mod_row, &out.mod_col, &out.mod_alpha};
   for (Tensor* t : fields)
     if (t->defined()) *t = t->detach().to(dt).clone();
   return out;
 }
 
-using AttentionFn = ops::AttentionResult (*)(const Tensor&, const Tensor&, const Tensor&,
-                                             const ops::AttentionGateTerms&, const ops::AttentionOptions&);
+using AttentionFn = ops::AttentionResult (*)(const Tensor&, const Tensor&, const Tensor&, const ops::AttentionTerms&,
+                                             const ops::AttentionOptions&);
 
-// Which outputs feed the scalar loss Σ out⊙W1 + Σ row_entropy⊙W2 + Σ gate_entropy⊙W3.
+// Which outputs feed the scalar loss Σ out⊙W1 + Σ row_entropy⊙W2 + Σ modulation_entropy⊙W3.
 struct LossParts {
   bool out = true, entropy = true, gate = true;
 };
@@ -107,7 +117,7 @@ struct RunResult {
 RunResult run(AttentionFn fn, const Inputs& in, const ops::AttentionOptions& opt, LossParts parts = {},
               std::uint64_t seed = 99, Generator* noise = nullptr) {
   RunResult r;
-  r.result = fn(in.q, in.k, in.v, in.gate(noise), opt);
+  r.result = fn(in.q, in.k, in.v, in.terms(noise), opt);
   const Shape& qs = in.q.shape();
   const DType dt = in.q.dtype();
   Tensor loss;
@@ -115,8 +125,8 @@ RunResult run(AttentionFn fn, const Inputs& in, const ops::AttentionOptions& opt
   if (parts.out) add(ops::sum(r.result.out * test::randn(qs, seed, 1.0, dt)));
   if (parts.entropy && r.result.row_entropy.defined())
     add(ops::sum(r.result.row_entropy * test::randn({qs[0], qs[1], qs[2]}, seed + 1, 1.0, dt)));
-  if (parts.gate && r.result.gate_entropy.defined())
-    add(ops::sum(r.result.gate_entropy * test::randn({qs[0], qs[1]}, seed + 2, 1.0, dt)));
+  if (parts.gate && r.result.modulation_entropy.defined())
+    add(ops::sum(r.result.modulation_entropy * test::randn({qs[0], qs[1]}, seed + 2, 1.0, dt)));
   if (loss.defined() && loss.grad_fn()) loss.backward();
   for (Tensor t : in.leaves()) {
     r.grads.push_back(t.defined() ? t.grad() : Tensor());
@@ -129,7 +139,7 @@ ops::AttentionOptions options_for(const Inputs& in, std::int64_t window) {
   ops::AttentionOptions o;
   o.window = window;
   o.entropy_output = true;
-  o.pair_gate_entropy = in.pair();
+  o.modulation_entropy = in.modulated();
   return o;
 }
 
@@ -144,9 +154,10 @@ void expect_matches_reference(const Inputs& in, const ops::AttentionOptions& opt
   if (ref.result.row_entropy.defined()) {
     EXPECT_TRUE(test::all_close(fused.result.row_entropy, ref.result.row_entropy, tol, tol)) << "row_entropy";
   }
-  ASSERT_EQ(fused.result.gate_entropy.defined(), ref.result.gate_entropy.defined());
-  if (ref.result.gate_entropy.defined()) {
-    EXPECT_TRUE(test::all_close(fused.result.gate_entropy, ref.result.gate_entropy, tol, tol)) << "gate_entropy";
+  ASSERT_EQ(fused.result.modulation_entropy.defined(), ref.result.modulation_entropy.defined());
+  if (ref.result.modulation_entropy.defined()) {
+    EXPECT_TRUE(test::all_close(fused.result.modulation_entropy, ref.result.modulation_entropy, tol, tol))
+        << "modulation_entropy";
   }
   for (std::size_t i = 0; i < fused.grads.size(); ++i) {
     const Tensor& a = fused.grads[i];
@@ -184,14 +195,15 @@ TEST(AttentionReference, MatchesScalarLoops) {
   const std::int64_t window = 4;
   Inputs in = make_inputs(s, kAll, 7, /*tau=*/0.8, /*alpha=*/0.6);
   ops::AttentionOptions opt = options_for(in, window);
-  ops::AttentionResult r = test::reference_attention(in.q, in.k, in.v, in.gate(), opt);
+  ops::AttentionResult r = test::reference_attention(in.q, in.k, in.v, in.terms(), opt);
   const std::vector<double> q = in.q.to_vector(), k = in.k.to_vector(), v = in.v.to_vector();
-  const std::vector<double> kb = in.key_bias.to_vector(), fc = in.forget_cum.to_vector();
-  const std::vector<double> pr = in.pair_row.to_vector(), pc = in.pair_col.to_vector();
+  const std::vector<double> rb = in.row_bias.to_vector(), cb = in.col_bias.to_vector();
+  const std::vector<double> pr = in.mod_row.to_vector(), pc = in.mod_col.to_vector();
   const double alpha = 0.6, tau = 0.8;
-  const std::vector<double> out = r.out.to_vector(), ent = r.row_entropy.to_vector(), gent = r.gate_entropy.to_vector();
+  const std::vector<double> out = r.out.to_vector(), ent = r.row_entropy.to_vector(),
+                            gent = r.modulation_entropy.to_vector();
   for (std::int64_t bh = 0; bh < s.B * s.H; ++bh) {
-    double gate_entropy = 0;
+    double mod_entropy = 0;
     for (std::int64_t i = 0; i < s.T; ++i) {
       std::vector<double> S(static_cast<std::size_t>(s.T), -INFINITY);
       double mx = -INFINITY;
@@ -199,7 +211,7 @@ TEST(AttentionReference, MatchesScalarLoops) {
         if (i - j >= window) continue;
         double dot = 0;
         for (std::int64_t x = 0; x < s.d; ++x) dot += q[((bh * s.T) + i) * s.d + x] * k[((bh * s.T) + j) * s.d + x];
-        S[j] = dot / std::sqrt(3.0) + kb[bh * s.T + j] + fc[bh * s.T + i] - fc[bh * s.T + j];
+        S[j] = dot / std::sqrt(3.0) + rb[bh * s.T + i] + cb[bh * s.T + j];
         mx = std::max(mx, S[j]);
       }
       double Z = 0;
@@ -212,32 +224,33 @@ TEST(AttentionReference, MatchesScalarLoops) {
         const double G = 1 / (1 + std::exp(-(pr[bh * s.T + i] + pc[bh * s.T + j]) / tau));
         const double A = P * (alpha * G + 1 - alpha);
         H -= A * std::log(A);
-        gate_entropy -= G * std::log(G) + (1 - G) * std::log(1 - G);
+        mod_entropy -= G * std::log(G) + (1 - G) * std::log(1 - G);
         for (std::int64_t x = 0; x < s.d; ++x) y[x] += A * v[((bh * s.T) + j) * s.d + x];
       }
       for (std::int64_t x = 0; x < s.d; ++x) EXPECT_NEAR(out[(bh * s.T + i) * s.d + x], y[x], 1e-12);
       EXPECT_NEAR(ent[bh * s.T + i], H, 1e-12);
     }
-    EXPECT_NEAR(gent[bh], gate_entropy, 1e-11);
+    EXPECT_NEAR(gent[bh], mod_entropy, 1e-11);
   }
 }
 
 // ---- fused vs reference, forward and every gradient, f64 ----
 
-TEST(AttentionVsReference, NoGate) { check_kind(kNone, {0}); }
-TEST(AttentionVsReference, Score) { check_kind(kScore, {0}); }
-TEST(AttentionVsReference, Forget) { check_kind(kForget, {0}); }
-TEST(AttentionVsReference, Pair) { check_kind(kPair, {0}); }
-TEST(AttentionVsReference, PairTemperature) {
-  check_kind(kPair, {0}, /*tau=*/0.5, 2000);
-  check_kind(kPair, {0}, /*tau=*/2.5, 3000);
+TEST(AttentionVsReference, NoTerms) { check_kind(kNone, {0}); }
+TEST(AttentionVsReference, ColBias) { check_kind(kCol, {0}); }
+TEST(AttentionVsReference, RowAndColBiasAsPrefixDifference) { check_kind(kRel, {0}); }
+TEST(AttentionVsReference, IndependentRowBias) { check_kind(kRow | kCol, {0, 5}); }
+TEST(AttentionVsReference, Modulation) { check_kind(kMod, {0}); }
+TEST(AttentionVsReference, ModulationTemperature) {
+  check_kind(kMod, {0}, /*tau=*/0.5, 2000);
+  check_kind(kMod, {0}, /*tau=*/2.5, 3000);
 }
-TEST(AttentionVsReference, ScoreForget) { check_kind(kScore | kForget, {0}); }
-TEST(AttentionVsReference, ScorePair) { check_kind(kScore | kPair, {0}); }
+TEST(AttentionVsReference, ColBiasWithPrefixDifference) { check_kind(kCol | kRel, {0}); }
+TEST(AttentionVsReference, ColBiasAndModulation) { check_kind(kCol | kMod, {0}); }
 TEST(AttentionVsReference, AllTerms) { check_kind(kAll, {0}, 0.7); }
 TEST(AttentionVsReference, Windows) { check_kind(kNone, {1, 5, 16}); }
-TEST(AttentionVsReference, WindowsWithScoreForget) { check_kind(kScore | kForget, {1, 5, 16}); }
-TEST(AttentionVsReference, WindowsWithPair) { check_kind(kPair, {1, 5, 16}, 1.3); }
+TEST(AttentionVsReference, WindowsWithBiases) { check_kind(kCol | kRel, {1, 5, 16}); }
+TEST(AttentionVsReference, WindowsWithModulation) { check_kind(kMod, {1, 5, 16}, 1.3); }
 TEST(AttentionVsReference, WindowsWithAllTerms) { check_kind(kAll, {1, 5, 16, 64, 65, 200}); }
 
 TEST(AttentionVsReference, BatchAndHeadsAcrossTiles) {
@@ -250,14 +263,15 @@ TEST(AttentionVsReference, BatchAndHeadsAcrossTiles) {
 }
 
 TEST(AttentionVsReference, LossFromEachOutputAlone) {
-  // Only row_entropy or only gate_entropy reaches the loss: the op's backward runs without dO.
-  for (unsigned terms : {kNone, kPair, kAll})
+  // Only row_entropy or only modulation_entropy reaches the loss: the op's backward runs without dO.
+  for (unsigned terms : {kNone, kMod, kAll})
     for (std::int64_t w : {0, 5}) {
       Inputs in = make_inputs({1, 2, 67, 16}, terms, 5000 + terms * 10 + static_cast<std::uint64_t>(w));
       const std::string what = "terms=" + std::to_string(terms) + " window=" + std::to_string(w);
       expect_matches_reference(in, options_for(in, w), what + " entropy only", {false, true, false});
       expect_matches_reference(in, options_for(in, w), what + " out only", {true, false, false});
-      if (in.pair()) expect_matches_reference(in, options_for(in, w), what + " gate only", {false, false, true});
+      if (in.modulated())
+        expect_matches_reference(in, options_for(in, w), what + " modulation entropy only", {false, false, true});
     }
 }
 
@@ -266,26 +280,26 @@ TEST(AttentionVsReference, OptionalOutputsOff) {
   Inputs in = make_inputs({1, 2, 65, 32}, kAll, 5500);
   ops::AttentionOptions opt;
   opt.window = 9;
-  ops::AttentionResult r = ops::flash_attention(in.q, in.k, in.v, in.gate(), opt);
+  ops::AttentionResult r = ops::flash_attention(in.q, in.k, in.v, in.terms(), opt);
   EXPECT_FALSE(r.row_entropy.defined());
-  EXPECT_FALSE(r.gate_entropy.defined());
+  EXPECT_FALSE(r.modulation_entropy.defined());
   expect_matches_reference(in, opt, "no optional outputs");
-  opt.pair_gate_entropy = true;  // gate entropy without row entropy
-  expect_matches_reference(in, opt, "gate entropy only");
+  opt.modulation_entropy = true;  // modulation entropy without row entropy
+  expect_matches_reference(in, opt, "modulation entropy only");
 }
 
 TEST(AttentionVsReference, SomeInputsWithoutGrad) {
   // Leaves that do not require grad get none; the others are unaffected.
   Inputs in = make_inputs({1, 2, 66, 16}, kAll, 5600);
   in.q.set_requires_grad(false);
-  in.forget_cum.set_requires_grad(false);
-  in.pair_alpha.set_requires_grad(false);
+  in.col_bias.set_requires_grad(false);
+  in.mod_alpha.set_requires_grad(false);
   RunResult fused = run(ops::flash_attention, in, options_for(in, 0));
   EXPECT_FALSE(fused.grads[0].defined());
   EXPECT_FALSE(fused.grads[4].defined());
   EXPECT_FALSE(fused.grads[7].defined());
-  expect_matches_reference(in, options_for(in, 0), "q, forget_cum, alpha constant");
-  Inputs only_v = make_inputs({1, 1, 20, 16}, kScore, 5700);
+  expect_matches_reference(in, options_for(in, 0), "q, col_bias, alpha constant");
+  Inputs only_v = make_inputs({1, 1, 20, 16}, kCol, 5700);
   for (Tensor t : only_v.leaves())
     if (t.defined()) t.set_requires_grad(false);
   only_v.v.set_requires_grad(true);
@@ -305,7 +319,7 @@ TEST(AttentionVsReference, PairNoiseMatchesReference) {
     EXPECT_EQ(g_fused.state().offset, g_ref.state().offset);
     EXPECT_TRUE(test::all_close(fused.result.out, ref.result.out, 1e-9, 1e-9));
     EXPECT_TRUE(test::all_close(fused.result.row_entropy, ref.result.row_entropy, 1e-9, 1e-9));
-    EXPECT_TRUE(test::all_close(fused.result.gate_entropy, ref.result.gate_entropy, 1e-9, 1e-9));
+    EXPECT_TRUE(test::all_close(fused.result.modulation_entropy, ref.result.modulation_entropy, 1e-9, 1e-9));
     for (std::size_t i = 0; i < fused.grads.size(); ++i)
       EXPECT_TRUE(test::all_close(fused.grads[i], ref.grads[i], 1e-9, 1e-9)) << "d" << kLeafNames[i] << " window " << w;
   }
@@ -318,15 +332,15 @@ void expect_same_stats(const ops::AttentionStats& a, const ops::AttentionStats& 
   EXPECT_NEAR(a.entropy_sum, b.entropy_sum, 1e-9 * (1 + std::abs(b.entropy_sum)));
   EXPECT_EQ(a.sink_count, b.sink_count);
   EXPECT_NEAR(a.sink_sum, b.sink_sum, 1e-9 * (1 + std::abs(b.sink_sum)));
-  EXPECT_EQ(a.pair_gate.count, b.pair_gate.count);
-  EXPECT_NEAR(a.pair_gate.sum, b.pair_gate.sum, 1e-9 * (1 + std::abs(b.pair_gate.sum)));
-  EXPECT_NEAR(a.pair_gate.sum_sq, b.pair_gate.sum_sq, 1e-9 * (1 + std::abs(b.pair_gate.sum_sq)));
-  EXPECT_EQ(a.pair_gate.below_0_1, b.pair_gate.below_0_1);
-  EXPECT_EQ(a.pair_gate.above_0_9, b.pair_gate.above_0_9);
+  EXPECT_EQ(a.modulation.count, b.modulation.count);
+  EXPECT_NEAR(a.modulation.sum, b.modulation.sum, 1e-9 * (1 + std::abs(b.modulation.sum)));
+  EXPECT_NEAR(a.modulation.sum_sq, b.modulation.sum_sq, 1e-9 * (1 + std::abs(b.modulation.sum_sq)));
+  EXPECT_EQ(a.modulation.below_0_1, b.modulation.below_0_1);
+  EXPECT_EQ(a.modulation.above_0_9, b.modulation.above_0_9);
 }
 
 TEST(AttentionStats, MatchReference) {
-  for (unsigned terms : {kNone, kScore | kForget, kPair, kAll})
+  for (unsigned terms : {kNone, kCol | kRel, kMod, kAll})
     for (std::int64_t w : {0, 1, 5, 16})
       for (const Dims& s : {Dims{1, 1, 1, 16}, Dims{2, 2, 9, 16}, Dims{1, 2, 130, 16}}) {
         SCOPED_TRACE("terms=" + std::to_string(terms) + " window=" + std::to_string(w) + " " + dims_str(s));
@@ -335,9 +349,9 @@ TEST(AttentionStats, MatchReference) {
         ops::AttentionOptions opt;  // stats alone: no entropy output asked
         opt.window = w;
         opt.stats = &fused;
-        ops::flash_attention(in.q, in.k, in.v, in.gate(), opt);
+        ops::flash_attention(in.q, in.k, in.v, in.terms(), opt);
         opt.stats = &ref;
-        test::reference_attention(in.q, in.k, in.v, in.gate(), opt);
+        test::reference_attention(in.q, in.k, in.v, in.terms(), opt);
         expect_same_stats(fused, ref);
         EXPECT_EQ(fused.entropy_count, s.B * s.H * s.T);
         EXPECT_EQ(fused.sink_count, s.B * s.H * (s.T - 1));
@@ -345,16 +359,16 @@ TEST(AttentionStats, MatchReference) {
 }
 
 TEST(AttentionStats, AccumulateAcrossCalls) {
-  Inputs in = make_inputs({1, 2, 10, 16}, kPair, 6100);
+  Inputs in = make_inputs({1, 2, 10, 16}, kMod, 6100);
   ops::AttentionStats once, twice;
   ops::AttentionOptions opt;
   opt.stats = &once;
-  ops::flash_attention(in.q, in.k, in.v, in.gate(), opt);
+  ops::flash_attention(in.q, in.k, in.v, in.terms(), opt);
   opt.stats = &twice;
-  ops::flash_attention(in.q, in.k, in.v, in.gate(), opt);
-  ops::flash_attention(in.q, in.k, in.v, in.gate(), opt);
+  ops::flash_attention(in.q, in.k, in.v, in.terms(), opt);
+  ops::flash_attention(in.q, in.k, in.v, in.terms(), opt);
   EXPECT_EQ(twice.entropy_count, 2 * once.entropy_count);
-  EXPECT_EQ(twice.pair_gate.count, 2 * once.pair_gate.count);
+  EXPECT_EQ(twice.modulation.count, 2 * once.modulation.count);
   EXPECT_NEAR(twice.sink_sum, 2 * once.sink_sum, 1e-12);
 }
 
@@ -373,22 +387,24 @@ TEST(AttentionStats, PlainCausalKnownValues) {
   }
   EXPECT_NEAR(st.entropy_sum, ent, 1e-12);
   EXPECT_NEAR(st.sink_sum, sink, 1e-12);
-  EXPECT_EQ(st.pair_gate.count, 0);
+  EXPECT_EQ(st.modulation.count, 0);
 }
 
 // ---- gradcheck of the fused op itself (central differences), through all three outputs ----
 
-// Flattens out, row_entropy and gate_entropy into one vector for gradcheck's random projection.
+// Flattens out, row_entropy and modulation_entropy into one vector for gradcheck's random projection.
 Tensor all_outputs(const ops::AttentionResult& r) {
   std::vector<Tensor> parts{ops::reshape(r.out, {-1})};
   if (r.row_entropy.defined()) parts.push_back(ops::reshape(r.row_entropy, {-1}));
-  if (r.gate_entropy.defined()) parts.push_back(ops::reshape(r.gate_entropy, {-1}));
+  if (r.modulation_entropy.defined()) parts.push_back(ops::reshape(r.modulation_entropy, {-1}));
   return ops::concat(parts, 0);
 }
 
-void gradcheck_kind(const Dims& s, unsigned terms, std::int64_t window, double tau = 1.0,
-                    std::uint64_t noise_seed = 0) {
-  SCOPED_TRACE(dims_str(s) + " terms=" + std::to_string(terms) + " window=" + std::to_string(window));
+// `active`: an i32 [B, T] active_queries mask, or undefined.
+void gradcheck_kind(const Dims& s, unsigned terms, std::int64_t window, double tau = 1.0, std::uint64_t noise_seed = 0,
+                    const Tensor& active = {}) {
+  SCOPED_TRACE(dims_str(s) + " terms=" + std::to_string(terms) + " window=" + std::to_string(window) +
+               (active.defined() ? " with skipped rows" : ""));
   Inputs in = make_inputs(s, terms, 7000 + terms, tau);
   std::vector<Tensor> xs;
   for (const Tensor& t : in.leaves())
@@ -399,18 +415,19 @@ void gradcheck_kind(const Dims& s, unsigned terms, std::int64_t window, double t
     cur.q = x[n++];
     cur.k = x[n++];
     cur.v = x[n++];
-    if (in.key_bias.defined()) cur.key_bias = x[n++];
-    if (in.forget_cum.defined()) cur.forget_cum = x[n++];
-    if (in.pair()) {
-      cur.pair_row = x[n++];
-      cur.pair_col = x[n++];
-      cur.pair_alpha = x[n++];
+    if (in.row_bias.defined()) cur.row_bias = x[n++];
+    if (in.col_bias.defined()) cur.col_bias = x[n++];
+    if (in.modulated()) {
+      cur.mod_row = x[n++];
+      cur.mod_col = x[n++];
+      cur.mod_alpha = x[n++];
     }
     cur.tau = tau;
     // A fresh generator per call: every evaluation sees the same noise.
     Generator noise(noise_seed);
     ops::AttentionOptions opt = options_for(cur, window);
-    return all_outputs(ops::flash_attention(cur.q, cur.k, cur.v, cur.gate(noise_seed ? &noise : nullptr), opt));
+    opt.active_queries = active;
+    return all_outputs(ops::flash_attention(cur.q, cur.k, cur.v, cur.terms(noise_seed ? &noise : nullptr), opt));
   };
   GradcheckOptions go;
   go.atol = 1e-6;
@@ -422,11 +439,14 @@ TEST(AttentionGradcheck, None) {
   gradcheck_kind({1, 2, 5, 3}, kNone, 0);
   gradcheck_kind({1, 1, 1, 2}, kNone, 0);
 }
-TEST(AttentionGradcheck, Score) { gradcheck_kind({1, 2, 5, 3}, kScore, 0); }
-TEST(AttentionGradcheck, Forget) { gradcheck_kind({1, 2, 5, 3}, kForget, 0); }
-TEST(AttentionGradcheck, Pair) { gradcheck_kind({2, 1, 5, 3}, kPair, 0); }
-TEST(AttentionGradcheck, PairTemperature) { gradcheck_kind({1, 2, 5, 3}, kPair, 0, 0.6); }
-TEST(AttentionGradcheck, PairNoise) { gradcheck_kind({1, 2, 5, 3}, kPair, 0, 1.5, 42); }
+TEST(AttentionGradcheck, ColBias) { gradcheck_kind({1, 2, 5, 3}, kCol, 0); }
+TEST(AttentionGradcheck, RowAndColBias) {
+  gradcheck_kind({1, 2, 5, 3}, kRel, 0);
+  gradcheck_kind({1, 2, 5, 3}, kRow | kCol, 0);
+}
+TEST(AttentionGradcheck, Modulation) { gradcheck_kind({2, 1, 5, 3}, kMod, 0); }
+TEST(AttentionGradcheck, ModulationTemperature) { gradcheck_kind({1, 2, 5, 3}, kMod, 0, 0.6); }
+TEST(AttentionGradcheck, ModulationNoise) { gradcheck_kind({1, 2, 5, 3}, kMod, 0, 1.5, 42); }
 TEST(AttentionGradcheck, Window) {
   gradcheck_kind({1, 2, 6, 3}, kNone, 1);
   gradcheck_kind({1, 2, 6, 3}, kAll, 2);
@@ -455,28 +475,38 @@ void expect_same_as_plain(const Inputs& gated, std::int64_t window, const std::s
     EXPECT_TRUE(test::all_close(a.grads[i], b.grads[i], tol, tol)) << "d" << kLeafNames[i];
 }
 
-TEST(AttentionIdentity, PairWithAlphaZeroIsNone) {
+TEST(AttentionIdentity, ModulationWithAlphaZeroIsNone) {
   for (std::int64_t w : {0, 5}) {
-    Inputs in = make_inputs({1, 2, 70, 32}, kPair, 8000, 0.7, /*alpha=*/0.0);
+    Inputs in = make_inputs({1, 2, 70, 32}, kMod, 8000, 0.7, /*alpha=*/0.0);
     expect_same_as_plain(in, w, "alpha=0 window=" + std::to_string(w));
   }
 }
 
-TEST(AttentionIdentity, ScoreWithEqualKeyBiasIsNone) {
+TEST(AttentionIdentity, EqualColBiasIsNone) {
   // A bias shared by all keys of a head shifts every logit of a row equally: softmax ignores it.
   Inputs in = make_inputs({2, 2, 70, 16}, kNone, 8100);
-  in.key_bias = Tensor::full({2, 2, 70}, -1.7, DType::f64).set_requires_grad(true);
-  expect_same_as_plain(in, 0, "key_bias = -1.7");
-  expect_same_as_plain(in, 16, "key_bias = -1.7, window 16");
+  in.col_bias = Tensor::full({2, 2, 70}, -1.7, DType::f64).set_requires_grad(true);
+  expect_same_as_plain(in, 0, "col_bias = -1.7");
+  expect_same_as_plain(in, 16, "col_bias = -1.7, window 16");
 }
 
-TEST(AttentionIdentity, ForgetWithZeroLogSigmoidIsNone) {
+TEST(AttentionIdentity, PrefixDifferenceOfZerosIsNone) {
   Inputs in = make_inputs({1, 2, 70, 16}, kNone, 8200);
-  in.forget_cum = ops::cumsum(Tensor::zeros({1, 2, 70}, DType::f64), 2).detach().set_requires_grad(true);
+  const Tensor c = ops::cumsum(Tensor::zeros({1, 2, 70}, DType::f64), 2).detach();
+  in.row_bias = c.clone().set_requires_grad(true);
+  in.col_bias = ops::neg(c).detach().set_requires_grad(true);
   expect_same_as_plain(in, 0, "c = 0");
   // Equally neutral: any c constant along the sequence (c_i − c_j = 0).
-  in.forget_cum = Tensor::full({1, 2, 70}, 3.5, DType::f64).set_requires_grad(true);
+  in.row_bias = Tensor::full({1, 2, 70}, 3.5, DType::f64).set_requires_grad(true);
+  in.col_bias = Tensor::full({1, 2, 70}, -3.5, DType::f64).set_requires_grad(true);
   expect_same_as_plain(in, 5, "c = 3.5, window 5");
+}
+
+TEST(AttentionIdentity, RowBiasAloneIsNone) {
+  // r_i shifts a whole row: P, the output and the entropy do not depend on it (to rounding).
+  Inputs in = make_inputs({1, 2, 70, 16}, kRow, 8250);
+  expect_same_as_plain(in, 0, "random row_bias", 1e-11);
+  expect_same_as_plain(in, 9, "random row_bias, window 9", 1e-11);
 }
 
 TEST(AttentionIdentity, Float32MatchesFloat64) {
@@ -492,8 +522,8 @@ TEST(AttentionIdentity, Float32MatchesFloat64) {
       EXPECT_EQ(a.result.out.dtype(), DType::f32);
       EXPECT_TRUE(test::all_close(a.result.out, b.result.out, 1e-5, 1e-4));
       EXPECT_TRUE(test::all_close(a.result.row_entropy, b.result.row_entropy, 1e-5, 1e-4));
-      if (terms & kPair) {
-        EXPECT_TRUE(test::all_close(a.result.gate_entropy, b.result.gate_entropy, 1e-3, 1e-5));
+      if (terms & kMod) {
+        EXPECT_TRUE(test::all_close(a.result.modulation_entropy, b.result.modulation_entropy, 1e-3, 1e-5));
       }
       for (std::size_t i = 0; i < a.grads.size(); ++i) {
         if (!b.grads[i].defined()) continue;
@@ -504,13 +534,13 @@ TEST(AttentionIdentity, Float32MatchesFloat64) {
 }
 
 TEST(AttentionEntropy, ZeroWeightEntriesContributeNothing) {
-  // α = 1 and G underflowing to 0 make M = 0 on every pair: A = 0, and 0·ln 0 counts as 0, so the
+  // α = 1 and G underflowing to 0 make M = 0 on every entry: A = 0, and 0·ln 0 counts as 0, so the
   // entropy and its gradient stay finite instead of NaN.
   Tensor q = test::randn({1, 1, 4, 8}, 31), k = test::randn({1, 1, 4, 8}, 32), v = test::randn({1, 1, 4, 8}, 33);
-  ops::AttentionGateTerms g;
-  g.pair_row = Tensor::full({1, 1, 4}, -400, DType::f64).set_requires_grad(true);
-  g.pair_col = Tensor::full({1, 1, 4}, -400, DType::f64);
-  g.pair_alpha = Tensor::full({1}, 1.0, DType::f64);
+  ops::AttentionTerms g;
+  g.modulation_row = Tensor::full({1, 1, 4}, -400, DType::f64).set_requires_grad(true);
+  g.modulation_col = Tensor::full({1, 1, 4}, -400, DType::f64);
+  g.modulation_alpha = Tensor::full({1}, 1.0, DType::f64);
   q.set_requires_grad(true);
   ops::AttentionStats stats;
   ops::AttentionOptions opt;
@@ -526,42 +556,42 @@ TEST(AttentionEntropy, ZeroWeightEntriesContributeNothing) {
 TEST(AttentionEntropy, Float32StaysAccurateWithLargeLogits) {
   // The entropy is accumulated relative to the running max, so large logits do not cancel away
   // f32's precision (|S| ≈ 500 here).
-  Inputs in64 = make_inputs({1, 2, 100, 16}, kScore, 77);
-  in64.key_bias = Tensor::full({1, 2, 100}, -500, DType::f64);
+  Inputs in64 = make_inputs({1, 2, 100, 16}, kCol, 77);
+  in64.col_bias = Tensor::full({1, 2, 100}, -500, DType::f64);
   Inputs in32 = to_dtype(in64, DType::f32);
   ops::AttentionOptions opt;
   opt.entropy_output = true;
   NoGradGuard no_grad;
-  Tensor h32 = ops::flash_attention(in32.q, in32.k, in32.v, in32.gate(), opt).row_entropy;
-  Tensor h64 = ops::flash_attention(in64.q, in64.k, in64.v, in64.gate(), opt).row_entropy;
+  Tensor h32 = ops::flash_attention(in32.q, in32.k, in32.v, in32.terms(), opt).row_entropy;
+  Tensor h64 = ops::flash_attention(in64.q, in64.k, in64.v, in64.terms(), opt).row_entropy;
   EXPECT_TRUE(test::all_close(h32, h64, 2e-5, 1e-5));
 }
 
-// ---- the pair gate's logistic noise ----
+// ---- the modulation's logistic noise ----
 
 TEST(AttentionNoise, SameStateSameOutput) {
-  Inputs in = make_inputs({1, 2, 40, 16}, kPair, 9000);
+  Inputs in = make_inputs({1, 2, 40, 16}, kMod, 9000);
   Generator g1(5, 1), g2(5, 1);
-  ops::AttentionResult a = ops::flash_attention(in.q, in.k, in.v, in.gate(&g1), options_for(in, 0));
-  ops::AttentionResult b = ops::flash_attention(in.q, in.k, in.v, in.gate(&g2), options_for(in, 0));
+  ops::AttentionResult a = ops::flash_attention(in.q, in.k, in.v, in.terms(&g1), options_for(in, 0));
+  ops::AttentionResult b = ops::flash_attention(in.q, in.k, in.v, in.terms(&g2), options_for(in, 0));
   EXPECT_TRUE(test::all_close(a.out, b.out, 0, 0));
-  EXPECT_TRUE(test::all_close(a.gate_entropy, b.gate_entropy, 0, 0));
+  EXPECT_TRUE(test::all_close(a.modulation_entropy, b.modulation_entropy, 0, 0));
 }
 
 TEST(AttentionNoise, DiffersFromNoNoiseAndAdvancesTheGenerator) {
-  Inputs in = make_inputs({1, 2, 40, 16}, kPair, 9100);
+  Inputs in = make_inputs({1, 2, 40, 16}, kMod, 9100);
   Generator g(5, 1);
   const std::uint64_t before = g.state().offset;
-  ops::AttentionResult noisy = ops::flash_attention(in.q, in.k, in.v, in.gate(&g), options_for(in, 0));
+  ops::AttentionResult noisy = ops::flash_attention(in.q, in.k, in.v, in.terms(&g), options_for(in, 0));
   EXPECT_GE(g.state().offset, before + 2 * 40 * 40);  // one word per (head, i, j)
-  ops::AttentionResult again = ops::flash_attention(in.q, in.k, in.v, in.gate(&g), options_for(in, 0));
-  ops::AttentionResult clean = ops::flash_attention(in.q, in.k, in.v, in.gate(), options_for(in, 0));
+  ops::AttentionResult again = ops::flash_attention(in.q, in.k, in.v, in.terms(&g), options_for(in, 0));
+  ops::AttentionResult clean = ops::flash_attention(in.q, in.k, in.v, in.terms(), options_for(in, 0));
   EXPECT_FALSE(test::all_close(noisy.out, clean.out, 1e-6, 0));
   EXPECT_FALSE(test::all_close(noisy.out, again.out, 1e-6, 0));
-  // Without a pair gate the noise source is unused.
+  // Without modulation terms the noise source is unused.
   Inputs plain = make_inputs({1, 1, 8, 16}, kNone, 9200);
   Generator unused(5, 1);
-  ops::flash_attention(plain.q, plain.k, plain.v, plain.gate(&unused), {});
+  ops::flash_attention(plain.q, plain.k, plain.v, plain.terms(&unused), {});
   EXPECT_EQ(unused.state().offset, 0u);
 }
 
@@ -579,10 +609,232 @@ TEST(AttentionDeterminism, RepeatedRunsAreBitwiseEqual) {
 TEST(AttentionNoGrad, RecordsNothing) {
   Inputs in = make_inputs({1, 1, 4, 8}, kAll, 9400);
   NoGradGuard guard;
-  ops::AttentionResult r = ops::flash_attention(in.q, in.k, in.v, in.gate(), options_for(in, 0));
+  ops::AttentionResult r = ops::flash_attention(in.q, in.k, in.v, in.terms(), options_for(in, 0));
   EXPECT_TRUE(r.out.is_leaf());
   EXPECT_TRUE(r.row_entropy.is_leaf());
-  EXPECT_TRUE(r.gate_entropy.is_leaf());
+  EXPECT_TRUE(r.modulation_entropy.is_leaf());
+}
+
+// ---- skipped query rows (active_queries) ----
+
+// An i32 [B, T] active_queries mask: each row active with probability `frac` (fixed seed); frac 0
+// and 1 give no row and every row.
+Tensor random_active(std::int64_t B, std::int64_t T, double frac, std::uint64_t seed) {
+  const std::vector<double> u = test::rand({B, T}, seed, 0.0, 1.0).to_vector();
+  std::vector<std::int32_t> a(u.size());
+  for (std::size_t i = 0; i < u.size(); ++i) a[i] = u[i] < frac;
+  return Tensor::from_ints(a, {B, T});
+}
+
+// A mask with whole 64-row tiles empty, one row alone in a tile, and the rest random: rows 0–63
+// skipped, row 64 the only active one of its tile, rows from 128 on active with probability 1/2.
+Tensor tiled_active(std::int64_t B, std::int64_t T, std::uint64_t seed) {
+  std::vector<std::int32_t> a = [&] {
+    const std::vector<double> u = test::rand({B, T}, seed, 0.0, 1.0).to_vector();
+    std::vector<std::int32_t> v(u.size());
+    for (std::size_t i = 0; i < u.size(); ++i) v[i] = u[i] < 0.5;
+    return v;
+  }();
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t i = 0; i < std::min<std::int64_t>(T, 128); ++i) a[static_cast<std::size_t>(b * T + i)] = i == 64;
+  return Tensor::from_ints(a, {B, T});
+}
+
+std::int64_t count_active(const Tensor& active, bool from_row_1 = false) {
+  const std::vector<double> a = active.to_vector();
+  const std::int64_t T = active.size(1);
+  std::int64_t n = 0;
+  for (std::size_t x = 0; x < a.size(); ++x) n += a[x] != 0.0 && (!from_row_1 || static_cast<std::int64_t>(x) % T >= 1);
+  return n;
+}
+
+TEST(AttentionActiveQueries, MatchesReference) {
+  // Values and every gradient (q, k, v, row/col bias, modulation terms) through out, row_entropy and
+  // modulation_entropy; T not a multiple of the tile; windows inside and across tiles.
+  std::uint64_t seed = 11000;
+  for (const Dims& s : {Dims{1, 2, 70, 16}, Dims{2, 2, 130, 32}, Dims{1, 1, 3, 8}})
+    for (unsigned terms : {kNone, kCol | kRel, kAll})
+      for (std::int64_t w : {0, 5, 70}) {
+        Inputs in = make_inputs(s, terms, seed += 10, 0.8);
+        const std::vector<std::pair<std::string, Tensor>> masks = {
+            {"none active", random_active(s.B, s.T, 0.0, seed)},
+            {"all active", random_active(s.B, s.T, 1.0, seed)},
+            {"half active", random_active(s.B, s.T, 0.5, seed + 1)},
+            {"few active", random_active(s.B, s.T, 0.1, seed + 2)},
+            {"tiles", tiled_active(s.B, s.T, seed + 3)}};
+        for (const auto& [name, mask] : masks) {
+          ops::AttentionOptions opt = options_for(in, w);
+          opt.active_queries = mask;
+          expect_matches_reference(
+              in, opt, dims_str(s) + " terms=" + std::to_string(terms) + " window=" + std::to_string(w) + " " + name);
+        }
+      }
+}
+
+TEST(AttentionActiveQueries, NoiseStaysTiedToTheTruePositions) {
+  // Compacting a tile's rows must not move a row's noise: the reference draws word (b·h, i, j).
+  Inputs in = make_inputs({2, 2, 100, 16}, kAll, 11500, 0.9);
+  for (std::int64_t w : {0, 9}) {
+    ops::AttentionOptions opt = options_for(in, w);
+    opt.active_queries = random_active(2, 100, 0.4, 11501);
+    Generator g_fused(78, 2), g_ref(78, 2);
+    RunResult fused = run(ops::flash_attention, in, opt, {}, 99, &g_fused);
+    RunResult ref = run(test::reference_attention, in, opt, {}, 99, &g_ref);
+    EXPECT_EQ(g_fused.state().offset, g_ref.state().offset);
+    EXPECT_TRUE(test::all_close(fused.result.out, ref.result.out, 1e-9, 1e-9));
+    EXPECT_TRUE(test::all_close(fused.result.modulation_entropy, ref.result.modulation_entropy, 1e-9, 1e-9));
+    for (std::size_t i = 0; i < fused.grads.size(); ++i)
+      EXPECT_TRUE(test::all_close(fused.grads[i], ref.grads[i], 1e-9, 1e-9)) << "d" << kLeafNames[i] << " window " << w;
+  }
+}
+
+TEST(AttentionActiveQueries, AllOnesIsBitwiseTheSameAsNoMask) {
+  // Every tile fully active takes the unmasked path: same bits, statistics included.
+  Inputs in = make_inputs({2, 2, 150, 32}, kAll, 11600);
+  for (std::int64_t w : {0, 20}) {
+    ops::AttentionOptions plain = options_for(in, w), masked = options_for(in, w);
+    ops::AttentionStats st_plain, st_masked;
+    plain.stats = &st_plain;
+    masked.stats = &st_masked;
+    masked.active_queries = random_active(2, 150, 1.0, 1);
+    RunResult a = run(ops::flash_attention, in, plain);
+    RunResult b = run(ops::flash_attention, in, masked);
+    EXPECT_TRUE(test::all_close(a.result.out, b.result.out, 0, 0));
+    EXPECT_TRUE(test::all_close(a.result.row_entropy, b.result.row_entropy, 0, 0));
+    EXPECT_TRUE(test::all_close(a.result.modulation_entropy, b.result.modulation_entropy, 0, 0));
+    for (std::size_t i = 0; i < a.grads.size(); ++i)
+      EXPECT_TRUE(test::all_close(a.grads[i], b.grads[i], 0, 0)) << "d" << kLeafNames[i];
+    EXPECT_EQ(st_plain.entropy_sum, st_masked.entropy_sum);
+    EXPECT_EQ(st_plain.entropy_count, st_masked.entropy_count);
+    EXPECT_EQ(st_plain.sink_sum, st_masked.sink_sum);
+    EXPECT_EQ(st_plain.modulation.sum, st_masked.modulation.sum);
+    EXPECT_EQ(st_plain.modulation.count, st_masked.modulation.count);
+  }
+}
+
+TEST(AttentionActiveQueries, SkippedRowsAreZeroAndTheirGradientInputsDoNotMatter) {
+  // A skipped row's output and entropy are exactly 0, and its d_out and d_row_entropy are never
+  // read: NaN there changes no gradient bit, and its dq row is 0.
+  const Dims s{2, 2, 140, 16};
+  Inputs in = make_inputs(s, kAll, 11700);
+  const Tensor active = tiled_active(s.B, s.T, 11701);
+  const std::vector<double> act = active.to_vector();
+  auto skipped = [&](std::int64_t bh, std::int64_t i) {
+    return act[static_cast<std::size_t>((bh / s.H) * s.T + i)] == 0.0;
+  };
+  ops::AttentionOptions opt = options_for(in, 0);
+  opt.active_queries = active;
+  auto grads_with = [&](bool poison) {
+    const ops::AttentionResult r = ops::flash_attention(in.q, in.k, in.v, in.terms(), opt);
+    std::vector<double> g_out = test::randn({s.B, s.H, s.T, s.d}, 1).to_vector();
+    std::vector<double> g_ent = test::randn({s.B, s.H, s.T}, 2).to_vector();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (std::int64_t bh = 0; bh < s.B * s.H; ++bh)
+      for (std::int64_t i = 0; i < s.T; ++i) {
+        if (!poison || !skipped(bh, i)) continue;
+        g_ent[static_cast<std::size_t>(bh * s.T + i)] = nan;
+        std::fill_n(g_out.begin() + (bh * s.T + i) * s.d, s.d, nan);
+      }
+    // The loss value is NaN when poisoned; only the gradients it sends into the op matter.
+    const Tensor loss = ops::sum(r.out * Tensor::from(g_out, {s.B, s.H, s.T, s.d}, DType::f64)) +
+                        ops::sum(r.row_entropy * Tensor::from(g_ent, {s.B, s.H, s.T}, DType::f64));
+    loss.backward();
+    std::vector<Tensor> grads;
+    for (Tensor t : in.leaves()) {
+      grads.push_back(t.grad());
+      t.zero_grad();
+    }
+    return std::make_pair(r, grads);
+  };
+  const auto [clean, clean_grads] = grads_with(false);
+  const auto [poisoned, poisoned_grads] = grads_with(true);
+  for (std::size_t i = 0; i < clean_grads.size(); ++i)
+    EXPECT_TRUE(test::all_close(clean_grads[i], poisoned_grads[i], 0, 0)) << "d" << kLeafNames[i];
+  const std::vector<double> out = clean.out.to_vector(), ent = clean.row_entropy.to_vector(),
+                            dq = clean_grads[0].to_vector();
+  std::int64_t checked = 0;
+  for (std::int64_t bh = 0; bh < s.B * s.H; ++bh)
+    for (std::int64_t i = 0; i < s.T; ++i) {
+      if (!skipped(bh, i)) continue;
+      ++checked;
+      EXPECT_EQ(ent[static_cast<std::size_t>(bh * s.T + i)], 0.0);
+      for (std::int64_t x = 0; x < s.d; ++x) {
+        EXPECT_EQ(out[static_cast<std::size_t>((bh * s.T + i) * s.d + x)], 0.0);
+        EXPECT_EQ(dq[static_cast<std::size_t>((bh * s.T + i) * s.d + x)], 0.0);
+      }
+    }
+  EXPECT_GT(checked, 64);
+}
+
+TEST(AttentionActiveQueries, ComplementaryMasksPartitionTheRows) {
+  // Two experts that share q, k, v and split the rows between them add up to the unmasked op.
+  const Dims s{2, 2, 130, 32};
+  Inputs in = make_inputs(s, kCol | kRel, 11800);
+  const Tensor a = random_active(s.B, s.T, 0.5, 11801);
+  std::vector<std::int32_t> rest;
+  for (double x : a.to_vector()) rest.push_back(x == 0.0);
+  for (std::int64_t w : {0, 33}) {
+    ops::AttentionOptions opt = options_for(in, w), first = opt, second = opt;
+    first.active_queries = a;
+    second.active_queries = Tensor::from_ints(rest, {s.B, s.T});
+    RunResult whole = run(ops::flash_attention, in, opt);
+    RunResult one = run(ops::flash_attention, in, first), other = run(ops::flash_attention, in, second);
+    EXPECT_TRUE(test::all_close(one.result.out + other.result.out, whole.result.out, 1e-12, 1e-12));
+    EXPECT_TRUE(
+        test::all_close(one.result.row_entropy + other.result.row_entropy, whole.result.row_entropy, 1e-12, 1e-12));
+    for (std::size_t i = 0; i < 5; ++i)
+      EXPECT_TRUE(test::all_close(one.grads[i] + other.grads[i], whole.grads[i], 1e-11, 1e-11)) << "d" << kLeafNames[i];
+  }
+}
+
+TEST(AttentionActiveQueries, StatsCountOnlyActiveRows) {
+  for (unsigned terms : {kNone, kMod, kAll})
+    for (std::int64_t w : {0, 5})
+      for (const Dims& s : {Dims{2, 2, 9, 16}, Dims{1, 2, 130, 16}}) {
+        SCOPED_TRACE("terms=" + std::to_string(terms) + " window=" + std::to_string(w) + " " + dims_str(s));
+        Inputs in = make_inputs(s, terms, 11900 + terms + static_cast<std::uint64_t>(w));
+        for (const Tensor& active :
+             {random_active(s.B, s.T, 0.3, 11950), tiled_active(s.B, s.T, 11960), random_active(s.B, s.T, 0.0, 1)}) {
+          ops::AttentionStats fused, ref;
+          ops::AttentionOptions opt;
+          opt.window = w;
+          opt.active_queries = active;
+          opt.stats = &fused;
+          ops::flash_attention(in.q, in.k, in.v, in.terms(), opt);
+          opt.stats = &ref;
+          test::reference_attention(in.q, in.k, in.v, in.terms(), opt);
+          expect_same_stats(fused, ref);
+          EXPECT_EQ(fused.entropy_count, s.H * count_active(active));
+          EXPECT_EQ(fused.sink_count, s.H * count_active(active, true));
+          if (in.modulated()) {
+            // One modulation value per visible key of each active row.
+            const std::vector<double> act = active.to_vector();
+            std::int64_t visible = 0;
+            for (std::int64_t b = 0; b < s.B; ++b)
+              for (std::int64_t i = 0; i < s.T; ++i)
+                if (act[static_cast<std::size_t>(b * s.T + i)] != 0.0)
+                  visible += s.H * (w == 0 ? i + 1 : std::min(i + 1, w));
+            EXPECT_EQ(fused.modulation.count, visible);
+          }
+        }
+      }
+}
+
+TEST(AttentionActiveQueries, Gradcheck) {
+  gradcheck_kind({1, 2, 6, 3}, kAll, 0, 0.8, 0, Tensor::from_ints({1, 0, 1, 1, 0, 1}, {1, 6}));
+  gradcheck_kind({2, 1, 5, 3}, kMod, 2, 1.2, 42, Tensor::from_ints({0, 1, 1, 0, 1, 1, 1, 0, 0, 1}, {2, 5}));
+  gradcheck_kind({1, 1, 67, 1}, kAll, 10, 0.9, 0, random_active(1, 67, 0.5, 12000));
+}
+
+TEST(AttentionActiveQueries, CostFollowsTheActiveRows) {
+  // Not a timing test: a mask with no active row does no work at all, so even a huge T returns at
+  // once with zeros (a full pass over T = 16384 would take seconds here).
+  Tensor q = Tensor::zeros({1, 1, 16384, 8}, DType::f32);
+  ops::AttentionOptions opt;
+  opt.active_queries = random_active(1, 16384, 0.0, 1);
+  NoGradGuard no_grad;
+  const Tensor out = ops::flash_attention(q, q, q, {}, opt).out;
+  for (double x : out.to_vector()) ASSERT_EQ(x, 0.0);
 }
 
 // ---- bad input: typed errors naming the op and the shapes ----
@@ -619,50 +871,51 @@ TEST(AttentionErrors, EmptySequence) {
   expect_error<ShapeError>([&] { ops::flash_attention(q, q, q); }, {"flash_attention", "[1, 2, 0, 8]"});
 }
 
-TEST(AttentionErrors, GateTermWrongShape) {
+TEST(AttentionErrors, TermWrongShape) {
   Inputs in = make_inputs({1, 2, 5, 8}, kNone, 10);
-  ops::AttentionGateTerms g;
-  g.key_bias = test::randn({1, 2, 4}, 11);
+  ops::AttentionTerms g;
+  g.col_bias = test::randn({1, 2, 4}, 11);
   expect_error<ShapeError>([&] { ops::flash_attention(in.q, in.k, in.v, g); },
-                           {"flash_attention", "key_bias", "[1, 2, 4]", "[1, 2, 5]"});
+                           {"flash_attention", "col_bias", "[1, 2, 4]", "[1, 2, 5]"});
   g = {};
-  g.forget_cum = test::randn({2, 5}, 12);
+  g.row_bias = test::randn({2, 5}, 12);
   expect_error<ShapeError>([&] { ops::flash_attention(in.q, in.k, in.v, g); },
-                           {"flash_attention", "forget_cum", "[2, 5]"});
-  Inputs p = make_inputs({1, 2, 5, 8}, kPair, 13);
-  g = p.gate();
-  g.pair_col = test::randn({1, 2, 5, 1}, 14);
+                           {"flash_attention", "row_bias", "[2, 5]"});
+  Inputs p = make_inputs({1, 2, 5, 8}, kMod, 13);
+  g = p.terms();
+  g.modulation_col = test::randn({1, 2, 5, 1}, 14);
   expect_error<ShapeError>([&] { ops::flash_attention(p.q, p.k, p.v, g); },
-                           {"flash_attention", "pair_col", "[1, 2, 5, 1]"});
-  g = p.gate();
-  g.pair_alpha = Tensor::from({0.5, 0.5}, {2}, DType::f64);
-  expect_error<ShapeError>([&] { ops::flash_attention(p.q, p.k, p.v, g); }, {"flash_attention", "pair_alpha", "[2]"});
+                           {"flash_attention", "modulation_col", "[1, 2, 5, 1]"});
+  g = p.terms();
+  g.modulation_alpha = Tensor::from({0.5, 0.5}, {2}, DType::f64);
+  expect_error<ShapeError>([&] { ops::flash_attention(p.q, p.k, p.v, g); },
+                           {"flash_attention", "modulation_alpha", "[2]"});
 }
 
-TEST(AttentionErrors, PairNeedsAllItsTerms) {
-  Inputs p = make_inputs({1, 2, 5, 8}, kPair, 15);
-  ops::AttentionGateTerms g = p.gate();
-  g.pair_col = Tensor();
-  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, g); }, {"flash_attention", "pair"});
-  g = p.gate();
-  g.pair_row = Tensor();
-  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, g); }, {"flash_attention", "pair"});
-  g = p.gate();
-  g.pair_alpha = Tensor();
-  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, g); }, {"flash_attention", "pair"});
-  ops::AttentionGateTerms alpha_only;
-  alpha_only.pair_alpha = p.gate().pair_alpha;  // α without the terms it would mix in
-  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, alpha_only); }, {"flash_attention", "pair"});
+TEST(AttentionErrors, ModulationNeedsAllItsTerms) {
+  Inputs p = make_inputs({1, 2, 5, 8}, kMod, 15);
+  ops::AttentionTerms g = p.terms();
+  g.modulation_col = Tensor();
+  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, g); }, {"flash_attention", "modulation"});
+  g = p.terms();
+  g.modulation_row = Tensor();
+  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, g); }, {"flash_attention", "modulation"});
+  g = p.terms();
+  g.modulation_alpha = Tensor();
+  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, g); }, {"flash_attention", "modulation"});
+  ops::AttentionTerms alpha_only;
+  alpha_only.modulation_alpha = p.terms().modulation_alpha;  // α without the terms it would mix in
+  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, alpha_only); }, {"flash_attention", "modulation"});
   ops::AttentionOptions opt;
-  opt.pair_gate_entropy = true;  // asks for the gate entropy of a gate that is not there
-  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, {}, opt); }, {"flash_attention", "pair"});
+  opt.modulation_entropy = true;  // asks for the entropy of a modulation that is not there
+  expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, {}, opt); }, {"flash_attention", "modulation"});
 }
 
-TEST(AttentionErrors, PairTemperatureMustBePositive) {
-  Inputs p = make_inputs({1, 1, 3, 4}, kPair, 16);
+TEST(AttentionErrors, ModulationTemperatureMustBePositive) {
+  Inputs p = make_inputs({1, 1, 3, 4}, kMod, 16);
   for (double tau : {0.0, -1.0, std::numeric_limits<double>::quiet_NaN()}) {
-    ops::AttentionGateTerms g = p.gate();
-    g.pair_temperature = tau;
+    ops::AttentionTerms g = p.terms();
+    g.modulation_temperature = tau;
     expect_error<ValueError>([&] { ops::flash_attention(p.q, p.k, p.v, g); }, {"flash_attention", "temperature"});
   }
 }
@@ -670,8 +923,8 @@ TEST(AttentionErrors, PairTemperatureMustBePositive) {
 TEST(AttentionErrors, DTypeMismatch) {
   Tensor q = test::randn({1, 1, 3, 4}, 17), q32 = test::randn({1, 1, 3, 4}, 17, 1.0, DType::f32);
   expect_error<DTypeError>([&] { ops::flash_attention(q, q32, q); }, {"flash_attention", "f64", "f32"});
-  ops::AttentionGateTerms g;
-  g.key_bias = test::randn({1, 1, 3}, 18, 1.0, DType::f32);
+  ops::AttentionTerms g;
+  g.col_bias = test::randn({1, 1, 3}, 18, 1.0, DType::f32);
   expect_error<DTypeError>([&] { ops::flash_attention(q, q, q, g); }, {"flash_attention", "f32"});
   Tensor qi = Tensor::from_ints(std::vector<std::int32_t>(12, 1), {1, 1, 3, 4});
   expect_error<DTypeError>([&] { ops::flash_attention(qi, qi, qi); }, {"flash_attention", "i32"});
@@ -682,6 +935,18 @@ TEST(AttentionErrors, NegativeWindow) {
   ops::AttentionOptions opt;
   opt.window = -1;
   expect_error<ValueError>([&] { ops::flash_attention(q, q, q, {}, opt); }, {"flash_attention", "window", "-1"});
+}
+
+TEST(AttentionErrors, ActiveQueriesMustBeI32BT) {
+  Tensor q = test::randn({2, 1, 3, 4}, 21);
+  ops::AttentionOptions opt;
+  opt.active_queries = Tensor::from_ints({1, 0, 1}, {1, 3});  // [1, T], not [B, T]
+  expect_error<ValueError>([&] { ops::flash_attention(q, q, q, {}, opt); },
+                           {"flash_attention", "active_queries", "[2, 3]"});
+  opt.active_queries = Tensor::ones({2, 3}, DType::f64);  // not i32
+  expect_error<ValueError>([&] { ops::flash_attention(q, q, q, {}, opt); },
+                           {"flash_attention", "active_queries", "f64"});
+  expect_error<ValueError>([&] { test::reference_attention(q, q, q, {}, opt); }, {"active_queries"});
 }
 
 TEST(AttentionErrors, UndefinedInput) {

@@ -9,6 +9,7 @@
 #include "models/sampling.h"
 #include "ops/attention.h"
 #include "ops/cached_attention.h"
+#include "ops/elementwise.h"
 #include "ops/scan.h"
 #include "ops/shape.h"
 #include "test_util.h"
@@ -23,8 +24,10 @@ using test::all_close;
 // Rows from..T−1 of a [B, H, T, ...] tensor.
 Tensor last_rows(const Tensor& x, std::int64_t from) { return ops::slice(x, 2, from, x.size(2)); }
 
+// Terms as the gates give them: a column bias log σ(f) (score), a prefix sum c as row_bias = c and
+// col_bias = −c (forget), the modulation terms (pair).
 struct KernelCase {
-  bool key_bias, forget, pair;
+  bool col_bias, prefix_difference, modulation;
   std::int64_t window;
 };
 
@@ -34,18 +37,24 @@ TEST_P(CachedAttentionKernel, MatchesFusedAttentionOnTheNewestRows) {
   const KernelCase c = GetParam();
   const std::int64_t B = 2, H = 3, T = 9, d = 4, Tq = 3;
   Tensor q = test::randn({B, H, T, d}, 1), k = test::randn({B, H, T, d}, 2), v = test::randn({B, H, T, d}, 3);
-  ops::AttentionGateTerms terms;
+  ops::AttentionTerms terms;
   ops::CachedAttentionInputs in;
-  if (c.key_bias) terms.key_bias = in.key_bias = test::rand({B, H, T}, 4, -3, 0);
-  if (c.forget) terms.forget_cum = in.forget_cum = ops::cumsum(test::rand({B, H, T}, 5, -1, 0), 2);
-  if (c.pair) {
-    terms.pair_row = test::randn({B, H, T}, 6);
-    terms.pair_col = in.pair_col = test::randn({B, H, T}, 7);
-    terms.pair_alpha = Tensor::from({0.7}, {1}, DType::f64);
-    terms.pair_temperature = 0.5;
-    in.pair_row = last_rows(terms.pair_row, T - Tq);
-    in.pair_alpha = 0.7;
-    in.pair_temperature = 0.5;
+  if (c.col_bias) terms.col_bias = test::rand({B, H, T}, 4, -3, 0);
+  if (c.prefix_difference) {
+    const Tensor cum = ops::cumsum(test::rand({B, H, T}, 5, -1, 0), 2);
+    terms.row_bias = cum;
+    terms.col_bias = terms.col_bias.defined() ? terms.col_bias - cum : ops::neg(cum);
+    in.row_bias = last_rows(cum, T - Tq);
+  }
+  in.col_bias = terms.col_bias;
+  if (c.modulation) {
+    terms.modulation_row = test::randn({B, H, T}, 6);
+    terms.modulation_col = in.modulation_col = test::randn({B, H, T}, 7);
+    terms.modulation_alpha = Tensor::from({0.7}, {1}, DType::f64);
+    terms.modulation_temperature = 0.5;
+    in.modulation_row = last_rows(terms.modulation_row, T - Tq);
+    in.modulation_alpha = 0.7;
+    in.modulation_temperature = 0.5;
   }
   ops::AttentionOptions options;
   options.window = c.window;
@@ -61,9 +70,8 @@ TEST_P(CachedAttentionKernel, MatchesFusedAttentionOnTheNewestRows) {
     models::write_cache_rows(out, t, 0);
     return out;
   };
-  in.key_bias = pad(in.key_bias);
-  in.forget_cum = pad(in.forget_cum);
-  in.pair_col = pad(in.pair_col);
+  in.col_bias = pad(in.col_bias);
+  in.modulation_col = pad(in.modulation_col);
   in.q = last_rows(q, T - Tq);
   in.k = kc;
   in.v = vc;
@@ -78,8 +86,9 @@ INSTANTIATE_TEST_SUITE_P(Terms, CachedAttentionKernel,
                                            KernelCase{true, false, true, 2}),
                          [](const ::testing::TestParamInfo<KernelCase>& info) {
                            const KernelCase& c = info.param;
-                           return std::string(c.key_bias ? "bias_" : "") + (c.forget ? "forget_" : "") +
-                                  (c.pair ? "pair_" : "") + "window" + std::to_string(c.window);
+                           return std::string(c.col_bias ? "col_bias_" : "") +
+                                  (c.prefix_difference ? "prefix_difference_" : "") +
+                                  (c.modulation ? "modulation_" : "") + "window" + std::to_string(c.window);
                          });
 
 TEST(CachedAttention, RejectsBadArguments) {
