@@ -1,14 +1,19 @@
-// Fused gated attention (ops::flash_attention) vs the composed attention that materialises the
-// T×T scores (ops/composed_attention.h), forward + backward, with peak tensor memory. Default shape is the
-// issue's B=4, H=4, T=256, d=32. Run: ./build/benchmarks/gattn_bench_attention
+// Fused attention (ops::flash_attention) vs the composed attention that materialises the T×T scores
+// (ops/composed_attention.h), forward + backward, with peak tensor memory, for the terms each gate
+// kind gives the op; and the fused op with a share of the query rows skipped (active_queries), whose
+// cost should follow the active rows. Default shape is B=4, H=4, T=256, d=32.
+// Run: ./build/benchmarks/gattn_bench_attention
 #include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
 
 #include "framework/runtime/threads.h"
 #include "framework/tensor/random.h"
 #include "ops/attention.h"
-#include "ops/reduce.h"
-#include "ops/elementwise.h"
 #include "ops/composed_attention.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
 
 namespace {
 
@@ -33,7 +38,7 @@ Tensor randn(const gattn::Shape& s, std::uint64_t seed, double std = 1.0) {
 
 struct Inputs {
   Tensor q, k, v, g;
-  gattn::ops::AttentionGateTerms gate;
+  gattn::ops::AttentionTerms terms;
 };
 
 Inputs make_inputs(int kind, std::int64_t B, std::int64_t H, std::int64_t T, std::int64_t d) {
@@ -42,12 +47,16 @@ Inputs make_inputs(int kind, std::int64_t B, std::int64_t H, std::int64_t T, std
   in.k = randn({B, H, T, d}, 2).set_requires_grad(true);
   in.v = randn({B, H, T, d}, 3).set_requires_grad(true);
   in.g = randn({B, H, T, d}, 4);
-  if (kind == kScore) in.gate.key_bias = randn({B, H, T}, 5, 0.5).set_requires_grad(true);
-  if (kind == kForget) in.gate.forget_cum = randn({B, H, T}, 5, 0.1).set_requires_grad(true);
+  // score: a column bias; forget: a prefix sum c as row_bias = c, col_bias = −c; pair: the modulation.
+  if (kind == kScore) in.terms.col_bias = randn({B, H, T}, 5, 0.5).set_requires_grad(true);
+  if (kind == kForget) {
+    in.terms.row_bias = randn({B, H, T}, 5, 0.1).set_requires_grad(true);
+    in.terms.col_bias = gattn::ops::neg(in.terms.row_bias.detach()).set_requires_grad(true);
+  }
   if (kind == kPair) {
-    in.gate.pair_row = randn({B, H, T}, 5).set_requires_grad(true);
-    in.gate.pair_col = randn({B, H, T}, 6).set_requires_grad(true);
-    in.gate.pair_alpha = Tensor::full({1}, 0.5).set_requires_grad(true);
+    in.terms.modulation_row = randn({B, H, T}, 5).set_requires_grad(true);
+    in.terms.modulation_col = randn({B, H, T}, 6).set_requires_grad(true);
+    in.terms.modulation_alpha = Tensor::full({1}, 0.5).set_requires_grad(true);
   }
   return in;
 }
@@ -74,11 +83,44 @@ void run(benchmark::State& state, Fn&& attention) {
 }
 
 void BM_FusedAttention(benchmark::State& state) {
-  run(state, [](const Inputs& in) { return gattn::ops::flash_attention(in.q, in.k, in.v, in.gate); });
+  run(state, [](const Inputs& in) { return gattn::ops::flash_attention(in.q, in.k, in.v, in.terms); });
 }
 
 void BM_CompositeAttention(benchmark::State& state) {
-  run(state, [](const Inputs& in) { return gattn::ops::composed_attention(in.q, in.k, in.v, in.gate); });
+  run(state, [](const Inputs& in) { return gattn::ops::composed_attention(in.q, in.k, in.v, in.terms); });
+}
+
+// Forward + backward of the fused op (no terms) with 1/n of the query rows active, n = range(0),
+// picked at random with a fixed seed: the time should scale with the active share.
+void BM_FusedAttentionActiveRows(benchmark::State& state) {
+  const std::int64_t n = state.range(0), B = state.range(1), H = state.range(2), T = state.range(3), d = state.range(4);
+  Inputs in = make_inputs(kNone, B, H, T, d);
+  std::vector<std::int32_t> active(static_cast<std::size_t>(B * T), 0);
+  gattn::Generator gen(7);
+  Tensor u = Tensor::empty({B * T});
+  gen.uniform_(u, 0.0, 1.0);
+  const std::vector<double> uv = u.to_vector();
+  std::int64_t rows = 0;
+  for (std::size_t i = 0; i < active.size(); ++i) {
+    active[i] = uv[i] * static_cast<double>(n) < 1.0;
+    rows += active[i];
+  }
+  gattn::ops::AttentionOptions options;
+  options.active_queries = Tensor::from_ints(active, {B, T});
+  for (auto _ : state) {
+    Tensor y = gattn::ops::flash_attention(in.q, in.k, in.v, {}, options).out;
+    y.backward(in.g);
+  }
+  state.SetLabel("active 1/" + std::to_string(n) + " (" + std::to_string(rows) + " of " + std::to_string(B * T) +
+                 " rows)");
+  // The causal cost of the active rows: row i does 2·(i + 1)·d multiply-adds forward, 2.5× that back.
+  double work = 0;
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t i = 0; i < T; ++i)
+      if (active[static_cast<std::size_t>(b * T + i)]) work += static_cast<double>(i + 1);
+  const double flops = 3.5 * 4.0 * static_cast<double>(H * d) * work;
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
@@ -91,6 +133,14 @@ void shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_FusedAttention)->Apply(shapes);
 BENCHMARK(BM_CompositeAttention)->Apply(shapes);
+BENCHMARK(BM_FusedAttentionActiveRows)
+    ->ArgNames({"one_in", "B", "H", "T", "d"})
+    ->Args({1, 4, 4, 256, 32})
+    ->Args({2, 4, 4, 256, 32})
+    ->Args({4, 4, 4, 256, 32})
+    ->Args({1, 1, 4, 1024, 64})
+    ->Args({4, 1, 4, 1024, 64})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
