@@ -1,6 +1,7 @@
 // Fused attention (ops::flash_attention) vs the composed attention that materialises the T×T scores
-// (ops/composed_attention.h), forward + backward, with peak tensor memory, for the terms each gate
-// kind gives the op; and the fused op with a share of the query rows skipped (active_queries), whose
+// (ops/composed_attention.h), forward + backward, with peak tensor memory, for each kind of term the
+// op takes (none; a column bias; a row and a column bias, as a prefix-sum gate gives; the pairwise
+// modulation); and the fused op with a share of the query rows skipped (active_queries), whose
 // cost should follow the active rows. Default shape is B=4, H=4, T=256, d=32.
 // Run: ./build/benchmarks/gattn_bench_attention
 #include <benchmark/benchmark.h>
@@ -19,13 +20,13 @@ namespace {
 
 using gattn::Tensor;
 
-enum Kind { kNone, kScore, kForget, kPair };
-const char* kind_name(int k) {
+enum Terms { kNone, kColBias, kRowColBias, kModulation };
+const char* terms_name(int k) {
   switch (k) {
-    case kNone: return "none";
-    case kScore: return "score";
-    case kForget: return "forget";
-    default: return "pair";
+    case kNone: return "no terms";
+    case kColBias: return "col_bias";
+    case kRowColBias: return "row_bias+col_bias";
+    default: return "modulation";
   }
 }
 
@@ -47,13 +48,13 @@ Inputs make_inputs(int kind, std::int64_t B, std::int64_t H, std::int64_t T, std
   in.k = randn({B, H, T, d}, 2).set_requires_grad(true);
   in.v = randn({B, H, T, d}, 3).set_requires_grad(true);
   in.g = randn({B, H, T, d}, 4);
-  // score: a column bias; forget: a prefix sum c as row_bias = c, col_bias = −c; pair: the modulation.
-  if (kind == kScore) in.terms.col_bias = randn({B, H, T}, 5, 0.5).set_requires_grad(true);
-  if (kind == kForget) {
+  // A column bias; a prefix sum c as row_bias = c, col_bias = −c; the modulation.
+  if (kind == kColBias) in.terms.col_bias = randn({B, H, T}, 5, 0.5).set_requires_grad(true);
+  if (kind == kRowColBias) {
     in.terms.row_bias = randn({B, H, T}, 5, 0.1).set_requires_grad(true);
     in.terms.col_bias = gattn::ops::neg(in.terms.row_bias.detach()).set_requires_grad(true);
   }
-  if (kind == kPair) {
+  if (kind == kModulation) {
     in.terms.modulation_row = randn({B, H, T}, 5).set_requires_grad(true);
     in.terms.modulation_col = randn({B, H, T}, 6).set_requires_grad(true);
     in.terms.modulation_alpha = Tensor::full({1}, 0.5).set_requires_grad(true);
@@ -74,7 +75,7 @@ void run(benchmark::State& state, Fn&& attention) {
     y.backward(in.g);
     peak = std::max(peak, gattn::storage_memory_stats().peak_bytes - before);
   }
-  state.SetLabel(kind_name(kind));
+  state.SetLabel(terms_name(kind));
   // Causal attention: forward 2·B·H·T²·d (QKᵀ and PV, halved for the mask), backward 2.5× that.
   const double flops = 3.5 * 2.0 * static_cast<double>(B * H * T * T * d);
   state.counters["GFLOP/s"] =
@@ -124,10 +125,10 @@ void BM_FusedAttentionActiveRows(benchmark::State& state) {
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"kind", "B", "H", "T", "d"});
-  for (int kind : {kNone, kScore, kForget, kPair}) b->Args({kind, 4, 4, 256, 32});
+  b->ArgNames({"terms", "B", "H", "T", "d"});
+  for (int kind : {kNone, kColBias, kRowColBias, kModulation}) b->Args({kind, 4, 4, 256, 32});
   b->Args({kNone, 1, 4, 1024, 64});
-  b->Args({kPair, 1, 4, 1024, 64});
+  b->Args({kModulation, 1, 4, 1024, 64});
   b->Unit(benchmark::kMillisecond);
 }
 

@@ -3,17 +3,25 @@
 // wide, V=65) with a 256-token block, 255 new tokens after a 1-token prompt.
 #include <benchmark/benchmark.h>
 
+#include <string>
+#include <vector>
+
 #include "framework/autograd/grad_mode.h"
+#include "models/gating/registry.h"
 #include "models/sampling.h"
 
 namespace {
 
-using gattn::models::GateKind;
-
-const GateKind kKinds[] = {GateKind::none, GateKind::output, GateKind::forget, GateKind::pair, GateKind::routed};
 constexpr std::int64_t kNewTokens = 255;
 
-gattn::models::ModelConfig config(GateKind kind) {
+// none and every registered kind, with its default options.
+std::vector<std::string> kinds() {
+  std::vector<std::string> out{gattn::models::kNoGate};
+  for (const gattn::models::GateKindSpec* k : gattn::models::gate_kinds()) out.push_back(k->name);
+  return out;
+}
+
+gattn::models::ModelConfig config(const std::string& kind) {
   gattn::models::ModelConfig c;
   c.vocab_size = 65;
   c.block_size = 256;
@@ -21,23 +29,19 @@ gattn::models::ModelConfig config(GateKind kind) {
   c.n_head = 4;
   c.n_embd = 128;
   c.gate.kind = kind;
-  c.gate.windows = {0, 32};
   return c;
 }
 
-void BM_GenerateCached(benchmark::State& state) {
-  const GateKind kind = kKinds[state.range(0)];
+void BM_GenerateCached(benchmark::State& state, const std::string& kind) {
   gattn::models::GPT model(config(kind), 1);
   model.eval();
   gattn::models::SamplingOptions o;
   for (auto _ : state) benchmark::DoNotOptimize(gattn::models::generate(model, {0}, kNewTokens, o));
-  state.SetLabel(gattn::models::gate_kind_name(kind));
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(kNewTokens), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // The baseline: forward() over the whole context for every new token (O(T²) per token).
-void BM_GenerateUncached(benchmark::State& state) {
-  const GateKind kind = kKinds[state.range(0)];
+void BM_GenerateUncached(benchmark::State& state, const std::string& kind) {
   gattn::models::GPT model(config(kind), 1);
   model.eval();
   gattn::models::SamplingOptions o;
@@ -55,13 +59,21 @@ void BM_GenerateUncached(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(context);
   }
-  state.SetLabel(gattn::models::gate_kind_name(kind));
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(kNewTokens), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-BENCHMARK(BM_GenerateCached)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_GenerateUncached)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
-
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  for (const std::string& kind : kinds()) {
+    benchmark::RegisterBenchmark(("BM_GenerateCached/" + kind).c_str(), BM_GenerateCached, kind)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("BM_GenerateUncached/" + kind).c_str(), BM_GenerateUncached, kind)
+        ->Unit(benchmark::kMillisecond);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

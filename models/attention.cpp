@@ -1,9 +1,11 @@
-// GatedAttention (qkv projection, the layer's gate, output projection), the head layout helpers
-// and LayerStats' averages.
+// GatedAttention (qkv projection, the block's gates in their fixed order, output projection), the
+// head layout helpers and LayerStats' averages.
 #include "models/attention.h"
 
 #include <cmath>
 
+#include "models/gating/gate.h"
+#include "models/gating/registry.h"
 #include "ops/shape.h"
 
 namespace gattn::models {
@@ -30,6 +32,16 @@ Tensor split_heads(const Tensor& x, std::int64_t n_head) {
   return ops::permute(ops::reshape(x, {B, T, n_head, d}), {0, 2, 1, 3});
 }
 
+namespace {
+
+// The module that holds a block's gates under attn.gate.<kind>. when it has two or more.
+class GateSet : public nn::Module {
+ public:
+  void add(const std::string& kind, std::shared_ptr<nn::Module> gate) { register_module(kind, std::move(gate)); }
+};
+
+}  // namespace
+
 GatedAttention::GatedAttention(const ModelConfig& config, std::int64_t layer, Generator& init)
     : n_head_(config.n_head), head_dim_(config.head_dim()) {
   const std::int64_t C = config.n_embd;
@@ -41,31 +53,82 @@ GatedAttention::GatedAttention(const ModelConfig& config, std::int64_t layer, Ge
   nn::LinearOptions proj_opt = qkv_opt;
   proj_opt.init_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config.n_layer));
   proj = register_module("proj", std::make_shared<nn::Linear>(C, C, init, proj_opt));
-  ModelConfig layer_config = config;
-  if (!config.gate.applies_to(layer)) layer_config.gate.kind = GateKind::none;
-  gate = make_gate(layer_config, init);
-  register_module(gate->registered_name(), gate->registered_module(gate));
+
+  const std::vector<GateConfig> entries = config.layer_gates(layer);
+  int under_gate = 0;  // gates whose parameters go under attn.gate.
+  for (const GateConfig& g : entries) under_gate += gate_kind(g.kind).module_name == "gate";
+  std::shared_ptr<GateSet> set = under_gate >= 2 ? register_module("gate", std::make_shared<GateSet>()) : nullptr;
+  for (const GateConfig& g : entries) {
+    const GateKindSpec& kind = gate_kind(g.kind);
+    std::shared_ptr<Gate> gate = kind.make(config, g, init);
+    // One gate keeps the kind's plain names (attn.gate.weight); several go under attn.gate.<kind>.
+    // A kind with its own module name (attn.router.) keeps it either way.
+    if (kind.module_name != "gate") register_module(kind.module_name, gate);
+    else if (set) set->add(kind.name, gate);
+    else register_module("gate", gate);
+    gates.push_back(std::move(gate));
+  }
+  int mixtures = 0;
+  for (const auto& g : gates) mixtures += g->mixes_attention();
+  if (mixtures > 1) throw ValueError("model.gates: a block can mix its attention by one gate only");
 }
 
-AttentionInputs GatedAttention::project(const Tensor& h) const {
+AttentionInputs GatedAttention::project(const Tensor& h, const Tensor& x) const {
   if (h.dim() != 3 || h.size(2) != n_head_ * head_dim_)
     throw ShapeError("GatedAttention: expected h [B, T, " + std::to_string(n_head_ * head_dim_) + "], got " +
                      shape_str(h.shape()));
   const std::int64_t C = n_head_ * head_dim_;
-  std::vector<Tensor> qkv_parts = ops::split(qkv->forward(h), {C, C, C}, 2);
+  std::vector<Tensor> qkv_parts = ops::split(qkv->forward(x), {C, C, C}, 2);
   return {h, split_heads(qkv_parts[0], n_head_), split_heads(qkv_parts[1], n_head_),
           split_heads(qkv_parts[2], n_head_)};
 }
 
 Tensor GatedAttention::forward(const Tensor& h, AttentionContext& ctx) {
-  return proj->forward(gate->attend(project(h), ctx));
+  AttentionInputs in{h, Tensor(), Tensor(), Tensor()};
+  Tensor x = h;
+  for (const auto& g : gates) x = g->gate_input(in, x, ctx);
+  return proj->forward(attend(project(h, x), ctx));
+}
+
+Tensor GatedAttention::attend(const AttentionInputs& in, AttentionContext& ctx) {
+  ops::AttentionTerms terms;
+  Gate* mixture = nullptr;
+  for (const auto& g : gates) {
+    g->add_terms(in, terms, ctx);
+    if (g->mixes_attention()) mixture = g.get();
+  }
+  Tensor y = mixture ? mixture->attend(in, terms, ctx) : run_attention(in, terms, ctx).out;
+  for (const auto& g : gates) y = g->gate_heads(in, y, ctx);
+  y = merge_heads(y);
+  for (const auto& g : gates) y = g->gate_output(in, y, ctx);
+  return y;
 }
 
 Tensor GatedAttention::forward_cached(const Tensor& h, LayerKVCache& cache, std::int64_t pos) {
-  AttentionInputs in = project(h);
+  AttentionContext eval;  // generation: eval-mode math, nothing reported
+  AttentionInputs in{h, Tensor(), Tensor(), Tensor()};
+  Tensor x = h;
+  for (const auto& g : gates) x = g->gate_input(in, x, eval);
+  in = project(h, x);
   write_cache_rows(cache.k, in.k, pos);
   write_cache_rows(cache.v, in.v, pos);
-  return proj->forward(gate->attend_cached(in, cache, pos));
+  // The new positions' column terms are summed over the gates: clear what a previous sequence left
+  // in those rows of a reused cache.
+  const std::int64_t n = h.size(1);
+  if (cache.col_bias.defined())
+    write_cache_rows(cache.col_bias, Tensor::zeros({cache.k.size(0), cache.k.size(1), n}, cache.k.dtype()), pos);
+  ops::CachedAttentionInputs terms;
+  Gate* mixture = nullptr;
+  for (const auto& g : gates) {
+    g->add_cached_terms(in, cache, pos, terms);
+    if (g->mixes_attention()) mixture = g.get();
+  }
+  terms.col_bias = cache.col_bias;  // allocated by the first gate with a column term, if any
+  Tensor y = mixture ? mixture->attend_cached(in, cache, pos, terms) : run_cached_attention(in, cache, pos, terms);
+  for (const auto& g : gates) y = g->gate_heads(in, y, eval);
+  y = merge_heads(y);
+  for (const auto& g : gates) y = g->gate_output(in, y, eval);
+  return proj->forward(y);
 }
 
 }  // namespace gattn::models

@@ -1,9 +1,11 @@
-// The gated causal self-attention of one block (SPEC §4, prefix `attn.`): qkv projection, the
-// fused attention op with this layer's gate, the output projection. Each gate kind lives in one
-// class in models/gates/ behind the AttentionGate interface; the trainer never sees kinds, only
-// LayerStats.
+// The gated causal self-attention of one block (prefix `attn.`): qkv projection, the fused
+// attention op with this layer's gates, the output projection. Each gate kind lives in one file in
+// models/gates/ behind the Gate interface (models/gating/gate.h); nothing here names a kind.
 #pragma once
+#include <map>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "framework/nn/layers.h"
@@ -15,85 +17,82 @@
 
 namespace gattn::models {
 
-// Statistics of one layer for one forward (SPEC §4): attention entropy, sink ratio, gate moments.
+// Statistics of one layer for one forward: attention entropy, sink ratio, gate moments.
 struct LayerStats {
   ops::AttentionStats attention;
-  ops::GateMoments gate;        // all gate values of this layer (empty for kind none)
+  ops::GateMoments gate;        // all gate values of this layer, every gate pooled (empty without gates)
   double attn_entropy() const;  // mean over heads and queries
   double sink_ratio() const;    // mean over heads and queries i ≥ 1 of A_i0
 };
 
 // What one layer shows when a forward is inspected (`gattn report`): its gate values and the final
-// attention weights. A gate value is what SPEC §4's statistics count (for `pair` G_ij, j ≤ i; for
-// `routed` the kept router weights r̃).
+// attention weights. A gate value is what the statistics count (docs/gates.md says what each kind
+// reports); a layer with several gates pools them.
 struct LayerInspection {
   std::vector<double> gate_values;    // every gate value of the layer, all sequences of the batch
-  std::vector<double> gate_by_token;  // [T]: the first sequence's mean gate value at each position
-                                      // (routed: the first expert's r̃); empty without gates
+  std::vector<double> gate_by_token;  // [T]: the first sequence's gate value at each position (the
+                                      // mean of the gates that report one); empty without gates
+  int gate_by_token_sources = 0;      // gates averaged into gate_by_token
   std::vector<double> attention;      // [H, T, T]: the first sequence's final attention weights A_ij
   std::int64_t heads = 0, tokens = 0;
 };
+
+// The named regularisers a forward can compute. Layers add a differentiable sum and a count; the
+// model reports Σ sum / Σ count, or Σ sum where nothing was counted (a per-layer loss that adds up).
+struct RegularizerSum {
+  Tensor sum;  // [] (undefined = 0)
+  double count = 0;
+};
+inline constexpr const char* kGateEntropy = "gate_entropy";  // mean binary entropy of the gate values
+inline constexpr const char* kAttnEntropy = "attn_entropy";  // mean entropy of the attention rows
 
 // What a forward pass asks of each attention layer, and where the layer reports back.
 struct AttentionContext {
   bool training = false;
   Generator* noise = nullptr;  // gumbel_sigmoid noise while training
   bool collect_stats = false;
-  LayerStats* stats = nullptr;  // this layer's stats (when collect_stats)
-  bool gate_entropy = false;    // add this layer's Σ h(g) and count to the sums below
-  Tensor gate_entropy_sum;      // [] running differentiable sum (undefined = 0)
-  double gate_entropy_count = 0;
-  bool attn_entropy = false;  // add this layer's Σ_rows H to attn_entropy_sum
-  Tensor attn_entropy_sum;
-  double attn_entropy_count = 0;
-  bool router_balance = false;
-  Tensor router_balance_sum;
-  LayerInspection* inspect = nullptr;  // this layer's inspection (eval-mode forwards only)
+  LayerStats* stats = nullptr;                        // this layer's stats (when collect_stats)
+  std::set<std::string> wanted;                       // the regularisers asked for, by name
+  std::map<std::string, RegularizerSum> regularizers;  // what the layers computed of them
+  LayerInspection* inspect = nullptr;                 // this layer's inspection (eval-mode forwards only)
+
+  bool wants(const std::string& name) const { return wanted.count(name) != 0; }
+  // Adds `term` (and `count` values it sums over) to the regulariser `name`.
+  void add_regularizer(const std::string& name, const Tensor& term, double count);
 };
 
-// q, k, v per head [B, H, T, d]; h is the block's normalised input [B, T, C].
+// q, k, v per head [B, H, T, d]; h is the block's normalised input [B, T, C] (what the gates read:
+// an input gate changes what q, k, v are projected from, not h).
 struct AttentionInputs {
   Tensor h, q, k, v;
-};
-
-class AttentionGate : public nn::Module {
- public:
-  // Returns the attention output with heads concatenated, [B, T, C] (head n in columns n·d … n·d+d−1),
-  // ready for attn.proj. merge_heads() turns [B, H, T, d] into that layout.
-  virtual Tensor attend(const AttentionInputs& in, AttentionContext& ctx) = 0;
-
-  // Generation with a KV cache: `in` holds the new positions pos … pos+n−1 only (their k and v
-  // already written into cache.k, cache.v); the gate appends its per-key terms to `cache` and
-  // attends over every cached position. Eval-mode math (no gumbel noise), no autograd; same
-  // [B, n, C] layout as attend.
-  virtual Tensor attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) = 0;
-
-  // How GatedAttention registers this gate: by default the gate itself as "gate" (attn.gate.*);
-  // the routed gate registers its router Linear as "router" instead (attn.router.*, SPEC §4).
-  virtual const char* registered_name() const { return "gate"; }
-  virtual std::shared_ptr<nn::Module> registered_module(const std::shared_ptr<AttentionGate>& self) { return self; }
 };
 
 // [B, H, T, d] -> [B, T, H·d], and back.
 Tensor merge_heads(const Tensor& y);
 Tensor split_heads(const Tensor& x, std::int64_t n_head);
 
-// Makes the gate of `kind` for one layer (registered by the caller under "gate" or "router").
-std::shared_ptr<AttentionGate> make_gate(const ModelConfig& config, Generator& init);
+class Gate;
 
+// The attention of one block with its gates (none, one or several, each of another kind), applied
+// in the fixed order of models/gating/gate.h: input → q, k, v → logit terms → softmax → modulation →
+// expert mixture → per-head output → merged output → attn.proj.
 class GatedAttention : public nn::Module {
  public:
   GatedAttention(const ModelConfig& config, std::int64_t layer, Generator& init);
   // h [B, T, C] -> [B, T, C]
   Tensor forward(const Tensor& h, AttentionContext& ctx);
-  // Generation: h [B, n, C] of positions pos … pos+n−1; appends them to `cache` (see attend_cached).
+  // The gates and the attention between the projections: h, q, k, v -> the heads-merged output
+  // [B, T, C] that attn.proj takes (what `gattn bench attention` times).
+  Tensor attend(const AttentionInputs& in, AttentionContext& ctx);
+  // Generation: h [B, n, C] of positions pos … pos+n−1; appends them to `cache` (eval-mode math,
+  // no autograd).
   Tensor forward_cached(const Tensor& h, LayerKVCache& cache, std::int64_t pos);
   std::shared_ptr<nn::Linear> qkv, proj;
-  std::shared_ptr<AttentionGate> gate;  // never null: kind none is a gate that adds nothing
+  std::vector<std::shared_ptr<Gate>> gates;  // in the order of application; empty for the baseline
 
  private:
-  // h [B, T, C] -> h with q, k, v per head [B, H, T, d] (attn.qkv, split into heads).
-  AttentionInputs project(const Tensor& h) const;
+  // x [B, T, C] -> h with q, k, v per head [B, H, T, d] (attn.qkv on x, split into heads).
+  AttentionInputs project(const Tensor& h, const Tensor& x) const;
   std::int64_t n_head_, head_dim_;
 };
 

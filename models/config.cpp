@@ -1,72 +1,56 @@
-// ModelConfig: gate kind names, validation with errors naming the `model.*` key, and the JSON form
-// stored in checkpoint metadata.
+// ModelConfig: the gate entries, validation with errors naming the `model.*` key (a gate entry is
+// checked against its kind's registration), and the JSON form stored in checkpoint metadata.
 #include "models/config.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
-#include <set>
-#include <sstream>
 
 #include "framework/tensor/error.h"
+#include "models/gating/registry.h"
 
 namespace gattn::models {
 
 namespace {
 
-constexpr GateKind kAllKinds[] = {GateKind::none, GateKind::output,  GateKind::score, GateKind::forget,
-                                  GateKind::pair, GateKind::context, GateKind::routed};
-
 [[noreturn]] void bad(const std::string& key, const std::string& what) { throw ValueError(key + ": " + what); }
-
-std::string num(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
 
 }  // namespace
 
-const char* gate_kind_name(GateKind k) {
-  switch (k) {
-    case GateKind::none:
-      return "none";
-    case GateKind::output:
-      return "output";
-    case GateKind::score:
-      return "score";
-    case GateKind::forget:
-      return "forget";
-    case GateKind::pair:
-      return "pair";
-    case GateKind::context:
-      return "context";
-    case GateKind::routed:
-      return "routed";
-  }
-  return "?";
-}
-
-GateKind parse_gate_kind(const std::string& name) {
-  std::string valid;
-  for (GateKind k : kAllKinds) {
-    if (name == gate_kind_name(k)) return k;
-    if (!valid.empty()) valid += ", ";
-    valid += gate_kind_name(k);
-  }
-  throw ValueError("model.gate.kind: unknown gate kind '" + name + "' (expected one of " + valid + ")");
-}
-
 bool GateConfig::applies_to(std::int64_t layer) const {
-  if (kind == GateKind::none) return false;
+  if (kind == kNoGate) return false;
   if (all_layers) return true;
   return std::find(layers.begin(), layers.end(), layer) != layers.end();
 }
 
 double GateConfig::resolved_init_bias() const {
   if (!std::isnan(init_bias)) return init_bias;
-  // The Forgetting Transformer starts with σ(3) ≈ 0.95: little forgetting until it is learned.
-  return kind == GateKind::forget ? 3.0 : 0.0;
+  const GateKindSpec* k = find_gate_kind(kind);
+  return k ? k->default_init_bias : 0.0;
+}
+
+nlohmann::json GateConfig::option(const std::string& key) const {
+  if (auto it = options.find(key); it != options.end()) return *it;
+  if (const GateKindSpec* k = find_gate_kind(kind))
+    for (const GateOptionSpec& o : k->options)
+      if (o.key == key) return o.default_value;
+  throw ValueError(where + "." + key + ": not an option of gate kind '" + kind + "'");
+}
+
+std::vector<GateConfig> ModelConfig::gate_entries() const {
+  if (!gates.empty()) return gates;
+  if (gate.kind == kNoGate) return {};
+  return {gate};
+}
+
+std::vector<GateConfig> ModelConfig::layer_gates(std::int64_t layer) const {
+  std::vector<GateConfig> out;
+  for (const GateKindSpec* k : gate_kinds())  // the registry's order is the order of application
+    for (const GateConfig& g : gate_entries())
+      if (g.kind == k->name && g.applies_to(layer)) out.push_back(g);
+  return out;
 }
 
 void ModelConfig::validate() const {
@@ -81,50 +65,48 @@ void ModelConfig::validate() const {
                             " n_head=" + std::to_string(n_head));
   if (dtype != DType::f32 && dtype != DType::f64)
     bad("model.dtype", std::string("must be f32 or f64, got ") + dtype_name(dtype));
-
-  const GateConfig& g = gate;
-  if (g.granularity != "elementwise" && g.granularity != "headwise")
-    bad("model.gate.granularity", "expected one of elementwise, headwise, got '" + g.granularity + "'");
-  if (g.activation != "sigmoid" && g.activation != "gumbel_sigmoid")
-    bad("model.gate.activation", "expected one of sigmoid, gumbel_sigmoid, got '" + g.activation + "'");
-  if (!(g.temperature > 0) || !std::isfinite(g.temperature))
-    bad("model.gate.temperature", "must be a finite number > 0, got " + num(g.temperature));
-  if (std::isinf(g.init_bias)) bad("model.gate.init_bias", "must be finite, got " + num(g.init_bias));
-  if (g.init_weight != "zero" && g.init_weight != "normal")
-    bad("model.gate.init_weight", "expected one of zero, normal, got '" + g.init_weight + "'");
-  if (!g.all_layers) {
-    std::set<std::int64_t> seen;
-    for (std::int64_t l : g.layers) {
-      if (l < 0 || l >= n_layer)
-        bad("model.gate.layers", "block index " + std::to_string(l) + " out of range [0, " + std::to_string(n_layer) +
-                                     ") for model.n_layer=" + std::to_string(n_layer));
-      if (!seen.insert(l).second) bad("model.gate.layers", "block index " + std::to_string(l) + " listed twice");
+  if (!gates.empty() && gate.kind != kNoGate)
+    bad("model.gates", "given together with model.gate (kind '" + gate.kind +
+                           "'): use model.gate for one gate or model.gates for several, not both");
+  validate_gate_entry(gate, *this);
+  for (const GateConfig& g : gates) {
+    if (g.kind == kNoGate) bad(g.where + ".kind", "a model.gates entry needs a gate kind, got " + g.kind);
+    validate_gate_entry(g, *this);
+  }
+  // At most one gate of each kind per block: the parameter names (attn.gate.<kind>.) and the order
+  // of application assume it.
+  for (std::int64_t l = 0; l < n_layer; ++l) {
+    std::map<std::string, std::string> seen;  // kind -> the entry that put it in block l
+    for (const GateConfig& g : gates) {
+      if (!g.applies_to(l)) continue;
+      auto [it, fresh] = seen.emplace(g.kind, g.where);
+      if (!fresh)
+        bad(g.where + ".layers", "block " + std::to_string(l) + " already has a '" + g.kind + "' gate from " +
+                                     it->second + " (at most one gate of each kind per block)");
     }
   }
-  if (g.windows.empty()) bad("model.gate.windows", "needs at least one expert span");
-  for (std::int64_t w : g.windows)
-    if (w < 0) bad("model.gate.windows", "spans must be >= 0 (0 = full causal), got " + std::to_string(w));
-  const auto n_experts = static_cast<std::int64_t>(g.windows.size());
-  if (g.top_k < 1 || g.top_k > n_experts)
-    bad("model.gate.top_k", "must be in [1, " + std::to_string(n_experts) +
-                                "] (the number of model.gate.windows), got " + std::to_string(g.top_k));
+}
+
+nlohmann::json gate_to_json(const GateConfig& g) {
+  nlohmann::json out = {
+      {"kind", g.kind},
+      {"activation", g.activation},
+      {"temperature", g.temperature},
+      {"init_weight", g.init_weight},
+  };
+  out["layers"] = g.all_layers ? nlohmann::json("all") : nlohmann::json(g.layers);
+  // JSON has no NaN: the kind's default bias is written as null.
+  out["init_bias"] = std::isnan(g.init_bias) ? nlohmann::json(nullptr) : nlohmann::json(g.init_bias);
+  for (auto it = g.options.begin(); it != g.options.end(); ++it) out[it.key()] = it.value();
+  return out;
 }
 
 nlohmann::json to_json(const ModelConfig& c) {
-  nlohmann::json gate = {
-      {"kind", gate_kind_name(c.gate.kind)},
-      {"granularity", c.gate.granularity},
-      {"activation", c.gate.activation},
-      {"temperature", c.gate.temperature},
-      {"init_weight", c.gate.init_weight},
-      {"windows", c.gate.windows},
-      {"top_k", c.gate.top_k},
-  };
-  gate["layers"] = c.gate.all_layers ? nlohmann::json("all") : nlohmann::json(c.gate.layers);
-  // JSON has no NaN: the kind's default bias is written as null.
-  gate["init_bias"] = std::isnan(c.gate.init_bias) ? nlohmann::json(nullptr) : nlohmann::json(c.gate.init_bias);
+  nlohmann::json gates = nlohmann::json::array();
+  for (const GateConfig& g : c.gates) gates.push_back(gate_to_json(g));
   return {{"vocab_size", c.vocab_size}, {"block_size", c.block_size}, {"n_layer", c.n_layer},
-          {"n_head", c.n_head},         {"n_embd", c.n_embd},         {"gate", gate}};
+          {"n_head", c.n_head},         {"n_embd", c.n_embd},         {"gate", gate_to_json(c.gate)},
+          {"gates", gates}};
 }
 
 namespace {
@@ -139,18 +121,6 @@ std::int64_t get_int(const nlohmann::json& obj, const std::string& prefix, const
   const nlohmann::json& v = field(obj, prefix, name);
   if (!v.is_number_integer()) bad(prefix + name, "expected an integer, got " + v.dump());
   return v.get<std::int64_t>();
-}
-
-double get_number(const nlohmann::json& obj, const std::string& prefix, const char* name) {
-  const nlohmann::json& v = field(obj, prefix, name);
-  if (!v.is_number()) bad(prefix + name, "expected a number, got " + v.dump());
-  return v.get<double>();
-}
-
-std::string get_string(const nlohmann::json& obj, const std::string& prefix, const char* name) {
-  const nlohmann::json& v = field(obj, prefix, name);
-  if (!v.is_string()) bad(prefix + name, "expected a string, got " + v.dump());
-  return v.get<std::string>();
 }
 
 std::vector<std::int64_t> get_int_list(const nlohmann::json& v, const std::string& key) {
@@ -171,46 +141,77 @@ void reject_unknown(const nlohmann::json& obj, const std::string& prefix, std::i
   }
 }
 
+// Whether some registered kind has an option `key`.
+bool is_option_of_some_kind(const std::string& key) {
+  for (const GateKindSpec* k : gate_kinds())
+    for (const GateOptionSpec& o : k->options)
+      if (o.key == key) return true;
+  return false;
+}
+
 }  // namespace
+
+GateConfig gate_from_json(const nlohmann::json& j, const std::string& where, bool record_keys) {
+  if (!j.is_object()) bad(where, "expected a map of gate keys, got " + j.dump());
+  const std::string p = where + ".";
+  GateConfig g;
+  g.where = where;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const nlohmann::json& v = it.value();
+    if (key == "kind") {
+      if (!v.is_string()) bad(p + key, "expected a string, got " + v.dump());
+      g.kind = v.get<std::string>();
+      if (g.kind != kNoGate) gate_kind(g.kind, p + key);  // unknown: the message lists the kinds
+    } else if (key == "layers") {
+      if (v.is_string()) {
+        if (v.get<std::string>() != "all") bad(p + key, "expected 'all' or a list of block indices, got " + v.dump());
+        g.all_layers = true;
+      } else {
+        g.all_layers = false;
+        g.layers = get_int_list(v, p + key);
+      }
+    } else if (key == "activation" || key == "init_weight") {
+      if (!v.is_string()) bad(p + key, "expected a string, got " + v.dump());
+      (key == "activation" ? g.activation : g.init_weight) = v.get<std::string>();
+    } else if (key == "temperature") {
+      if (!v.is_number()) bad(p + key, "expected a number, got " + v.dump());
+      g.temperature = v.get<double>();
+    } else if (key == "init_bias") {
+      if (!v.is_null() && !v.is_number()) bad(p + key, "expected a number or null, got " + v.dump());
+      g.init_bias = v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+    } else if (is_option_of_some_kind(key)) {
+      g.options[key] = v;
+    } else {
+      bad(p + key, "unknown key (gate keys: kind, layers, " + std::string("activation, temperature, init_bias, ") +
+                       "init_weight and the kinds' own keys; docs/gates.md lists them)");
+    }
+    if (record_keys) g.set_keys.push_back(key);
+  }
+  if (!j.contains("kind")) bad(p + "kind", "missing");
+  // Metadata written by to_json holds every common key; one that is missing is damage.
+  if (!record_keys)
+    for (const char* key : {"layers", "activation", "temperature", "init_bias", "init_weight"})
+      if (!j.contains(key)) bad(p + key, "missing");
+  return g;
+}
 
 ModelConfig model_config_from_json(const nlohmann::json& j) {
   if (!j.is_object()) bad("model", "expected an object, got " + j.dump());
-  reject_unknown(j, "model.", {"vocab_size", "block_size", "n_layer", "n_head", "n_embd", "gate"});
+  reject_unknown(j, "model.", {"vocab_size", "block_size", "n_layer", "n_head", "n_embd", "gate", "gates"});
   ModelConfig c;
   c.vocab_size = get_int(j, "model.", "vocab_size");
   c.block_size = get_int(j, "model.", "block_size");
   c.n_layer = get_int(j, "model.", "n_layer");
   c.n_head = get_int(j, "model.", "n_head");
   c.n_embd = get_int(j, "model.", "n_embd");
-  const nlohmann::json& g = field(j, "model.", "gate");
-  if (!g.is_object()) bad("model.gate", "expected an object, got " + g.dump());
-  const std::string p = "model.gate.";
-  reject_unknown(
-      g, p,
-      {"kind", "granularity", "layers", "activation", "temperature", "init_bias", "init_weight", "windows", "top_k"});
-  c.gate.kind = parse_gate_kind(get_string(g, p, "kind"));
-  c.gate.granularity = get_string(g, p, "granularity");
-  const nlohmann::json& layers = field(g, p, "layers");
-  if (layers.is_string()) {
-    if (layers.get<std::string>() != "all")
-      bad(p + "layers", "expected 'all' or a list of block indices, got " + layers.dump());
-    c.gate.all_layers = true;
-  } else {
-    c.gate.all_layers = false;
-    c.gate.layers = get_int_list(layers, p + "layers");
+  c.gate = gate_from_json(field(j, "model.", "gate"), "model.gate", false);
+  // Metadata from before several gates could be configured has no "gates".
+  if (auto it = j.find("gates"); it != j.end()) {
+    if (!it->is_array()) bad("model.gates", "expected a list of gate entries, got " + it->dump());
+    for (std::size_t i = 0; i < it->size(); ++i)
+      c.gates.push_back(gate_from_json((*it)[i], "model.gates[" + std::to_string(i) + "]", false));
   }
-  c.gate.activation = get_string(g, p, "activation");
-  c.gate.temperature = get_number(g, p, "temperature");
-  const nlohmann::json& bias = field(g, p, "init_bias");
-  if (bias.is_null()) {
-    c.gate.init_bias = std::numeric_limits<double>::quiet_NaN();
-  } else {
-    if (!bias.is_number()) bad(p + "init_bias", "expected a number or null, got " + bias.dump());
-    c.gate.init_bias = bias.get<double>();
-  }
-  c.gate.init_weight = get_string(g, p, "init_weight");
-  c.gate.windows = get_int_list(field(g, p, "windows"), p + "windows");
-  c.gate.top_k = get_int(g, p, "top_k");
   c.validate();
   return c;
 }

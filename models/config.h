@@ -1,10 +1,11 @@
-// The model's configuration (SPEC §4 `model.*`): sizes and the gate. Validated here so every
-// caller (training, inspect, tests) gets the same clear errors; serialised as JSON for checkpoint
-// metadata.
+// The model's configuration (`model.*`): sizes and the gates. Validated here so every caller
+// (training, inspect, tests) gets the same clear errors; serialised as JSON for checkpoint metadata.
+// What each gate kind accepts is not written here: the kinds register it themselves
+// (models/gating/registry.h), and validate() asks the registry.
 #pragma once
 #include <cstdint>
 #include <limits>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -12,28 +13,38 @@
 
 namespace gattn::models {
 
-// The gate kinds of SPEC §4.
-enum class GateKind { none, output, score, forget, pair, context, routed };
-const char* gate_kind_name(GateKind k);
-// Parses a kind name; throws ValueError listing the valid names.
-GateKind parse_gate_kind(const std::string& name);
+// The kind name that means "no gate" (the baseline).
+inline constexpr const char* kNoGate = "none";
 
+// One gate entry: `model.gate` (the one-gate shorthand) or an item of `model.gates`.
 struct GateConfig {
-  GateKind kind = GateKind::none;
-  std::string granularity = "elementwise";  // output: elementwise | headwise
-  bool all_layers = true;                   // `layers: all`
-  std::vector<std::int64_t> layers;         // block indices when not all_layers
-  std::string activation = "sigmoid";       // sigmoid | gumbel_sigmoid
-  double temperature = 1.0;                 // gumbel_sigmoid τ (> 0)
-  // Initial gate bias; NaN = the kind's default (3.0 for forget, so σ ≈ 0.95 keeps memory at the
-  // start as the Forgetting Transformer does; 0 for the others).
+  std::string kind = kNoGate;
+  bool all_layers = true;            // `layers: all`
+  std::vector<std::int64_t> layers;  // block indices when not all_layers
+  // Keys most kinds read (each kind declares which of them it uses).
+  std::string activation = "sigmoid";  // sigmoid | gumbel_sigmoid
+  double temperature = 1.0;            // gumbel_sigmoid τ (> 0)
+  // Initial gate bias; NaN = the kind's default (registered with the kind).
   double init_bias = std::numeric_limits<double>::quiet_NaN();
-  std::string init_weight = "normal";           // zero | normal (std 0.02)
-  std::vector<std::int64_t> windows = {0, 32};  // routed: expert spans (0 = full causal)
-  std::int64_t top_k = 1;                       // routed: experts per token
+  std::string init_weight = "normal";  // zero | normal (std 0.02)
+  // Kind-specific keys (e.g. a granularity, expert spans), by name; a key left out reads as the
+  // kind's registered default. Keys of other kinds may be present (the shorthand carries every
+  // schema key) and are ignored unless named in set_keys.
+  nlohmann::json options = nlohmann::json::object();
+  // The keys a config file or override named for this entry: each must mean something for the kind
+  // (a config error otherwise). Empty for configs read back from JSON metadata.
+  std::vector<std::string> set_keys;
+  std::string where = "model.gate";  // how messages name this entry ("model.gates[1]")
 
   bool applies_to(std::int64_t layer) const;  // false for kind none
-  double resolved_init_bias() const;
+  double resolved_init_bias() const;          // init_bias, or the kind's default
+  // A kind-specific option: its value, or the kind's registered default.
+  nlohmann::json option(const std::string& key) const;
+  std::int64_t int_option(const std::string& key) const { return option(key).get<std::int64_t>(); }
+  std::vector<std::int64_t> int_list_option(const std::string& key) const {
+    return option(key).get<std::vector<std::int64_t>>();
+  }
+  std::string string_option(const std::string& key) const { return option(key).get<std::string>(); }
 };
 
 struct ModelConfig {
@@ -42,18 +53,29 @@ struct ModelConfig {
   std::int64_t n_layer = 4;
   std::int64_t n_head = 4;
   std::int64_t n_embd = 128;
-  GateConfig gate;
+  GateConfig gate;                // `model.gate`: the one-gate shorthand
+  std::vector<GateConfig> gates;  // `model.gates`: several gates (then `gate` stays kind none)
   // Parameter and compute dtype: f32 for training, f64 so tests can gradcheck the whole model.
-  // Not part of the serialised config (checkpoints always hold F32 weights, SPEC §3).
+  // Not part of the serialised config (checkpoints always hold F32 weights).
   DType dtype = DType::f32;
 
   std::int64_t head_dim() const { return n_embd / n_head; }
-  // Throws ValueError naming the key (`model.n_head`, `model.gate.top_k`, ...) on a bad value.
+  // The gate entries in effect: `gates`, or the shorthand when it names a kind.
+  std::vector<GateConfig> gate_entries() const;
+  // The entries that apply to block `layer`, in the fixed order of application.
+  std::vector<GateConfig> layer_gates(std::int64_t layer) const;
+  bool has_gates() const { return !gate_entries().empty(); }
+  // Throws ValueError naming the key (`model.n_head`, `model.gate.top_k`, `model.gates[1].kind`, ...)
+  // on a bad value.
   void validate() const;
 };
 
 nlohmann::json to_json(const ModelConfig& c);
+nlohmann::json gate_to_json(const GateConfig& g);
 // Throws ValueError naming the key for a missing/mistyped field.
 ModelConfig model_config_from_json(const nlohmann::json& j);
+// One gate entry from its JSON map; `where` names it in messages. The keys it holds become set_keys
+// when `record_keys` (entries a user wrote) and not otherwise (metadata read back).
+GateConfig gate_from_json(const nlohmann::json& j, const std::string& where, bool record_keys);
 
 }  // namespace gattn::models

@@ -1,11 +1,13 @@
-// The GPT of SPEC §4: embeddings, pre-LN blocks with gated attention and a GELU MLP, the tied head,
+// The GPT: embeddings, pre-LN blocks with gated attention and a GELU MLP, the tied head,
 // the loss, the regularisers averaged over the whole model, and the per-layer statistics.
 #include "models/gpt.h"
 
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "framework/autograd/grad_mode.h"
+#include "models/gating/registry.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"
@@ -15,7 +17,7 @@ namespace gattn::models {
 
 namespace {
 
-// The container that gives the MLP's layers their SPEC names, mlp.fc and mlp.proj.
+// The container that gives the MLP's layers their documented names, mlp.fc and mlp.proj.
 class Mlp : public nn::Module {
  public:
   Mlp(std::shared_ptr<nn::Linear> fc, std::shared_ptr<nn::Linear> proj) {
@@ -115,9 +117,7 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
   ctx.training = is_training();
   ctx.noise = &noise_;
   ctx.collect_stats = options.collect_stats;
-  ctx.gate_entropy = options.gate_entropy;
-  ctx.attn_entropy = options.attn_entropy;
-  ctx.router_balance = options.router_balance;
+  ctx.wanted = options.regularizers;
   if (options.collect_stats) result.stats.resize(static_cast<std::size_t>(config_.n_layer));
   if (options.inspect) result.inspection.resize(static_cast<std::size_t>(config_.n_layer));
   for (std::size_t i = 0; i < blocks->size(); ++i) {
@@ -133,13 +133,18 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
   result.logits = ops::linear(x, wte->weight);  // tied head: logits = x·wteᵀ
   if (targets.defined()) result.loss = ops::cross_entropy(result.logits, targets);
 
-  // SPEC §5: the regularisers are means over all gate values / all attention rows of the model.
-  if (options.gate_entropy && ctx.gate_entropy_count > 0)
-    result.gate_entropy = ops::mul_scalar(ctx.gate_entropy_sum, 1.0 / ctx.gate_entropy_count);
-  if (options.attn_entropy && ctx.attn_entropy_count > 0)
-    result.attn_entropy = ops::mul_scalar(ctx.attn_entropy_sum, 1.0 / ctx.attn_entropy_count);
-  if (options.router_balance && ctx.router_balance_sum.defined()) result.router_balance = ctx.router_balance_sum;
+  // A counted regulariser is a mean over everything the layers counted (all gate values, all
+  // attention rows of the model); an uncounted one is the sum of the layers' losses.
+  for (const auto& [name, r] : ctx.regularizers) {
+    if (!r.sum.defined()) continue;
+    result.regularizers[name] = r.count > 0 ? ops::mul_scalar(r.sum, 1.0 / r.count) : r.sum;
+  }
   return result;
+}
+
+Tensor ForwardResult::regularizer(const std::string& name) const {
+  auto it = regularizers.find(name);
+  return it == regularizers.end() ? Tensor() : it->second;
 }
 
 Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) {
@@ -168,11 +173,10 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) {
 double GPT::flops_per_token(std::int64_t T) const {
   if (T <= 0) throw ValueError("GPT.flops_per_token: sequence length must be > 0, got " + std::to_string(T));
   const auto V = static_cast<double>(config_.vocab_size), C = static_cast<double>(config_.n_embd);
-  const auto H = static_cast<double>(config_.n_head), d = static_cast<double>(config_.head_dim());
   const auto Td = static_cast<double>(T);
   // Average visible keys per query for a span w: T/2 for full causal, w − w²/(2T) for a window
   // (w keys once past the first w queries), continuous in w at w = T.
-  auto mean_keys = [&](std::int64_t w) {
+  const std::function<double(std::int64_t)> mean_keys = [&](std::int64_t w) {
     if (w == 0 || w >= T) return Td / 2;
     const auto wd = static_cast<double>(w);
     return wd - wd * wd / (2 * Td);
@@ -181,35 +185,14 @@ double GPT::flops_per_token(std::int64_t T) const {
   double attention = 0;
   for (std::int64_t l = 0; l < config_.n_layer; ++l) {
     n_matmul += 12 * C * C;  // qkv 3C², attn.proj C², mlp.fc 4C², mlp.proj 4C²
-    const GateConfig& g = config_.gate;
-    const GateKind kind = g.applies_to(l) ? g.kind : GateKind::none;
-    // Gate products, as multiply-adds per token (a weight shared by the heads counts once per head).
-    switch (kind) {
-      case GateKind::none:
-        break;
-      case GateKind::output:
-        n_matmul += (g.granularity == "headwise" ? H : C) * C;
-        break;
-      case GateKind::score:
-      case GateKind::forget:
-        n_matmul += H * C;
-        break;
-      case GateKind::pair:
-        n_matmul += 2 * C;
-        break;  // q·wq and k·wk per head
-      case GateKind::context:
-        n_matmul += H * 2 * d * d;
-        break;  // [q; y]·Wᵀ per head
-      case GateKind::routed:
-        n_matmul += static_cast<double>(g.windows.size()) * C;
-        break;
+    double keys = mean_keys(0);  // one causal attention call, unless a gate mixes several
+    for (const GateConfig& g : config_.layer_gates(l)) {
+      const GateKindSpec& kind = gate_kind(g.kind);
+      n_matmul += kind.multiply_adds(config_, g);
+      if (kind.attention_keys) keys = kind.attention_keys(g, T, mean_keys);
     }
     // QKᵀ and AV: 2 products × 2 FLOPs × keys × C forward, ×3 with backward.
-    if (kind == GateKind::routed) {
-      for (std::int64_t w : g.windows) attention += 12 * C * mean_keys(w);
-    } else {
-      attention += 12 * C * mean_keys(0);
-    }
+    attention += 12 * C * keys;
   }
   return 6 * n_matmul + attention;
 }

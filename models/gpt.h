@@ -1,8 +1,11 @@
-// The GPT of SPEC §4 with a gated attention in each block: exact parameter names, GPT-2
+// The GPT with a gated attention in each block: exact parameter names, GPT-2
 // initialisation, tied embeddings, the loss, the regularisers and the statistics.
 #pragma once
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "framework/nn/layers.h"
@@ -30,21 +33,25 @@ class Block : public nn::Module {
 };
 
 struct ForwardOptions {
-  bool collect_stats = false;   // fill ForwardResult::stats (a by-product of the forward)
-  bool gate_entropy = false;    // compute the differentiable gate-entropy regulariser
-  bool attn_entropy = false;    // compute the differentiable attention-entropy regulariser
-  bool router_balance = false;  // compute the router balance loss (routed only)
-  bool inspect = false;         // fill ForwardResult::inspection (slow: one extra pass per layer)
+  bool collect_stats = false;  // fill ForwardResult::stats (a by-product of the forward)
+  // The differentiable regularisers to compute, by name: gate_entropy (mean binary entropy of all
+  // gate values), attn_entropy (mean entropy of the attention rows), and any a gate kind defines
+  // (router_balance). A name the model has nothing for is left out of the result.
+  std::set<std::string> regularizers;
+  bool inspect = false;  // fill ForwardResult::inspection (slow: one extra pass per layer)
 };
 
 struct ForwardResult {
-  Tensor logits;          // [B, T, V]
-  Tensor loss;            // [] mean cross-entropy (defined when targets were given)
-  Tensor gate_entropy;    // [] mean binary entropy over all gate values (defined when asked and the model has gates)
-  Tensor attn_entropy;    // [] mean attention entropy over layers, heads, queries (when asked)
-  Tensor router_balance;  // [] Switch balance loss summed over routed layers (when asked and routed)
-  std::vector<LayerStats> stats;  // one per layer when collect_stats
+  Tensor logits;  // [B, T, V]
+  Tensor loss;    // [] mean cross-entropy (defined when targets were given)
+  // [] each asked-for regulariser the model computed: Σ sum / Σ count over the layers (a mean), or
+  // Σ sum where the layers count nothing (a per-layer loss summed over layers).
+  std::map<std::string, Tensor> regularizers;
+  std::vector<LayerStats> stats;            // one per layer when collect_stats
   std::vector<LayerInspection> inspection;  // one per layer when inspect
+
+  // The regulariser `name`, or an undefined tensor when it was not computed.
+  Tensor regularizer(const std::string& name) const;
 };
 
 class GPT : public nn::Module {
@@ -67,11 +74,10 @@ class GPT : public nn::Module {
   Generator& noise_generator() { return noise_; }
 
   // Model FLOPs per token for one forward + backward (training) step at sequence length T:
-  // 6·N_matmul + 6·L·T·C (causal attention: QKᵀ and AV, halved for the mask, ×3 for backward),
-  // with N_matmul the parameters that enter matrix products (including the tied head and the gate
-  // weights; the context gate's W, shared by the heads, counts once per head). A routed layer
-  // counts each expert's attention, an expert with window 0 < w < T at w − w²/(2T) keys per query
-  // instead of T/2.
+  // 6·N_matmul + Σ_layers 12·C·k̄ (QKᵀ and AV over the k̄ keys a query visits, ×3 for backward),
+  // with N_matmul the parameters that enter matrix products (the tied head, the blocks and each
+  // gate's registered multiply-adds). k̄ is T/2 for a causal attention; a gate that mixes
+  // attentions registers its own (a span 0 < w < T visits w − w²/(2T) keys per query).
   double flops_per_token(std::int64_t T) const;
 
   std::shared_ptr<nn::Embedding> wte, wpe;

@@ -27,12 +27,23 @@ void inspect_gate_values(const Tensor& values, std::int64_t token_axis, LayerIns
   for (std::int64_t i = 0; i < per_sequence; ++i) sum[static_cast<std::size_t>((i / inner) % T)] += v[static_cast<std::size_t>(i)];
   const double per_token = static_cast<double>(per_sequence / T);
   for (double& s : sum) s /= per_token;
-  out.gate_by_token = std::move(sum);
+  add_gate_by_token(out, sum);
 }
 
-void inspect_pair_gate(const ops::AttentionTerms& terms, LayerInspection& out) {
-  const std::int64_t B = terms.modulation_row.size(0), H = terms.modulation_row.size(1),
-                     T = terms.modulation_row.size(2);
+void add_gate_by_token(LayerInspection& out, const std::vector<double>& by_token) {
+  const auto n = static_cast<double>(out.gate_by_token_sources);
+  if (out.gate_by_token.size() != by_token.size()) {
+    out.gate_by_token = by_token;
+    out.gate_by_token_sources = 1;
+    return;
+  }
+  for (std::size_t i = 0; i < by_token.size(); ++i)
+    out.gate_by_token[i] = (out.gate_by_token[i] * n + by_token[i]) / (n + 1);
+  ++out.gate_by_token_sources;
+}
+
+void inspect_modulation(const ops::AttentionTerms& terms, LayerInspection& out) {
+  const std::int64_t B = terms.modulation_row.size(0), H = terms.modulation_row.size(1), T = terms.modulation_row.size(2);
   const std::vector<double> a = terms.modulation_row.to_vector(), c = terms.modulation_col.to_vector();
   const double tau = terms.modulation_temperature;
   std::vector<double> by_token(static_cast<std::size_t>(T), 0.0);
@@ -45,7 +56,7 @@ void inspect_pair_gate(const ops::AttentionTerms& terms, LayerInspection& out) {
           out.gate_values.push_back(g);
           if (b == 0) by_token[static_cast<std::size_t>(i)] += g / static_cast<double>(H * (i + 1));
         }
-  out.gate_by_token = std::move(by_token);
+  add_gate_by_token(out, by_token);
 }
 
 std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const ops::AttentionTerms& terms,

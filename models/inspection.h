@@ -11,13 +11,17 @@
 
 namespace gattn::models {
 
-// Appends every value of `values` to out.gate_values and sets out.gate_by_token to the first
-// sequence's mean at each position; axis 0 of `values` is the batch, `token_axis` the positions.
+// Appends every value of `values` to out.gate_values and adds the first sequence's mean at each
+// position to out.gate_by_token; axis 0 of `values` is the batch, `token_axis` the positions.
 void inspect_gate_values(const Tensor& values, std::int64_t token_axis, LayerInspection& out);
 
-// The pair gate's values G_ij = σ((a_i + c_j)/τ), j ≤ i, from its row and column terms [B, H, T]
+// Averages one gate's per-position values [T] into out.gate_by_token (a layer with several gates
+// shows their mean).
+void add_gate_by_token(LayerInspection& out, const std::vector<double>& by_token);
+
+// The modulation's values G_ij = σ((a_i + b_j)/τ), j ≤ i, from its row and column terms [B, H, T]
 // (eval mode: no noise), into out.gate_values and out.gate_by_token (mean over heads and keys).
-void inspect_pair_gate(const ops::AttentionTerms& terms, LayerInspection& out);
+void inspect_modulation(const ops::AttentionTerms& terms, LayerInspection& out);
 
 // The first sequence's final attention weights [H, T, T] (row i, column j) of flash_attention on
 // q, k [B, H, T, d] with `terms` and `window`.

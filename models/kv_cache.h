@@ -1,10 +1,12 @@
-// The key/value cache of generation: per layer, the keys and values of every position so far, the
-// per-key attention terms (score's log σ(f_j) or forget's −c_j as the column bias, pair's k_j·wk as
-// the modulation's column term) and forget's prefix sums c_j, so a new token costs O(context)
-// instead of re-running the whole context. Capacity is model.block_size (the learned positions end
-// there).
+// The key/value cache of generation: per layer, the keys and values of every position so far and
+// the per-key terms of the fused attention (the summed column bias and the modulation's column
+// term), plus any state a gate keeps to extend its terms (a running prefix sum), so a new token
+// costs O(context) instead of re-running the whole context. Capacity is model.block_size (the
+// learned positions end there).
 #pragma once
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "framework/tensor/tensor.h"
@@ -14,9 +16,10 @@ namespace gattn::models {
 
 struct LayerKVCache {
   Tensor k, v;  // [B, H, capacity, d]
-  // Per-key terms [B, H, capacity]; each gate allocates what it needs (cache_term).
+  // Per-key terms [B, H, capacity] of ops::cached_attention, allocated on first use (cache_term).
   Tensor col_bias, modulation_col;
-  Tensor prefix_sum;  // a per-position running sum the next positions continue (the forget gate's c_j)
+  // Per-gate state, keyed by the gate's kind (each gate reads and writes only its own slot).
+  std::map<std::string, Tensor> gate_state;
 };
 
 class KVCache {

@@ -22,7 +22,7 @@ inline constexpr std::uint64_t kMaxAblationCells = 100000;
 
 struct GridAxis {
   std::string key;                  // dotted config key, e.g. model.gate.kind
-  std::vector<std::string> values;  // each as a YAML flow value ("output", "0", "[0, 16]")
+  std::vector<std::string> values;  // each as a YAML flow value ("none", "0", "[0, 16]")
 };
 
 struct AblationSpec {

@@ -24,7 +24,7 @@ namespace {
 struct BenchAttentionArgs {
   std::string device;  // empty: cuda when available, else cpu
   std::string dtype;   // empty: bf16 on cuda, f32 on cpu
-  std::string kinds = "none,output,score,forget,pair";
+  std::string kinds;  // empty: every kind bench_kinds() lists
   std::string T = "1024,4096,16384";
   std::string heads_dim = "16x64,8x128";
   std::int64_t tokens = 16384;
@@ -117,9 +117,11 @@ void check_case_memory(const AttentionBenchCase& c, const BenchAttentionArgs& a,
 }
 
 std::vector<AttentionBenchCase> cases_from(const BenchAttentionArgs& a, const AttentionBenchSettings& s) {
-  std::vector<std::string> kinds = split_list(a.kinds, "--kinds");
+  std::vector<std::string> kinds = a.kinds.empty() ? bench_kinds() : split_list(a.kinds, "--kinds");
+  std::string known;
+  for (const std::string& k : bench_kinds()) known += (known.empty() ? "" : ", ") + k;
   for (const std::string& k : kinds)
-    if (!is_bench_kind(k)) throw UsageError("--kinds: unknown kind '" + k + "' (none, output, score, forget, pair)");
+    if (!is_bench_kind(k)) throw UsageError("--kinds: unknown kind '" + k + "' (" + known + ")");
   std::vector<std::int64_t> Ts;
   for (const std::string& t : split_list(a.T, "--T")) Ts.push_back(positive_int(t, "--T"));
   const std::vector<HeadShape> heads = parse_heads_dim(a.heads_dim);
@@ -197,7 +199,7 @@ Action add_bench(CLI::App& app) {
       "attention", "time ops::flash_attention forward and backward per gate kind (TFLOP/s: 4·B·H·T²·d/2 forward, 2.5× that backward)");
   cmd->add_option("--device", args->device, "cpu or cuda (default: cuda when a device is usable, else cpu)");
   cmd->add_option("--dtype", args->dtype, "bf16 (CUDA only), f32 or f64 (default: bf16 on cuda, f32 on cpu)");
-  cmd->add_option("--kinds", args->kinds, "gate kinds, comma-separated")->capture_default_str();
+  cmd->add_option("--kinds", args->kinds, "gate kinds, comma-separated (default: none and every registered kind)");
   cmd->add_option("--T", args->T, "sequence lengths, comma-separated")->capture_default_str();
   cmd->add_option("--heads-dim", args->heads_dim, "head count x head dim pairs, comma-separated")->capture_default_str();
   cmd->add_option("--tokens", args->tokens, "tokens per case: batch = max(1, tokens / T)")->capture_default_str();

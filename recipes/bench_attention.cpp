@@ -1,6 +1,6 @@
-// The inputs mirror what models/gates/ hand ops::flash_attention (random values of the same shapes
-// and ranges), so the timing is the model's attention cost for each gate kind; gradients flow to
-// q, k, v and every gate term, as in training.
+// Each case builds the block attention of a one-block model with the kind's gate (models/ makes it
+// from the registry, with the kind's default options) and feeds it random h, q, k, v; gradients flow
+// to q, k, v, h and the gate's parameters, as in training.
 #include "recipes/bench_attention.h"
 
 #include <algorithm>
@@ -11,11 +11,9 @@
 #include "framework/cuda/device_memory.h"
 #include "framework/cuda/error.h"
 #include "framework/tensor/random.h"
-#include "ops/attention.h"
+#include "models/attention.h"
+#include "models/gating/registry.h"
 #include "ops/autocast.h"
-#include "ops/elementwise.h"
-#include "ops/scan.h"
-#include "ops/unary.h"
 #include "recipes/bench_clock.h"
 
 namespace gattn::recipes {
@@ -23,9 +21,9 @@ namespace gattn::recipes {
 namespace {
 
 struct Inputs {
-  Tensor q, k, v, grad_out;
-  Tensor gate_logits;  // output: [B, H, T, d], σ of it multiplies the op's output
-  ops::AttentionTerms terms;
+  std::shared_ptr<models::GatedAttention> block;
+  models::AttentionInputs in;
+  Tensor grad_out;
   std::vector<Tensor> leaves;  // everything that receives a gradient
 };
 
@@ -48,34 +46,30 @@ Tensor normal(const Shape& shape, Generator& gen) {
 Inputs make_inputs(const AttentionBenchCase& c, DType dtype, Device device, std::uint64_t seed) {
   Generator gen(seed);
   Inputs in;
-  const Shape qkv{c.B, c.H, c.T, c.d}, row{c.B, c.H, c.T};
-  in.q = place(normal(qkv, gen), dtype, device, true, in.leaves);
-  in.k = place(normal(qkv, gen), dtype, device, true, in.leaves);
-  in.v = place(normal(qkv, gen), dtype, device, true, in.leaves);
-  in.grad_out = place(normal(qkv, gen), dtype, device, false, in.leaves);
-  if (c.kind == "output") {
-    in.gate_logits = place(normal(qkv, gen), dtype, device, true, in.leaves);
-  } else if (c.kind == "score") {
-    // col_bias = log σ(f), f the gate's per-key logit.
-    in.terms.col_bias = place(ops::log_sigmoid(normal(row, gen)), dtype, device, true, in.leaves);
-  } else if (c.kind == "forget") {
-    // c_i = Σ_{l ≤ i} log σ(f_l) as row_bias = c, col_bias = −c: computed once here, leaves of the
-    // timed graph like the score gate's bias.
-    const Tensor c_host = ops::cumsum(ops::log_sigmoid(normal(row, gen)), 2);
-    in.terms.row_bias = place(c_host, dtype, device, true, in.leaves);
-    in.terms.col_bias = place(ops::neg(c_host), dtype, device, true, in.leaves);
-  } else if (c.kind == "pair") {
-    in.terms.modulation_row = place(normal(row, gen), dtype, device, true, in.leaves);
-    in.terms.modulation_col = place(normal(row, gen), dtype, device, true, in.leaves);
-    in.terms.modulation_alpha = place(Tensor::full({1}, 0.5), dtype, device, true, in.leaves);
-  }
+  models::ModelConfig model;
+  model.block_size = c.T;
+  model.n_layer = 1;
+  model.n_head = c.H;
+  model.n_embd = c.H * c.d;
+  model.vocab_size = 1;
+  model.gate.kind = c.kind;
+  model.validate();
+  in.block = std::make_shared<models::GatedAttention>(model, 0, gen);
+  in.block->to_(device);
+  for (Tensor& p : in.block->parameters()) in.leaves.push_back(p);
+  const Shape qkv{c.B, c.H, c.T, c.d};
+  in.in.q = place(normal(qkv, gen), dtype, device, true, in.leaves);
+  in.in.k = place(normal(qkv, gen), dtype, device, true, in.leaves);
+  in.in.v = place(normal(qkv, gen), dtype, device, true, in.leaves);
+  in.in.h = place(normal({c.B, c.T, c.H * c.d}, gen), dtype, device, true, in.leaves);
+  in.grad_out = place(normal({c.B, c.T, c.H * c.d}, gen), dtype, device, false, in.leaves);
   return in;
 }
 
 Tensor forward(const Inputs& in) {
-  Tensor out = ops::flash_attention(in.q, in.k, in.v, in.terms).out;
-  if (in.gate_logits.defined()) out = ops::mul(out, ops::sigmoid(in.gate_logits));  // the model's output gate
-  return out;
+  models::AttentionContext ctx;
+  ctx.training = true;
+  return in.block->attend(in.in, ctx);
 }
 
 double median(std::vector<double> v) {
@@ -109,8 +103,15 @@ void measure(const AttentionBenchCase& c, const AttentionBenchSettings& s, DType
 
 }  // namespace
 
+std::vector<std::string> bench_kinds() {
+  std::vector<std::string> out{models::kNoGate};
+  for (const models::GateKindSpec* k : models::gate_kinds()) out.push_back(k->name);
+  return out;
+}
+
 bool is_bench_kind(const std::string& kind) {
-  return std::find(std::begin(kBenchKinds), std::end(kBenchKinds), kind) != std::end(kBenchKinds);
+  const std::vector<std::string> kinds = bench_kinds();
+  return std::find(kinds.begin(), kinds.end(), kind) != kinds.end();
 }
 
 double attention_forward_flops(const AttentionBenchCase& c) {
@@ -123,8 +124,8 @@ AttentionBenchResult run_attention_bench(const AttentionBenchCase& c, AttentionB
   r.shape = c;
   r.precision = dtype_name(s.dtype);
   const bool cuda = s.device == Device::cuda;
-  // A case whose ops take no bf16 tensors (the output gate's elementwise multiply, on CUDA): time
-  // the trainer's bf16 path instead, f32 tensors inside an autocast scope (attention still runs the
+  // A case whose ops take no bf16 tensors (a gate's f32 parameters beside bf16 activations, on
+  // CUDA): time the trainer's bf16 path instead, f32 tensors inside an autocast scope (attention still runs the
   // fused bf16 kernel), and say so in the precision column.
   auto via_autocast = [&] {
     r.precision = "bf16-autocast";

@@ -1,16 +1,19 @@
-// One timed case of `gattn bench attention`: ops::flash_attention with one gate kind's terms, as
-// the model feeds it, forward and backward, on one shape. Separate from the CLI so tests can call it.
+// One timed case of `gattn bench attention`: a block's attention with one gate kind, as the model
+// runs it between the qkv and output projections (the gate's own products, its fused terms, the
+// attention call or mixture, its output gating), forward and backward, on one shape. Separate from
+// the CLI so tests can call it.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "framework/tensor/dtype.h"
 
 namespace gattn::recipes {
 
-// The gate kinds the benchmark knows: the ones whose cost lives inside the attention op (plus
-// `output`, whose gate is one elementwise multiply after it).
-inline constexpr const char* kBenchKinds[] = {"none", "output", "score", "forget", "pair"};
+// The kinds the benchmark runs: none and every registered gate kind (an input gate acts before the
+// qkv projection, outside what is timed here: its case times the plain attention).
+std::vector<std::string> bench_kinds();
 bool is_bench_kind(const std::string& kind);
 
 struct AttentionBenchCase {
@@ -39,7 +42,8 @@ struct AttentionBenchResult {
 };
 
 // The FLOP convention of the report (FlashAttention's): forward 4·B·H·T²·d halved for the causal
-// mask; backward 2.5× forward. Gate terms are not counted: the same work for every kind.
+// mask; backward 2.5× forward. Gate work is not counted: the same FLOPs for every kind, so the
+// rates compare what each kind costs.
 double attention_forward_flops(const AttentionBenchCase& c);
 inline double attention_backward_flops(const AttentionBenchCase& c) { return 2.5 * attention_forward_flops(c); }
 

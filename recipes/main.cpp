@@ -69,6 +69,7 @@ int run_cli(int argc, char** argv) {
   add(gattn::recipes::add_ablate);
   add(gattn::recipes::add_report);
   add(gattn::recipes::add_bench);
+  add(gattn::recipes::add_gates);
 
   try {
     app.parse(argc, argv);

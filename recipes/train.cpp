@@ -13,12 +13,16 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "framework/autograd/engine.h"
 #include "framework/autograd/grad_mode.h"
 #include "framework/config/config.h"
+#include "framework/config/schema.h"
 #include "framework/data/dataset.h"
 #include "framework/dist/communicator.h"
 #include "framework/dist/distributed_optimizer.h"
@@ -98,6 +102,15 @@ void add_stats(nlohmann::json& line, const std::vector<models::LayerStats>& stat
 
 // LayerStats are sums and counts, so the statistics of the global batch are the ranks' sums added.
 constexpr std::size_t kStatsFields = 14;
+
+// regularization.<name> → weight, for every regulariser the config knows.
+std::map<std::string, double> regularizer_weights(const Config& cfg) {
+  const std::string prefix = "regularization.";
+  std::map<std::string, double> out;
+  for (const config::KeySpec& k : config::schema())
+    if (k.key.rfind(prefix, 0) == 0) out[k.key.substr(prefix.size())] = cfg.get_double(k.key);
+  return out;
+}
 
 std::vector<double> flatten_stats(const std::vector<models::LayerStats>& stats) {
   std::vector<double> out;
@@ -191,8 +204,13 @@ int train(const TrainArgs& args) {
   const std::int64_t max_steps = cfg.get_int("train.max_steps"), grad_accum = cfg.get_int("train.grad_accum");
   const std::int64_t log_every = cfg.get_int("train.log_every"), eval_every = cfg.get_int("eval.every");
   const std::int64_t ckpt_every = cfg.get_int("checkpoint.every"), max_bad = cfg.get_int("train.max_bad_steps");
-  const double w_gate = cfg.get_double("regularization.gate_entropy"), w_attn = cfg.get_double("regularization.attn_entropy");
-  const double w_router = cfg.get_double("regularization.router_balance");
+  // The regularisers by name (regularization.<name>: its weight); the model computes those it has.
+  const std::map<std::string, double> reg_weights = regularizer_weights(cfg);
+  std::set<std::string> reg_always, reg_all;  // asked for every step (weight ≠ 0), and on log steps
+  for (const auto& [name, w] : reg_weights) {
+    reg_all.insert(name);
+    if (w != 0) reg_always.insert(name);
+  }
   const int zero = static_cast<int>(cfg.get_int("dist.zero"));
   const Device device = run.device;
   // The MPI gradient buckets and ZeRO shards work on host tensors; NCCL is built
@@ -322,7 +340,8 @@ int train(const TrainArgs& args) {
     const bool last = done == max_steps;
     const bool log_step = done % log_every == 0 || step == 0 || last;
     maybe_inject_fault(rank, done);
-    double loss_sum = 0, gate_ent = 0, attn_ent = 0, router = 0;
+    double loss_sum = 0;
+    std::map<std::string, double> reg_sums;  // Σ over micro-batches of each regulariser computed
     std::vector<models::LayerStats> stats;
     model.train();
     // Forward and backward of every micro-batch in train.precision (bf16: mixed precision).
@@ -335,36 +354,33 @@ int train(const TrainArgs& args) {
       }
       batch = uploader.upload(batch);
       models::ForwardOptions fo;
-      fo.gate_entropy = w_gate != 0 || log_step;
-      fo.attn_entropy = w_attn != 0;
-      fo.router_balance = w_router != 0 || log_step;
+      fo.regularizers = log_step ? reg_all : reg_always;
       fo.collect_stats = log_step && micro + 1 == grad_accum;
       models::ForwardResult r = model.forward(batch.x, batch.y, fo);
       Tensor total = r.loss;
-      if (w_gate != 0 && r.gate_entropy.defined()) total = total + r.gate_entropy * w_gate;
-      if (w_attn != 0 && r.attn_entropy.defined()) total = total + r.attn_entropy * w_attn;
-      if (w_router != 0 && r.router_balance.defined()) total = total + r.router_balance * w_router;
+      for (const auto& [name, value] : r.regularizers)
+        if (const double w = reg_weights.at(name); w != 0) total = total + value * w;
       {
         // The step's last backward starts the gradient buckets as their parameters finish.
         BackwardHookGuard hook(micro + 1 == grad_accum ? optimizer.backward_hook() : autograd::LeafGradReadyHook());
         (total * (1.0 / static_cast<double>(grad_accum))).backward();
       }
       loss_sum += r.loss.item();
-      if (r.gate_entropy.defined()) gate_ent += r.gate_entropy.item();
-      if (r.attn_entropy.defined()) attn_ent += r.attn_entropy.item();
-      if (r.router_balance.defined()) router += r.router_balance.item();
+      for (const auto& [name, value] : r.regularizers) reg_sums[name] += value.item();
       if (fo.collect_stats) stats = std::move(r.stats);
     }
     optimizer.average_gradients();
     if (world > 1) {
       // The logged values are means over ranks (each rank's is the mean of its rows), the gate
       // statistics sums over the global batch; a non-finite loss on any rank makes every rank skip.
-      std::vector<double> sums = comm.all_reduce_host({loss_sum, gate_ent, attn_ent, router}, dist::ReduceOp::sum,
-                                                      "all-reduce of the step's losses");
+      // Every rank computed the same regularisers (same model, same step kind): one value per name,
+      // in the map's order.
+      std::vector<double> values{loss_sum};
+      for (const auto& [name, sum] : reg_sums) values.push_back(sum);
+      std::vector<double> sums = comm.all_reduce_host(values, dist::ReduceOp::sum, "all-reduce of the step's losses");
       loss_sum = sums[0] / world;
-      gate_ent = sums[1] / world;
-      attn_ent = sums[2] / world;
-      router = sums[3] / world;
+      std::size_t at = 1;
+      for (auto& [name, sum] : reg_sums) sum = sums[at++] / world;
       if (!stats.empty()) unflatten_stats(comm.all_reduce_host(flatten_stats(stats), dist::ReduceOp::sum,
                                                                "all-reduce of the gate statistics"),
                                           stats);
@@ -408,10 +424,10 @@ int train(const TrainArgs& args) {
       nlohmann::json line = {{"step", done},         {"split", "train"},           {"loss", loss},
                              {"lr", lr},             {"grad_norm", grad_norm},     {"tokens_per_s", tokens_per_s},
                              {"elapsed_s", now}};
-      if (model.config().gate.kind != models::GateKind::none) line["gate_entropy"] = gate_ent / static_cast<double>(grad_accum);
-      if (w_attn != 0) line["attn_entropy_reg"] = attn_ent / static_cast<double>(grad_accum);
-      if (model.config().gate.kind == models::GateKind::routed) line["router_balance"] = router / static_cast<double>(grad_accum);
       add_stats(line, stats);
+      // Each regulariser the model computed, under its name (with _reg where a statistic has it).
+      for (const auto& [name, sum] : reg_sums)
+        line[line.contains(name) ? name + "_reg" : name] = sum / static_cast<double>(grad_accum);
       metrics->write(line);
       ProgressState ps{done, loss, lr, tokens_per_s, now, std::nullopt};
       if (line.contains("gate_mean")) ps.gate_mean = line["gate_mean"].get<double>();

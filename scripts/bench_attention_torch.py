@@ -1,20 +1,31 @@
 #!/usr/bin/env python3
-"""gattn's attention op against PyTorch on the same shapes, in one run (issue 7).
+"""gattn's gated attention against PyTorch on the same shapes, in one run (issue 7).
 
-For every gate kind and shape it times, forward and backward (gradients for q, k, v and every gate
-term):
+For every gate kind and shape it times a block's attention with its gate, as the model runs it
+between the qkv and output projections (GatedAttention::attend), forward and backward: the gate's
+own small products are inside the timed region. Inputs are random normal h [B, T, C] (C = H·d) and
+q, k, v [B, H, T, d]; the gate's parameters are initialised as the model does (weights
+normal(0, 0.02), biases 0 except forget's 3.0, pair's alpha 0), in the inputs' dtype. Gradients
+flow to h, q, k, v and the gate's parameters; the output is [B, T, C] (head n in columns
+n·d … n·d + d − 1) and the backward is out.backward(grad) with a random grad of that shape.
 
-  gattn    `gattn bench attention --json` (ops::flash_attention, whatever backend it dispatches to);
+  gattn    `gattn bench attention --json` (GatedAttention::attend: the gate's terms, then
+           ops::flash_attention on whatever backend it dispatches to);
   PyTorch  none/output: F.scaled_dot_product_attention(q, k, v, is_causal=True) restricted to the
-           flash backend (output also multiplies by σ(gate logits), as the model does);
-           score/forget/pair: the eager formula that materialises the T×T scores
-             S = q kᵀ/√d + key_bias_j | + c_i − c_j,  causal mask,  P = softmax(S),
-             pair: P ⊙ (α·σ(a_i + c_j) + 1 − α),  y = P v.
+           flash backend, heads merged; output then multiplies by σ(h·Wᵀ + b), W [C, C], b [C];
+           score/forget/pair: the eager formula that materialises the T×T scores, with per head n
+             f = h·Wᵀ + b (W [H, C], b [H]: f [B, T, H]),
+             S = q kᵀ/√d,  score: + log σ(f_jn),  forget: + c_i − c_j with c = cumsum_t log σ(f),
+             causal mask,  P = softmax(S),
+             pair: P ⊙ (α·σ(a_i + c_j) + 1 − α) with a_i = q_i·wq_n + b_n, c_j = k_j·wk_n on the
+               unscaled q, k (wq, wk [H, d], b [H]) and α = σ(alpha), no renormalisation,
+             y = P v, heads merged.
 
 It prints one markdown table (TFLOP/s of forward+backward, the ratio gattn/torch, the PyTorch path)
 and a verdict per goal of the issue: none/output ≥ 0.8× flash SDPA; score/forget/pair ≥ 3× eager at
 T = 4k; score/forget/pair run at T = 16k. FLOPs: forward 4·B·H·T²·d halved for the causal mask,
-backward 2.5× forward, for every kind (gate terms are not counted).
+backward 2.5× forward, for every kind; the gate's own work (its projections, sigmoids, cumsum and
+products) is timed but not counted.
 
   python3 scripts/bench_attention_torch.py --out bench_attention.md                 # the GPU, bf16
   python3 scripts/bench_attention_torch.py --device cpu --T 256 --heads-dim 2x32 --tokens 512
@@ -158,37 +169,50 @@ def manual_sdpa(q, k, v):
     return torch.softmax(s, dim=-1) @ v
 
 
-def eager(kind, q, k, v, t, hidden):
+def merge_heads(y):
+    """[B, H, T, d] -> [B, T, H·d], head n in columns n·d … n·d + d − 1."""
+    B, H, T, d = y.shape
+    return y.transpose(1, 2).reshape(B, T, H * d)
+
+
+def eager(kind, h, q, k, v, p, hidden):
     s = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
-    if kind == "score":
-        s = s + t["key_bias"][..., None, :]
-    elif kind == "forget":
-        c = t["forget_cum"]
-        s = s + (c[..., :, None] - c[..., None, :])
-    p = torch.softmax(s.masked_fill(hidden, float("-inf")), dim=-1)
+    if kind in ("score", "forget"):
+        log_gate = F.logsigmoid(F.linear(h, p["weight"], p["bias"])).transpose(1, 2)  # [B, H, T]
+        if kind == "score":
+            s = s + log_gate[..., None, :]
+        else:
+            c = torch.cumsum(log_gate, dim=-1)
+            s = s + (c[..., :, None] - c[..., None, :])
+    a = torch.softmax(s.masked_fill(hidden, float("-inf")), dim=-1)
     if kind == "pair":
-        alpha = t["alpha"]
-        p = p * (alpha * torch.sigmoid(t["pair_row"][..., :, None] + t["pair_col"][..., None, :]) + (1 - alpha))
-    return p @ v
+        H, d = p["wq"].shape
+        row = (q * p["wq"].view(1, H, 1, d)).sum(-1) + p["bias"].view(1, H, 1)  # a_i, [B, H, T]
+        col = (k * p["wk"].view(1, H, 1, d)).sum(-1)  # c_j, [B, H, T]
+        alpha = torch.sigmoid(p["alpha"])
+        a = a * (alpha * torch.sigmoid(row[..., :, None] + col[..., None, :]) + (1 - alpha))
+    return merge_heads(a @ v)
 
 
 def make_inputs(kind, B, T, H, d, dtype, device):
+    """h, q, k, v, the output's grad and the gate's parameters, initialised as the model does."""
     g = torch.Generator(device=device).manual_seed(0)
     rnd = lambda *shape: torch.randn(*shape, generator=g, device=device, dtype=torch.float32)
+    full = lambda shape, x: torch.full(shape, x, device=device, dtype=torch.float32)
     leaf = lambda x: x.to(dtype).requires_grad_(True)
+    C = H * d
+    h = leaf(rnd(B, T, C))
     q, k, v = (leaf(rnd(B, H, T, d)) for _ in range(3))
-    grad = rnd(B, H, T, d).to(dtype)
-    t = {}
+    grad = rnd(B, T, C).to(dtype)
+    p = {}
     if kind == "output":
-        t["gate_logits"] = leaf(rnd(B, H, T, d))
-    elif kind == "score":
-        t["key_bias"] = leaf(F.logsigmoid(rnd(B, H, T)))
-    elif kind == "forget":
-        t["forget_cum"] = leaf(torch.cumsum(F.logsigmoid(rnd(B, H, T)), dim=-1))
+        p["weight"], p["bias"] = leaf(0.02 * rnd(C, C)), leaf(full((C,), 0.0))
+    elif kind in ("score", "forget"):
+        p["weight"], p["bias"] = leaf(0.02 * rnd(H, C)), leaf(full((H,), 3.0 if kind == "forget" else 0.0))
     elif kind == "pair":
-        t["pair_row"], t["pair_col"] = leaf(rnd(B, H, T)), leaf(rnd(B, H, T))
-        t["alpha"] = leaf(torch.full((1,), 0.5, device=device))
-    return q, k, v, grad, t
+        p["wq"], p["wk"] = leaf(0.02 * rnd(H, d)), leaf(0.02 * rnd(H, d))
+        p["bias"], p["alpha"] = leaf(full((H,), 0.0)), leaf(full((1,), 0.0))
+    return h, q, k, v, grad, p
 
 
 class Clock:
@@ -248,10 +272,13 @@ def torch_case(a, kind, B, T, H, d):
         torch.cuda.reset_peak_memory_stats()
     r = {"status": "ok"}
     try:
-        q, k, v, grad, t = make_inputs(kind, B, T, H, d, dtype, device)
-        leaves = [q, k, v] + list(t.values())
+        h, q, k, v, grad, p = make_inputs(kind, B, T, H, d, dtype, device)
+        leaves = [h, q, k, v] + list(p.values())
         if kind in ("none", "output"):
-            gate = (lambda y: y * torch.sigmoid(t["gate_logits"])) if kind == "output" else (lambda y: y)
+            if kind == "output":
+                gate = lambda y: merge_heads(y) * torch.sigmoid(F.linear(h, p["weight"], p["bias"]))
+            else:
+                gate = merge_heads
             if not hasattr(F, "scaled_dot_product_attention"):
                 r["path"] = "math formula (no SDPA in torch " + torch.__version__.split("+")[0] + ")"
                 fwd, bwd, note = time_case(lambda: gate(manual_sdpa(q, k, v)), leaves, grad, a, device)
@@ -271,7 +298,7 @@ def torch_case(a, kind, B, T, H, d):
         else:
             hidden = torch.ones(T, T, dtype=torch.bool, device=device).triu(1)
             r["path"] = "eager"
-            fwd, bwd, note = time_case(lambda: eager(kind, q, k, v, t, hidden), leaves, grad, a, device)
+            fwd, bwd, note = time_case(lambda: eager(kind, h, q, k, v, p, hidden), leaves, grad, a, device)
         f = fwd_flops(B, T, H, d)
         r.update(fwd_ms=fwd, bwd_ms=bwd, fwd_tflops=f / (fwd * 1e-3) / 1e12,
                  fwd_bwd_tflops=3.5 * f / ((fwd + bwd) * 1e-3) / 1e12)
@@ -283,7 +310,7 @@ def torch_case(a, kind, B, T, H, d):
         else:
             r["status"] = "oom"
     finally:
-        q = k = v = grad = t = leaves = None  # free before the next case and before empty_cache
+        h = q = k = v = grad = p = leaves = None  # free before the next case and before empty_cache
     if device == "cuda":
         r["peak_mem_bytes"] = torch.cuda.max_memory_allocated()
         torch.cuda.empty_cache()

@@ -20,6 +20,9 @@ namespace gattn {
 
 namespace {
 
+constexpr const char* kGates = "model.gates";
+constexpr const char* kGatePrefix = "model.gate.";
+
 using config::KeySpec;
 using config::KeyType;
 using nlohmann::json;
@@ -182,6 +185,46 @@ json coerce_param_groups(const std::string& key, const YAML::Node& n, const Sour
   return out;
 }
 
+// A YAML scalar or list as JSON, typed as the text reads: integer, number, boolean, null, else string.
+json plain_value(const YAML::Node& n, const std::string& key, const Source& src) {
+  if (!n.IsDefined() || n.IsNull()) return nullptr;
+  if (n.IsSequence()) {
+    json out = json::array();
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      if (!n[i].IsScalar()) fail(src.at(n[i]), key + " must be a list of plain values, got " + shown(n[i]));
+      out.push_back(plain_value(n[i], key, src));
+    }
+    return out;
+  }
+  if (!n.IsScalar()) fail(src.at(n), key + " must be a value or a list, got " + shown(n));
+  if (auto i = parse_int(n)) return *i;
+  if (auto d = parse_double(n)) return *d;
+  if (auto b = parse_bool(n)) return *b;
+  return n.Scalar();
+}
+
+// model.gates: a list of maps whose keys and values the model's config checks against the gate
+// kinds (the config machinery does not know them); here only the shape is checked.
+json coerce_gate_list(const std::string& key, const YAML::Node& n, const Source& src) {
+  if (!n.IsDefined() || n.IsNull()) return json::array();
+  if (!n.IsSequence()) fail(src.at(n), key + " must be a list of gate entries ({kind: ..., ...}), got " + shown(n));
+  json out = json::array();
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node g = n[i];
+    const std::string gkey = key + "[" + std::to_string(i) + "]";
+    if (!g.IsMap()) fail(src.at(g), gkey + " must be a map {kind: ..., ...}, got " + shown(g));
+    json entry = json::object();
+    for (auto it = g.begin(); it != g.end(); ++it) {
+      if (!it->first.IsScalar()) fail(src.at(it->first), "keys must be plain names, got " + shown(it->first));
+      const std::string field = it->first.Scalar();
+      if (entry.contains(field)) fail(src.at(it->first), "duplicate key '" + field + "' in " + gkey);
+      entry[field] = plain_value(it->second, gkey + "." + field, src);
+    }
+    out.push_back(entry);
+  }
+  return out;
+}
+
 // The node as the stored value of `s`, or a ConfigError naming `at` and the key.
 json coerce(const KeySpec& s, const YAML::Node& n, const Source& src, const std::string& at) {
   const std::string& key = s.key;
@@ -218,6 +261,8 @@ json coerce(const KeySpec& s, const YAML::Node& n, const Source& src, const std:
       return coerce_list(s, key, n, at, true);
     case KeyType::param_groups:
       return coerce_param_groups(key, n, src);
+    case KeyType::gate_list:
+      return coerce_gate_list(key, n, src);
   }
   fail(at, key + ": unhandled key type");
 }
@@ -315,15 +360,18 @@ std::string format_value(const json& v) {
     }
     return out + "]";
   }
-  // A param group: its fields in the documented order, as one flow map.
-  std::string out = "{";
-  bool first = true;
-  for (const std::string& f : config::param_group_keys()) {
-    if (!v.contains(f)) continue;
-    if (!first) out += ", ";
-    first = false;
-    out += f + ": " + format_value(v[f]);
+  // A map (a param group, a gate entry) as one flow map: a param group's fields in the documented
+  // order, other maps' in key order.
+  std::vector<std::string> fields;
+  if (v.contains("match")) {
+    for (const std::string& f : config::param_group_keys())
+      if (v.contains(f)) fields.push_back(f);
+  } else {
+    for (auto it = v.begin(); it != v.end(); ++it) fields.push_back(it.key());
   }
+  std::string out = "{";
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    out += (i ? ", " : "") + fields[i] + ": " + format_value(v[fields[i]]);
   return out + "}";
 }
 
@@ -363,6 +411,15 @@ Config Config::build(const std::string& yaml_text, const std::vector<std::string
   apply(file, "", root, file_src, root);
   for (auto& [k, v] : file.values) c.values_[k] = v;
   c.where_ = file.where;
+  // An empty list (as the annotated example writes it) gives no gates: only a non-empty one clashes.
+  // Likewise a model.gate.* key at its default (a resolved config.yaml writes every key) changes
+  // nothing and does not clash.
+  if (file.values.count(kGates) && !file.values.at(kGates).empty()) {
+    for (const auto& [k, w] : file.where)
+      if (k.rfind(kGatePrefix, 0) == 0 && file.values.at(k) != config::find_key(k)->default_value)
+        fail(w, std::string("model.gate and model.gates are both given (model.gates at ") + file.where.at(kGates) +
+                    "): model.gate is the one-gate shorthand, model.gates the list; keep one");
+  }
 
   for (const std::string& ov : overrides) {
     const std::size_t eq = ov.find('=');
@@ -380,11 +437,26 @@ Config Config::build(const std::string& yaml_text, const std::vector<std::string
     if (!config::find_key(key) && !config::is_section(key)) fail(src.at(value), unknown_key(key));
     Layer layer;
     apply(layer, key, value, src, value);
+    // An override of one form of the gates replaces the other form from the file (model.gates=[]
+    // too: it is how an ablation's baseline cell says "no gates" over a gated base config).
+    for (const auto& kv : layer.values) {
+      const std::string& k = kv.first;
+      if (k == kGates) c.reset_keys_with_prefix(kGatePrefix);
+      else if (k.rfind(kGatePrefix, 0) == 0) c.reset_keys_with_prefix(kGates);
+    }
     for (auto& [k, v] : layer.values) c.values_[k] = v;
     for (auto& [k, w] : layer.where) c.where_[k] = w;
   }
   c.validate_whole();
   return c;
+}
+
+void Config::reset_keys_with_prefix(const std::string& prefix) {
+  for (const KeySpec& s : config::schema()) {
+    if (s.key.rfind(prefix, 0) != 0) continue;
+    values_[s.key] = s.default_value;
+    where_.erase(s.key);
+  }
 }
 
 void Config::validate_whole() const {
@@ -510,9 +582,10 @@ models::ModelConfig Config::model_config() const {
   m.n_layer = get_int("model.n_layer");
   m.n_head = get_int("model.n_head");
   m.n_embd = get_int("model.n_embd");
+  // The shorthand: the typed keys every gate entry has, and the rest of model.gate.* as options
+  // (which the kind checks); set_keys are the ones the file or an override set to a non-default.
   models::GateConfig& g = m.gate;
-  g.kind = models::parse_gate_kind(get_string("model.gate.kind"));
-  g.granularity = get_string("model.gate.granularity");
+  g.kind = get_string("model.gate.kind");
   g.all_layers = value("model.gate.layers").is_string();
   if (!g.all_layers) g.layers = get_int_list("model.gate.layers");
   g.activation = get_string("model.gate.activation");
@@ -520,8 +593,18 @@ models::ModelConfig Config::model_config() const {
   g.init_bias =
       has("model.gate.init_bias") ? get_double("model.gate.init_bias") : std::numeric_limits<double>::quiet_NaN();
   g.init_weight = get_string("model.gate.init_weight");
-  g.windows = get_int_list("model.gate.windows");
-  g.top_k = get_int("model.gate.top_k");
+  static const std::set<std::string> typed = {"kind", "layers", "activation", "temperature", "init_bias", "init_weight"};
+  for (const KeySpec& s : config::schema()) {
+    if (s.key.rfind(kGatePrefix, 0) != 0) continue;
+    const std::string leaf = s.key.substr(std::string(kGatePrefix).size());
+    if (!typed.count(leaf)) g.options[leaf] = value(s.key);
+    // A key written at its default changes nothing, so it cannot mislead (the annotated example
+    // writes them all); a key set to anything else must mean something for the kind.
+    if (where_.count(s.key) && values_.at(s.key) != s.default_value) g.set_keys.push_back(leaf);
+  }
+  const json& entries = value(kGates);
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    m.gates.push_back(models::gate_from_json(entries[i], std::string(kGates) + "[" + std::to_string(i) + "]", true));
   return m;
 }
 

@@ -73,6 +73,8 @@ class Config {
   static Config build(const std::string& yaml_text, const std::vector<std::string>& overrides,
                       const std::string& origin_name);
   void validate_whole() const;
+  // Puts every key starting with `prefix` back to its default, as if never set.
+  void reset_keys_with_prefix(const std::string& prefix);
   void check_run_name() const;  // run.name must be one folder name under runs/
 
   std::string origin_;

@@ -66,8 +66,8 @@ std::vector<KeySpec> make_schema() {
   s.push_back(pos_int("model.n_layer", 4, "number of Transformer blocks"));
   s.push_back(pos_int("model.n_head", 4, "attention heads per block"));
   s.push_back(pos_int("model.n_embd", 128, "embedding width C (divisible by n_head)"));
-  s.push_back(choice_key("model.gate.kind", "none", {"none", "output", "score", "forget", "pair", "context", "routed"},
-                         "the gate variant (SPEC §4)"));
+  s.push_back(str_key("model.gate.kind", "none",
+                      "the gate kind: none or a registered kind (`gattn gates` lists them; docs/gates.md)"));
   s.push_back(choice_key("model.gate.granularity", "elementwise", {"elementwise", "headwise"},
                          "output gate: one value per channel or per head"));
   {
@@ -100,6 +100,14 @@ std::vector<KeySpec> make_schema() {
     s.push_back(k);
   }
   s.push_back(int_key("model.gate.top_k", 1, 1.0, "routed: experts per token"));
+  {
+    KeySpec k;
+    k.key = "model.gates";
+    k.type = KeyType::gate_list;
+    k.default_value = json::array();
+    k.doc = "several gates: a list of entries with the keys of model.gate (not together with model.gate)";
+    s.push_back(k);
+  }
 
   s.push_back(choice_key("data.kind", "synthetic", {"text", "tokens", "synthetic"},
                          "text (UTF-8 file, char-level), tokens (llm.c .bin shards) or synthetic"));

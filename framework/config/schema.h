@@ -18,6 +18,7 @@ enum class KeyType {
   number_list,      // list of doubles
   all_or_int_list,  // the string "all" or a list of int64 (model.gate.layers)
   param_groups,     // optim.param_groups: a list of maps, checked by the config loader
+  gate_list,        // model.gates: a list of maps of scalars and lists, checked by the model's config
 };
 
 struct KeySpec {

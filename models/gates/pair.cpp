@@ -1,11 +1,13 @@
-// Gate kind `pair` (seed 001): a per-(query, key) gate G_ij = σ(a_i + c_j) multiplying the softmax
-// weights, mixed in by α = σ(alpha). The model supplies the O(T) row and column terms; the fused op
-// forms G tile by tile (with the gumbel noise when training) and never stores a T×T matrix.
+// Gate kind `pair` (the Gated Attention reproduction article, "门控注意力创新设计"): a per-(query, key)
+// gate G_ij = σ(a_i + c_j) multiplying the softmax weights, mixed in by α = σ(alpha):
+// A = P ⊙ (α·G + 1 − α). The gate supplies the O(T) row and column terms as the fused op's
+// modulation; the op forms G tile by tile (with the gumbel noise when training) and never stores a
+// T×T matrix.
 #include <cmath>
 
-#include "models/gates/activation.h"
-#include "models/gates/gates.h"
-#include "models/regularizers.h"
+#include "models/gating/activation.h"
+#include "models/gating/gate.h"
+#include "models/gating/registry.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
@@ -13,56 +15,76 @@
 
 namespace gattn::models {
 
-PairGate::PairGate(const ModelConfig& config, Generator& init)
-    : gate_(config.gate), n_head_(config.n_head), head_dim_(config.head_dim()) {
-  wq = register_parameter("wq", init_gate_weight({n_head_, head_dim_}, config, init));
-  wk = register_parameter("wk", init_gate_weight({n_head_, head_dim_}, config, init));
-  bias = register_parameter("bias", init_gate_bias({n_head_}, config));
-  // α = σ(0) = 1/2: half the attention mass is open to gating at the start.
-  alpha = register_parameter("alpha", Tensor::zeros({1}, config.dtype));
-}
+namespace {
 
-Tensor PairGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
-  const std::int64_t B = in.q.size(0), T = in.q.size(2);
-  ops::AttentionTerms terms;
-  terms.modulation_row = row_term(in.q);
-  terms.modulation_col = col_term(in.k);
-  terms.modulation_alpha = ops::sigmoid(alpha);
-  terms.modulation_temperature = gate_temperature(gate_);
-  if (gate_noise_active(gate_, ctx)) {
-    if (!ctx.noise)
-      throw ValueError(
-          "model.gate.activation: gumbel_sigmoid needs a noise generator while training (AttentionContext.noise)");
-    terms.modulation_noise = ctx.noise;
+class PairGate : public Gate {
+ public:
+  PairGate(const ModelConfig& model, const GateConfig& gate, Generator& init)
+      : gate_(gate), n_head_(model.n_head), head_dim_(model.head_dim()) {
+    wq = register_parameter("wq", init_gate_weight({n_head_, head_dim_}, model, gate, init));
+    wk = register_parameter("wk", init_gate_weight({n_head_, head_dim_}, model, gate, init));
+    bias = register_parameter("bias", init_gate_bias({n_head_}, model, gate));
+    // α = σ(0) = 1/2: half the attention mass is open to gating at the start.
+    alpha = register_parameter("alpha", Tensor::zeros({1}, model.dtype));
   }
-  ops::AttentionOptions options;
-  options.modulation_entropy = ctx.gate_entropy;
-  ops::AttentionResult r = run_attention(in, terms, ctx, options);  // also merges G's moments into the stats
-  if (ctx.gate_entropy) {
-    accumulate(ctx.gate_entropy_sum, ops::sum(r.modulation_entropy));
-    // One gate value per visible (query, key) pair: j ≤ i.
-    ctx.gate_entropy_count += static_cast<double>(B * n_head_) * static_cast<double>(T * (T + 1) / 2);
+
+  void add_terms(const AttentionInputs& in, ops::AttentionTerms& terms, AttentionContext& ctx) override {
+    terms.modulation_row = row_term(in.q);
+    terms.modulation_col = col_term(in.k);
+    terms.modulation_alpha = ops::sigmoid(alpha);
+    terms.modulation_temperature = gate_temperature(gate_);
+    if (gate_noise_active(gate_, ctx)) {
+      if (!ctx.noise)
+        throw ValueError(gate_.where +
+                         ".activation: gumbel_sigmoid needs a noise generator while training (AttentionContext.noise)");
+      terms.modulation_noise = ctx.noise;
+    }
+    // Its statistics, gate entropy and inspected values come from the fused op (run_attention).
   }
-  return merge_heads(r.out);
-}
 
-Tensor PairGate::attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) {
-  write_cache_rows(cache_term(cache.modulation_col, cache), col_term(in.k), pos);
-  ops::CachedAttentionInputs terms;
-  terms.modulation_row = row_term(in.q);
-  terms.modulation_col = cache.modulation_col;
-  terms.modulation_alpha = 1.0 / (1.0 + std::exp(-alpha.item()));
-  terms.modulation_temperature = gate_temperature(gate_);
-  return merge_heads(run_cached_attention(in, cache, pos, terms));
-}
+  void add_cached_terms(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos,
+                        ops::CachedAttentionInputs& terms) override {
+    write_cache_rows(cache_term(cache.modulation_col, cache), col_term(in.k), pos);
+    terms.modulation_row = row_term(in.q);
+    terms.modulation_col = cache.modulation_col;
+    terms.modulation_alpha = 1.0 / (1.0 + std::exp(-alpha.item()));
+    terms.modulation_temperature = gate_temperature(gate_);
+  }
 
-// a_i = q_i·wq_n + b_n and c_j = k_j·wk_n per head, on the unscaled q, k: [B, H, T].
-Tensor PairGate::row_term(const Tensor& q) const {
-  return ops::sum(q * ops::reshape(wq, {1, n_head_, 1, head_dim_}), {3}) + ops::reshape(bias, {1, n_head_, 1});
-}
+  Tensor wq, wk, bias, alpha;  // [H, d], [H, d], [H], [1]
 
-Tensor PairGate::col_term(const Tensor& k) const {
-  return ops::sum(k * ops::reshape(wk, {1, n_head_, 1, head_dim_}), {3});
+ private:
+  // a_i = q_i·wq_n + b_n and c_j = k_j·wk_n per head, on the unscaled q, k: [B, H, T].
+  Tensor row_term(const Tensor& q) const {
+    return ops::sum(q * ops::reshape(wq, {1, n_head_, 1, head_dim_}), {3}) + ops::reshape(bias, {1, n_head_, 1});
+  }
+  Tensor col_term(const Tensor& k) const { return ops::sum(k * ops::reshape(wk, {1, n_head_, 1, head_dim_}), {3}); }
+
+  GateConfig gate_;
+  std::int64_t n_head_, head_dim_;
+};
+
+}  // namespace
+
+GATTN_GATE_KIND(pair) {
+  GateKindSpec s;
+  s.name = "pair";
+  s.summary = "A = P ⊙ (α·G + 1 − α) after softmax, G_ij = σ(q_i·wq_n + k_j·wk_n + b_n), α = σ(alpha)";
+  s.reference = "the Gated Attention reproduction article (门控注意力创新设计)";
+  s.common_keys = {"activation", "temperature", "init_bias", "init_weight"};
+  s.gate_values = "G_ij over the visible (query, key) pairs";
+  s.parameter_doc = "`wq` [H, d], `wk` [H, d], `bias` [H], `alpha` [1] (alpha 0: α = ½)";
+  s.order = 40;
+  s.parameters = [](const ModelConfig& m, const GateConfig&) {
+    return std::vector<GateParameterSpec>{
+        {"wq", {m.n_head, m.head_dim()}}, {"wk", {m.n_head, m.head_dim()}}, {"bias", {m.n_head}}, {"alpha", {1}}};
+  };
+  s.make = [](const ModelConfig& m, const GateConfig& g, Generator& init) {
+    return std::make_shared<PairGate>(m, g, init);
+  };
+  // q·wq and k·wk per head.
+  s.multiply_adds = [](const ModelConfig& m, const GateConfig&) { return static_cast<double>(2 * m.n_embd); };
+  return s;
 }
 
 }  // namespace gattn::models

@@ -1,35 +1,63 @@
-// Gate kind `score` (seed 000, paradigm 1): S_ij += log σ(f_jn), a learned soft mask on keys that
-// the fused op adds to the logits as a per-key bias.
-#include "models/gates/activation.h"
-#include "models/gates/gates.h"
+// Gate kind `score` (the first paradigm of "Gated Attention: three paradigms", the seed article):
+// S_ij += log σ(f_jn), f = h·Wᵀ + b, a learned soft mask on keys that the fused op adds to the
+// logits as a column bias.
+#include "models/gating/activation.h"
+#include "models/gating/gate.h"
+#include "models/gating/registry.h"
 #include "ops/matmul.h"
 #include "ops/shape.h"
 #include "ops/unary.h"
 
 namespace gattn::models {
 
-ScoreGate::ScoreGate(const ModelConfig& config, Generator& init) : gate_(config.gate) {
-  weight = register_parameter("weight", init_gate_weight({config.n_head, config.n_embd}, config, init));
-  bias = register_parameter("bias", init_gate_bias({config.n_head}, config));
-}
+namespace {
 
-Tensor ScoreGate::attend(const AttentionInputs& in, AttentionContext& ctx) {
-  GateActivation g = activate_gate(ops::linear(in.h, weight, bias), gate_, ctx);  // [B, T, H]
-  report_gate(g, ctx);
-  ops::AttentionTerms terms;
-  // log σ(u) from the logit (exact where σ(u) would round to 0).
-  terms.col_bias = ops::transpose(ops::log_sigmoid(g.logit), 1, 2);  // [B, H, T]
-  return merge_heads(run_attention(in, terms, ctx).out);
-}
+class ScoreGate : public Gate {
+ public:
+  ScoreGate(const ModelConfig& model, const GateConfig& gate, Generator& init) : gate_(gate) {
+    weight = register_parameter("weight", init_gate_weight({model.n_head, model.n_embd}, model, gate, init));
+    bias = register_parameter("bias", init_gate_bias({model.n_head}, model, gate));
+  }
 
+  void add_terms(const AttentionInputs& in, ops::AttentionTerms& terms, AttentionContext& ctx) override {
+    GateActivation g = activate_gate(ops::linear(in.h, weight, bias), gate_, ctx);  // [B, T, H]
+    report_gate(g, ctx);
+    accumulate(terms.col_bias, key_term(g));
+  }
 
-Tensor ScoreGate::attend_cached(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos) {
-  AttentionContext eval;
-  GateActivation g = activate_gate(ops::linear(in.h, weight, bias), gate_, eval);  // [B, n, H]
-  write_cache_rows(cache_term(cache.col_bias, cache), ops::transpose(ops::log_sigmoid(g.logit), 1, 2), pos);
-  ops::CachedAttentionInputs terms;
-  terms.col_bias = cache.col_bias;
-  return merge_heads(run_cached_attention(in, cache, pos, terms));
+  void add_cached_terms(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos,
+                        ops::CachedAttentionInputs&) override {
+    AttentionContext eval;
+    add_cache_rows(cache.col_bias, cache, key_term(activate_gate(ops::linear(in.h, weight, bias), gate_, eval)), pos);
+  }
+
+  Tensor weight, bias;  // [H, C], [H]
+
+ private:
+  // log σ(u) per key [B, H, T], from the logit (exact where σ(u) would round to 0).
+  static Tensor key_term(const GateActivation& g) { return ops::transpose(ops::log_sigmoid(g.logit), 1, 2); }
+  GateConfig gate_;
+};
+
+}  // namespace
+
+GATTN_GATE_KIND(score) {
+  GateKindSpec s;
+  s.name = "score";
+  s.summary = "S_ij += log σ(f_jn), f = h·Wᵀ + b: a learned soft mask on keys";
+  s.reference = "the seed article's first paradigm (gate on the attention scores)";
+  s.common_keys = {"activation", "temperature", "init_bias", "init_weight"};
+  s.gate_values = "σ(f): H values per token (one per key and head)";
+  s.parameter_doc = "`weight` [H, C], `bias` [H]";
+  s.order = 20;
+  s.parameters = [](const ModelConfig& m, const GateConfig&) {
+    return std::vector<GateParameterSpec>{{"weight", {m.n_head, m.n_embd}}, {"bias", {m.n_head}}};
+  };
+  s.make = [](const ModelConfig& m, const GateConfig& g, Generator& init) {
+    return std::make_shared<ScoreGate>(m, g, init);
+  };
+  s.multiply_adds = [](const ModelConfig& m, const GateConfig&) { return static_cast<double>(m.n_head * m.n_embd); };
+  return s;
 }
 
 }  // namespace gattn::models

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `gattn bench attention` on tiny CPU shapes: every gate kind is measured ("ok", positive times and
+# `gattn bench attention` on tiny CPU shapes: every registered gate kind is measured ("ok", positive times and
 # TFLOP/s) in --json mode and in the table; bad input (unknown kind, bf16 on the CPU, T = 0, an
 # unknown option) exits 2 with one line. Then, where PyTorch imports, the comparison script's CPU
 # smoke run writes its markdown table. T = 130 is not a multiple of any tile size.
@@ -10,13 +10,16 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 base=(--device cpu --dtype f32 --tokens 260 --iters 1 --warmup 0)
 small=("${base[@]}" --T 64,130 --heads-dim 2x16)
 
+# By default every kind the registry has (gattn gates --names), none first.
+kinds=$("$gattn" gates --names | paste -sd,) || fail "gattn gates --names exited $?"
+n_kinds=$(tr ',' '\n' <<<"$kinds" | wc -l)
 out=$(OMP_NUM_THREADS=1 "$gattn" bench attention "${small[@]}" --json 2>"$tmp/err") ||
   fail "bench --json exited $?: $(cat "$tmp/err")"
-[[ $(wc -l <<<"$out") -eq 10 ]] || fail "expected 10 JSON lines (5 kinds x 2 T), got: $out"
-/usr/bin/python3 - "$out" <<'PY' || fail "the JSON lines are not what they should be"
+[[ $(wc -l <<<"$out") -eq $((2 * n_kinds)) ]] || fail "expected $((2 * n_kinds)) JSON lines ($n_kinds kinds x 2 T), got: $out"
+/usr/bin/python3 - "$out" "$kinds" <<'PY' || fail "the JSON lines are not what they should be"
 import json, sys
 rows = [json.loads(l) for l in sys.argv[1].splitlines()]
-kinds = ["none", "output", "score", "forget", "pair"]
+kinds = sys.argv[2].split(",")
 assert [(r["kind"], r["T"]) for r in rows] == [(k, T) for T in (64, 130) for k in kinds], rows
 for r in rows:
     assert r["status"] == "ok", r
@@ -43,6 +46,8 @@ expect() {  # expect PATTERN ARGS...: exit 2 and one stderr line matching PATTER
   grep -q -- "$pattern" <<<"$err" || fail "$*: '$err' does not mention '$pattern'"
 }
 expect "unknown kind 'sideways'" "${small[@]}" --kinds none,sideways
+out=$("$gattn" bench attention "${small[@]}" --kinds none,sideways 2>&1 >/dev/null)
+grep -q "(none, " <<<"$out" || fail "the unknown-kind message should list the kinds: $out"
 expect "bf16" --device cpu --dtype bf16 --T 64
 expect "expected a positive integer, got '0'" "${base[@]}" --T 0
 expect "expected a positive integer" "${base[@]}" --T 64,x

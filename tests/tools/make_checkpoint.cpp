@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
     mc.n_layer = 2;
     mc.n_head = 2;
     mc.n_embd = 16;
-    mc.gate.kind = gattn::models::parse_gate_kind(argv[2]);
+    mc.gate.kind = argv[2];
     gattn::models::GPT model(mc, 1);
     nlohmann::json config;
     config["model"] = gattn::models::to_json(mc);

@@ -12,12 +12,13 @@
 #include "framework/autograd/grad_mode.h"
 #include "framework/runtime/threads.h"
 #include "framework/tensor/random.h"
+#include "models/gating/registry.h"
 #include "models/gpt.h"
 
 namespace gattn::test {
 
 // A model small enough to gradcheck in f64: V=5, block 6, 2 layers, 2 heads of 2 dims.
-inline models::ModelConfig tiny_config(models::GateKind kind, DType dtype = DType::f64) {
+inline models::ModelConfig tiny_config(std::string kind, DType dtype = DType::f64) {
   models::ModelConfig c;
   c.vocab_size = 5;
   c.block_size = 6;
@@ -25,8 +26,8 @@ inline models::ModelConfig tiny_config(models::GateKind kind, DType dtype = DTyp
   c.n_head = 2;
   c.n_embd = 4;
   c.gate.kind = kind;
-  c.gate.windows = {0, 2};
-  c.gate.top_k = 1;
+  c.gate.options["windows"] = {0, 2};
+  c.gate.options["top_k"] = 1;
   c.dtype = dtype;
   return c;
 }
@@ -60,10 +61,13 @@ inline void perturb_gate_parameters(models::GPT& m, std::uint64_t seed) {
     }
 }
 
-inline const std::vector<models::GateKind>& all_gate_kinds() {
-  using models::GateKind;
-  static const std::vector<GateKind> kinds{GateKind::none, GateKind::output,  GateKind::score, GateKind::forget,
-                                           GateKind::pair, GateKind::context, GateKind::routed};
+// none and every registered gate kind.
+inline const std::vector<std::string>& all_gate_kinds() {
+  static const std::vector<std::string> kinds = [] {
+    std::vector<std::string> out{models::kNoGate};
+    for (const models::GateKindSpec* k : models::gate_kinds()) out.push_back(k->name);
+    return out;
+  }();
   return kinds;
 }
 

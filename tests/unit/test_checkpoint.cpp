@@ -38,7 +38,7 @@ struct Trained {
   models::GPT model;
   optim::AdamW opt;
   explicit Trained(std::uint64_t seed, int steps = 3)
-      : model(test::tiny_config(models::GateKind::output, DType::f32), seed), opt(model.named_parameters(), options()) {
+      : model(test::tiny_config("output", DType::f32), seed), opt(model.named_parameters(), options()) {
     for (int s = 0; s < steps; ++s) {
       Tensor idx = test::tokens(2, 6, 5, seed + static_cast<std::uint64_t>(s));
       model.forward(idx, idx).loss.backward();
@@ -104,7 +104,7 @@ TEST(Checksums, SaveModuleWritesThemAndLoadVerifies) {
   std::string bytes = test::read_file(path);
   bytes[bytes.size() - 2] ^= 0x10;
   write_text(path, bytes);
-  models::GPT b(test::tiny_config(models::GateKind::output, DType::f32), 2);
+  models::GPT b(test::tiny_config("output", DType::f32), 2);
   const std::string msg = checkpoint_error([&] { load_module(path, b); });
   EXPECT_TRUE(contains(msg, path));
   EXPECT_TRUE(contains(msg, "checksum mismatch"));

@@ -57,14 +57,13 @@ model:
   n_head: 2
   n_embd: 32
   gate:
-    kind: routed
+    kind: output
+    granularity: headwise
     layers: [0, 2]
     activation: gumbel_sigmoid
     temperature: 0.5
     init_bias: -1.5
     init_weight: zero
-    windows: [0, 8, 16]
-    top_k: 2
 data:
   kind: text
   path: data/tiny.txt
@@ -79,7 +78,7 @@ optim:
   schedule: constant
   param_groups:
     - name: gates
-      match: ["*.attn.router.*"]
+      match: ["*.attn.gate.*"]
       lr_scale: 2
       freeze_steps: 5
     - name: embeddings
@@ -145,7 +144,7 @@ TEST(ConfigLoad, FullFile) {
   EXPECT_EQ(c.get_int("dist.zero"), 1);
   // Untouched keys keep their defaults.
   EXPECT_EQ(c.get_int("train.log_every"), 10);
-  EXPECT_EQ(c.where("optim.lr"), dir.file("config.yaml") + ":30");
+  EXPECT_EQ(c.where("optim.lr"), dir.file("config.yaml") + ":29");
 }
 
 TEST(ConfigLoad, ExampleFullIsEveryKeyAtItsDefault) {
@@ -166,12 +165,12 @@ TEST(ConfigOverrides, WinOverTheFile) {
   test::TempDir dir;
   write_file(dir.file("config.yaml"), kFull);
   Config c = Config::load(dir.file("config.yaml"),
-                          {"model.n_layer=5", "optim.lr=1e-2", "model.gate.windows=[0,16]", "model.gate.top_k=1",
+                          {"model.n_layer=5", "optim.lr=1e-2", "model.gate.temperature=0.25",
                            "model.gate.kind=output", "model.gate={granularity: headwise, layers: all}",
                            "run.name=other", "train.deterministic=true", "model.gate.init_bias=null"});
   EXPECT_EQ(c.get_int("model.n_layer"), 5);
   EXPECT_DOUBLE_EQ(c.get_double("optim.lr"), 1e-2);
-  EXPECT_EQ(c.get_int_list("model.gate.windows"), (std::vector<std::int64_t>{0, 16}));
+  EXPECT_DOUBLE_EQ(c.get_double("model.gate.temperature"), 0.25);
   EXPECT_EQ(c.get_string("model.gate.kind"), "output");
   EXPECT_EQ(c.get_string("model.gate.granularity"), "headwise");
   EXPECT_EQ(c.get_string("model.gate.layers"), "all");
@@ -242,8 +241,8 @@ TEST(ConfigErrors, WrongTypeNamesLineAndKey) {
 
 TEST(ConfigErrors, BadChoiceListsTheValidOnes) {
   EXPECT_TRUE(rejects("device: gpu\n", {"config.yaml:1", "device must be one of auto, cpu, cuda, got gpu"}));
-  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: outptu\n",
-                      {"config.yaml:3", "model.gate.kind must be one of none, output", "did you mean 'output'?"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: outptu\n", {"config.yaml:3", "model.gate.kind: unknown gate kind 'outptu'",
+                                                            "expected one of none, ", "did you mean 'output'?"}));
 }
 
 TEST(ConfigErrors, CrossKeyRulesNameTheLine) {
@@ -319,7 +318,7 @@ TEST(ConfigParamGroups, Parse) {
   auto groups = c.param_groups();
   ASSERT_EQ(groups.size(), 2u);
   EXPECT_EQ(groups[0].name, "gates");
-  EXPECT_EQ(groups[0].match, (std::vector<std::string>{"*.attn.router.*"}));
+  EXPECT_EQ(groups[0].match, (std::vector<std::string>{"*.attn.gate.*"}));
   EXPECT_FALSE(groups[0].lr.has_value());
   ASSERT_TRUE(groups[0].lr_scale.has_value());
   EXPECT_DOUBLE_EQ(*groups[0].lr_scale, 2.0);
@@ -377,8 +376,9 @@ TEST(ConfigYaml, RoundTripGivesTheSameConfig) {
 TEST(ConfigJson, NestedObjectOfEveryKey) {
   Config c = Config::from_string(kFull);
   nlohmann::json j = c.to_json();
-  EXPECT_EQ(j["model"]["gate"]["kind"], "routed");
-  EXPECT_EQ(j["model"]["gate"]["windows"], nlohmann::json::array({0, 8, 16}));
+  EXPECT_EQ(j["model"]["gate"]["kind"], "output");
+  EXPECT_EQ(j["model"]["gate"]["granularity"], "headwise");
+  EXPECT_EQ(j["model"]["gates"], nlohmann::json::array());
   EXPECT_EQ(j["optim"]["lr"], 3e-4);
   EXPECT_EQ(j["seed"], 7);
   EXPECT_EQ(j["optim"]["param_groups"][0]["name"], "gates");
@@ -393,15 +393,16 @@ TEST(ConfigModel, ModelConfigMatches) {
   EXPECT_EQ(m.n_layer, 3);
   EXPECT_EQ(m.n_head, 2);
   EXPECT_EQ(m.n_embd, 32);
-  EXPECT_EQ(m.gate.kind, models::GateKind::routed);
+  EXPECT_EQ(m.gate.kind, "output");
   EXPECT_FALSE(m.gate.all_layers);
   EXPECT_EQ(m.gate.layers, (std::vector<std::int64_t>{0, 2}));
   EXPECT_EQ(m.gate.activation, "gumbel_sigmoid");
   EXPECT_DOUBLE_EQ(m.gate.temperature, 0.5);
   EXPECT_DOUBLE_EQ(m.gate.init_bias, -1.5);
   EXPECT_EQ(m.gate.init_weight, "zero");
-  EXPECT_EQ(m.gate.windows, (std::vector<std::int64_t>{0, 8, 16}));
-  EXPECT_EQ(m.gate.top_k, 2);
+  EXPECT_EQ(m.gate.string_option("granularity"), "headwise");
+  EXPECT_EQ(m.gate.set_keys,
+            (std::vector<std::string>{"kind", "granularity", "layers", "activation", "temperature", "init_bias", "init_weight"}));
   EXPECT_NO_THROW(m.validate());
   // The JSON of the model section is what models/config.cpp writes.
   EXPECT_EQ(models::to_json(m), c.to_json()["model"]);
@@ -410,7 +411,86 @@ TEST(ConfigModel, ModelConfigMatches) {
   EXPECT_EQ(d.vocab_size, 0);
   EXPECT_TRUE(std::isnan(d.gate.init_bias));
   EXPECT_TRUE(d.gate.all_layers);
-  EXPECT_EQ(d.gate.kind, models::GateKind::none);
+  EXPECT_EQ(d.gate.kind, "none");
+}
+
+TEST(ConfigGates, SeveralGatesParse) {
+  Config c = Config::from_string(
+      "model:\n  n_layer: 4\n  gates:\n    - kind: score\n    - {kind: output, layers: [2, 3], granularity: headwise}\n"
+      "    - kind: routed\n      windows: [0, 16]\n      top_k: 1\n",
+      {}, "config.yaml");
+  models::ModelConfig m = c.model_config();
+  EXPECT_EQ(m.gate.kind, "none");
+  ASSERT_EQ(m.gates.size(), 3u);
+  EXPECT_EQ(m.gates[0].kind, "score");
+  EXPECT_TRUE(m.gates[0].all_layers);
+  EXPECT_EQ(m.gates[1].where, "model.gates[1]");
+  EXPECT_EQ(m.gates[1].layers, (std::vector<std::int64_t>{2, 3}));
+  EXPECT_EQ(m.gates[1].string_option("granularity"), "headwise");
+  EXPECT_EQ(m.gates[2].int_list_option("windows"), (std::vector<std::int64_t>{0, 16}));
+  EXPECT_EQ(m.gates[1].set_keys, (std::vector<std::string>{"granularity", "kind", "layers"}));
+  // Block 3 has all three, in the fixed order of application.
+  std::vector<std::string> order;
+  for (const models::GateConfig& g : m.layer_gates(3)) order.push_back(g.kind);
+  EXPECT_EQ(order, (std::vector<std::string>{"score", "routed", "output"}));
+  EXPECT_EQ(m.layer_gates(0).size(), 2u);
+  // The resolved YAML reads back to the same config (run directories keep it).
+  EXPECT_EQ(Config::from_string(c.to_yaml(), {}, "resolved.yaml"), c) << c.to_yaml();
+  // The kind-specific defaults come from the kind.
+  Config d = Config::from_string("model:\n  gates:\n    - kind: routed\n");
+  EXPECT_EQ(d.model_config().gates[0].int_list_option("windows"), (std::vector<std::int64_t>{0, 32}));
+  EXPECT_EQ(d.model_config().gates[0].int_option("top_k"), 1);
+}
+
+TEST(ConfigGates, OverrideOfOneFormReplacesTheOtherFromTheFile) {
+  const std::string file = "model:\n  gates:\n    - kind: score\n    - kind: output\n";
+  Config a = Config::from_string(file, {"model.gate.kind=forget"});
+  EXPECT_EQ(a.model_config().gates.size(), 0u);
+  EXPECT_EQ(a.model_config().gate.kind, "forget");
+  Config b = Config::from_string("model:\n  gate:\n    kind: output\n    granularity: headwise\n",
+                                 {"model.gates=[{kind: score}]"});
+  EXPECT_EQ(b.model_config().gate.kind, "none");
+  EXPECT_EQ(b.get_string("model.gate.granularity"), "elementwise");
+  ASSERT_EQ(b.model_config().gates.size(), 1u);
+  EXPECT_EQ(b.model_config().gates[0].kind, "score");
+}
+
+TEST(ConfigGates, BadGateEntriesNameTheKey) {
+  const std::string head = "model:\n  n_layer: 2\n  gates:\n";
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: output\n  gates:\n    - kind: score\n",
+                      {"config.yaml:3", "model.gate and model.gates are both given"}));
+  EXPECT_TRUE(rejects(head + "    - kind: output\n    - {kind: output, layers: [1]}\n",
+                      {"config.yaml:3", "model.gates[1].layers", "block 1 already has a 'output' gate from model.gates[0]"}));
+  EXPECT_TRUE(rejects(head + "    - {kind: output, layers: [2]}\n",
+                      {"model.gates[0].layers", "block index 2 out of range [0, 2)"}));
+  EXPECT_TRUE(rejects(head + "    - kind: sideways\n",
+                      {"model.gates[0].kind: unknown gate kind 'sideways'", "expected one of none, ", "score"}));
+  EXPECT_TRUE(rejects(head + "    - {layers: [0]}\n", {"model.gates[0].kind: missing"}));
+  EXPECT_TRUE(rejects(head + "    - kind: none\n", {"model.gates[0].kind", "needs a gate kind"}));
+  EXPECT_TRUE(rejects(head + "    - {kind: output, colour: red}\n", {"model.gates[0].colour: unknown key"}));
+  EXPECT_TRUE(rejects(head + "    - 3\n", {"config.yaml:4", "model.gates[0] must be a map"}));
+  EXPECT_TRUE(rejects("model:\n  gates: {kind: output}\n", {"model.gates must be a list"}));
+}
+
+TEST(ConfigGates, SettingsThatDoNothingAreErrors) {
+  // A key the chosen kind does not read would make an ablation compare what it did not mean to.
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: score\n    granularity: headwise\n",
+                      {"config.yaml:4", "model.gate.granularity: means nothing for gate kind 'score'"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: output\n    windows: [0, 8]\n",
+                      {"model.gate.windows: means nothing for gate kind 'output'"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: routed\n    activation: gumbel_sigmoid\n",
+                      {"model.gate.activation: means nothing for gate kind 'routed'"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: routed\n    init_bias: 1\n",
+                      {"model.gate.init_bias: means nothing for gate kind 'routed'"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: output\n    temperature: 0.5\n",
+                      {"model.gate.temperature: means nothing with activation 'sigmoid'"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    top_k: 2\n", {"model.gate.top_k: means nothing without a gate"}));
+  EXPECT_TRUE(rejects("model:\n  gates:\n    - {kind: score, top_k: 2}\n",
+                      {"model.gates[0].top_k: means nothing for gate kind 'score'"}));
+  // The same keys where they mean something are fine.
+  EXPECT_NO_THROW(Config::from_string("model:\n  gate:\n    kind: output\n    granularity: headwise\n"));
+  EXPECT_NO_THROW(Config::from_string("model:\n  gate:\n    kind: pair\n    activation: gumbel_sigmoid\n    temperature: 0.5\n"));
+  EXPECT_NO_THROW(Config::from_string("model:\n  gate:\n    kind: routed\n    windows: [0, 8, 16]\n    top_k: 2\n"));
 }
 
 TEST(ConfigGetters, WrongTypeOrUnknownKeyThrows) {

@@ -498,7 +498,7 @@ TEST(OptimFreeze, GateGroupFrozenForFreezeSteps) {
   c.n_layer = 2;
   c.n_head = 2;
   c.n_embd = 16;
-  c.gate.kind = models::GateKind::output;
+  c.gate.kind = "output";
   c.dtype = DType::f32;
   models::GPT model(c, 11);
 

@@ -20,7 +20,7 @@ models::ModelConfig tiny_output_model() {
   c.n_layer = 2;
   c.n_head = 2;
   c.n_embd = 16;
-  c.gate.kind = models::GateKind::output;
+  c.gate.kind = "output";
   return c;
 }
 
@@ -44,10 +44,9 @@ Measured train_with(double w_gate, double w_attn) {
     Tensor targets = Tensor::empty({4, 16}, DType::i32);
     data.randint_(targets, 16);
     models::ForwardOptions fo;
-    fo.gate_entropy = true;
-    fo.attn_entropy = true;
+    fo.regularizers = {"gate_entropy", "attn_entropy"};
     models::ForwardResult r = model.forward(idx, targets, fo);
-    Tensor total = r.loss + r.gate_entropy * w_gate + r.attn_entropy * w_attn;
+    Tensor total = r.loss + r.regularizer("gate_entropy") * w_gate + r.regularizer("attn_entropy") * w_attn;
     total.backward();
     adamw.clip_grad_norm();
     adamw.step(step);
@@ -59,10 +58,9 @@ Measured train_with(double w_gate, double w_attn) {
   Generator fixed(99);
   fixed.randint_(idx, 16);
   models::ForwardOptions fo;
-  fo.gate_entropy = true;
-  fo.attn_entropy = true;
+  fo.regularizers = {"gate_entropy", "attn_entropy"};
   models::ForwardResult r = model.forward(idx, Tensor(), fo);
-  return {r.gate_entropy.item(), r.attn_entropy.item()};
+  return {r.regularizer("gate_entropy").item(), r.regularizer("attn_entropy").item()};
 }
 
 }  // namespace

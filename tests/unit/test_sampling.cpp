@@ -18,7 +18,7 @@
 namespace gattn {
 namespace {
 
-using models::GateKind;
+using std::string;
 using test::all_close;
 
 // Rows from..T−1 of a [B, H, T, ...] tensor.
@@ -108,7 +108,7 @@ TEST(CachedAttention, RejectsBadArguments) {
 // Every gate kind (and the gumbel activation, whose eval form is σ(z/τ)): logits from the cache,
 // fed in uneven chunks, equal the full forward's in eval mode.
 struct ModelCase {
-  GateKind kind;
+  std::string kind;
   std::string activation = "sigmoid";
   std::int64_t top_k = 1;
   std::string granularity = "elementwise";
@@ -123,9 +123,9 @@ TEST_P(ForwardCached, EqualsTheFullForwardPositionByPosition) {
   cfg.vocab_size = 7;
   cfg.gate.activation = c.activation;
   cfg.gate.temperature = 0.6;
-  cfg.gate.top_k = c.top_k;
-  cfg.gate.granularity = c.granularity;
-  cfg.gate.windows = {0, 3};
+  cfg.gate.options["top_k"] = c.top_k;
+  cfg.gate.options["granularity"] = c.granularity;
+  cfg.gate.options["windows"] = {0, 3};
   models::GPT model(cfg, 3);
   test::perturb_gate_parameters(model, 11);
   model.eval();
@@ -141,7 +141,7 @@ TEST_P(ForwardCached, EqualsTheFullForwardPositionByPosition) {
   for (std::int64_t chunk : {4, 1, 1, 2, 1, 2}) {
     Tensor logits = model.forward_cached(ops::slice(idx, 1, pos, pos + chunk), cache);
     EXPECT_TRUE(all_close(logits, ops::slice(full, 1, pos, pos + chunk), 1e-11, 1e-9))
-        << models::gate_kind_name(c.kind) << " at positions " << pos << " … " << pos + chunk - 1;
+        << std::string(c.kind) << " at positions " << pos << " … " << pos + chunk - 1;
     pos += chunk;
   }
   EXPECT_EQ(cache.length(), T);
@@ -152,15 +152,15 @@ TEST_P(ForwardCached, EqualsTheFullForwardPositionByPosition) {
 
 INSTANTIATE_TEST_SUITE_P(
     Gates, ForwardCached,
-    ::testing::Values(ModelCase{GateKind::none}, ModelCase{GateKind::output},
-                      ModelCase{GateKind::output, "sigmoid", 1, "headwise"}, ModelCase{GateKind::score},
-                      ModelCase{GateKind::forget}, ModelCase{GateKind::pair}, ModelCase{GateKind::context},
-                      ModelCase{GateKind::routed}, ModelCase{GateKind::routed, "sigmoid", 2},
-                      ModelCase{GateKind::output, "gumbel_sigmoid"}, ModelCase{GateKind::pair, "gumbel_sigmoid"},
-                      ModelCase{GateKind::forget, "gumbel_sigmoid"}),
+    ::testing::Values(ModelCase{"none"}, ModelCase{"output"},
+                      ModelCase{"output", "sigmoid", 1, "headwise"}, ModelCase{"score"},
+                      ModelCase{"forget"}, ModelCase{"pair"}, ModelCase{"context"},
+                      ModelCase{"routed"}, ModelCase{"routed", "sigmoid", 2},
+                      ModelCase{"output", "gumbel_sigmoid"}, ModelCase{"pair", "gumbel_sigmoid"},
+                      ModelCase{"forget", "gumbel_sigmoid"}),
     [](const ::testing::TestParamInfo<ModelCase>& info) {
       const ModelCase& c = info.param;
-      return std::string(models::gate_kind_name(c.kind)) + "_" + c.activation + "_top" + std::to_string(c.top_k) +
+      return std::string(std::string(c.kind)) + "_" + c.activation + "_top" + std::to_string(c.top_k) +
              "_" + c.granularity;
     });
 
@@ -201,7 +201,7 @@ TEST(SampleToken, RejectsBadOptions) {
     models::validate(o); }).find("--top-k"), std::string::npos);
 }
 
-models::ModelConfig sampling_config(GateKind kind) {
+models::ModelConfig sampling_config(std::string kind) {
   models::ModelConfig cfg = test::tiny_config(kind, DType::f32);
   cfg.vocab_size = 40;
   cfg.block_size = 16;
@@ -228,20 +228,20 @@ std::vector<std::int32_t> generate_without_cache(models::GPT& model, std::vector
 }
 
 TEST(Generate, EqualsRerunningTheWholeContextWithinOneBlock) {
-  for (GateKind kind : {GateKind::none, GateKind::forget, GateKind::pair}) {
+  for (std::string kind : {"none", "forget", "pair"}) {
     models::GPT model(sampling_config(kind), 4);
     test::perturb_gate_parameters(model, 2);
     const std::vector<std::int32_t> prompt{3, 1, 4, 1, 5};
     for (double temperature : {0.0, 1.0}) {
       models::SamplingOptions o{temperature, 0, 42};
       EXPECT_EQ(models::generate(model, prompt, 11, o), generate_without_cache(model, prompt, 11, o))
-          << models::gate_kind_name(kind) << " temperature " << temperature;
+          << std::string(kind) << " temperature " << temperature;
     }
   }
 }
 
 TEST(Generate, IsDeterministicPerSeedAndRunsPastTheBlock) {
-  models::GPT model(sampling_config(GateKind::output), 4);
+  models::GPT model(sampling_config("output"), 4);
   const std::vector<std::int32_t> prompt{7};
   models::SamplingOptions o{1.0, 10, 5};
   std::vector<std::int32_t> streamed;

@@ -1,0 +1,90 @@
+// The hooks' defaults (a gate implements only the ones where it acts) and the attention calls the
+// gates share: the fused op with its statistics, regularisers and inspection, and the cached op.
+#include "models/gating/gate.h"
+
+#include <stdexcept>
+
+#include "models/inspection.h"
+#include "models/regularizers.h"
+#include "ops/reduce.h"
+
+namespace gattn::models {
+
+Tensor Gate::gate_input(const AttentionInputs&, const Tensor& x, AttentionContext&) { return x; }
+
+void Gate::add_terms(const AttentionInputs&, ops::AttentionTerms&, AttentionContext&) {}
+
+void Gate::add_cached_terms(const AttentionInputs&, LayerKVCache&, std::int64_t, ops::CachedAttentionInputs&) {}
+
+Tensor Gate::attend(const AttentionInputs&, const ops::AttentionTerms&, AttentionContext&) {
+  throw std::logic_error("Gate::attend called on a gate that does not mix attentions");
+}
+
+Tensor Gate::attend_cached(const AttentionInputs&, const LayerKVCache&, std::int64_t, const ops::CachedAttentionInputs&) {
+  throw std::logic_error("Gate::attend_cached called on a gate that does not mix attentions");
+}
+
+Tensor Gate::gate_heads(const AttentionInputs&, const Tensor& y, AttentionContext&) { return y; }
+
+Tensor Gate::gate_output(const AttentionInputs&, const Tensor& y, AttentionContext&) { return y; }
+
+void AttentionContext::add_regularizer(const std::string& name, const Tensor& term, double count) {
+  RegularizerSum& r = regularizers[name];
+  accumulate(r.sum, term);
+  r.count += count;
+}
+
+namespace {
+
+// The (query, key) pairs a modulation acts on: visible keys of the active queries, every head.
+double modulated_pairs(const Tensor& q, const ops::AttentionOptions& options) {
+  const std::int64_t B = q.size(0), H = q.size(1), T = q.size(2), w = options.window;
+  auto keys = [&](std::int64_t i) { return static_cast<double>(w == 0 ? i + 1 : std::min(i + 1, w)); };
+  double pairs = 0;
+  if (!options.active_queries.defined()) {
+    for (std::int64_t i = 0; i < T; ++i) pairs += keys(i);
+    return pairs * static_cast<double>(B * H);
+  }
+  const std::vector<double> active = options.active_queries.to_vector();  // [B, T]
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t i = 0; i < T; ++i)
+      if (active[static_cast<std::size_t>(b * T + i)] != 0) pairs += keys(i);
+  return pairs * static_cast<double>(H);
+}
+
+}  // namespace
+
+ops::AttentionResult run_attention(const AttentionInputs& in, const ops::AttentionTerms& terms, AttentionContext& ctx,
+                                   ops::AttentionOptions options, bool report_rows) {
+  ops::AttentionStats stats;
+  const bool collect = report_rows && ctx.collect_stats && ctx.stats;
+  if (report_rows) options.stats = collect ? &stats : nullptr;
+  const bool modulated = terms.modulation_row.defined();
+  options.entropy_output = options.entropy_output || (report_rows && ctx.wants(kAttnEntropy));
+  options.modulation_entropy = modulated && ctx.wants(kGateEntropy);
+  ops::AttentionResult r = ops::flash_attention(in.q, in.k, in.v, terms, options);
+  if (collect) {
+    ctx.stats->attention.merge(stats);
+    ctx.stats->gate.merge(stats.modulation);  // the modulation's values are gate values (empty without one)
+  }
+  if (report_rows && ctx.wants(kAttnEntropy))
+    ctx.add_regularizer(kAttnEntropy, ops::sum(r.row_entropy), static_cast<double>(r.row_entropy.numel()));
+  if (options.modulation_entropy)
+    ctx.add_regularizer(kGateEntropy, ops::sum(r.modulation_entropy), modulated_pairs(in.q, options));
+  if (report_rows && ctx.inspect) {
+    ctx.inspect->attention = attention_weights(in.q, in.k, terms, options.window);
+    if (modulated) inspect_modulation(terms, *ctx.inspect);
+  }
+  return r;
+}
+
+Tensor run_cached_attention(const AttentionInputs& in, const LayerKVCache& cache, std::int64_t pos,
+                            ops::CachedAttentionInputs terms) {
+  terms.q = in.q;
+  terms.k = cache.k;
+  terms.v = cache.v;
+  terms.length = pos + in.q.size(2);
+  return ops::cached_attention(terms);
+}
+
+}  // namespace gattn::models

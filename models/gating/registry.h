@@ -1,0 +1,101 @@
+// The gate registry: everything about a gate kind, registered by the kind's own file
+// (models/gates/<kind>.cpp) and read by everything else — config validation and its messages, the
+// model's construction and FLOP count, benchmarks, tests and the docs table. Adding a kind that
+// needs no new fused term is one file in models/gates/ plus its test: the build lists the files of
+// that folder (cmake/gate_kinds.cmake) and the registry links each one in.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "framework/tensor/random.h"
+#include "framework/tensor/tensor.h"
+#include "models/config.h"
+
+namespace gattn::models {
+
+class Gate;
+
+// A kind-specific config key (beyond kind, layers and the common keys below).
+struct GateOptionSpec {
+  std::string key;
+  nlohmann::json default_value;
+  std::string doc;  // one line: what it does and its values
+  // Throws ValueError("<key path>: ...") for a bad value; `key_path` is e.g. "model.gates[1].top_k".
+  std::function<void(const nlohmann::json& value, const std::string& key_path, const GateConfig& gate,
+                     const ModelConfig& model)>
+      check;
+};
+
+struct GateParameterSpec {
+  std::string name;  // under the gate's prefix (attn.gate., attn.gate.<kind>. or attn.router.)
+  Shape shape;
+};
+
+struct GateKindSpec {
+  std::string name;
+  std::string summary;    // the math in one line (docs table, `gattn gates`)
+  std::string reference;  // where the kind comes from: a paper or article title
+  // Which of the common keys (activation, temperature, init_bias, init_weight) the kind reads.
+  std::vector<std::string> common_keys;
+  std::vector<GateOptionSpec> options;
+  double default_init_bias = 0;  // what init_bias null means
+  // Where a block registers its parameters when this is its only gate: "gate" (attn.gate.*), or
+  // another name that it keeps in every block (attn.router.* for a router).
+  std::string module_name = "gate";
+  std::string gate_values;    // what its statistics count as gate values (docs)
+  std::string parameter_doc;  // its parameters with symbolic shapes, e.g. "`weight` [H, C], `bias` [H]" (docs)
+  // Order among the gates of a block for hooks that more than one kind implements (lower first).
+  int order = 0;
+  std::function<std::vector<GateParameterSpec>(const ModelConfig&, const GateConfig&)> parameters;
+  std::function<std::shared_ptr<Gate>(const ModelConfig&, const GateConfig&, Generator& init)> make;
+  // Multiply-adds per token of the gate's own products (a weight shared by the heads counts once
+  // per head); the FLOP count takes 6× this for forward + backward.
+  std::function<double(const ModelConfig&, const GateConfig&)> multiply_adds;
+  // The keys per query its attention mixture visits at length T, or null when the kind leaves the
+  // block's one causal attention call as it is. `mean_keys(w)` is one call's mean at span w.
+  std::function<double(const GateConfig&, std::int64_t T, const std::function<double(std::int64_t)>& mean_keys)>
+      attention_keys;
+};
+
+// Every registered kind (not "none"), in the order of application.
+const std::vector<const GateKindSpec*>& gate_kinds();
+// The kind named `name`, or nullptr.
+const GateKindSpec* find_gate_kind(const std::string& name);
+// The kind named `name`; throws ValueError("<key_path>: unknown gate kind '…' (expected one of none,
+// …)") listing the registered kinds.
+const GateKindSpec& gate_kind(const std::string& name, const std::string& key_path = "model.gate.kind");
+// "none, input, output, …": every valid value of a kind key.
+std::string gate_kind_list();
+// The common keys a gate entry may hold for any kind besides its own: kind, layers.
+bool is_entry_key(const std::string& key);
+// The keys every kind may read (activation, temperature, init_bias, init_weight).
+const std::vector<std::string>& common_gate_keys();
+
+// Checks one gate entry against its kind: the kind exists, every key in set_keys means something
+// for it, the common and kind-specific values are valid. Throws ValueError naming the key.
+void validate_gate_entry(const GateConfig& gate, const ModelConfig& model);
+
+// The kinds as a markdown table (kind, math, parameters, keys with defaults, gate values, source):
+// docs/gates.md holds this table verbatim and a test keeps the two equal.
+std::string gate_kinds_markdown();
+
+// An option whose value is one of `choices` (a string).
+GateOptionSpec choice_option(std::string key, std::string default_value, std::vector<std::string> choices,
+                             std::string doc);
+
+// Defines the registration function of a kind; its file is models/gates/<name>.cpp:
+//   GATTN_GATE_KIND(mykind) { GateKindSpec s; s.name = "mykind"; …; return s; }
+#define GATTN_GATE_KIND(name)                                                \
+  static ::gattn::models::GateKindSpec make_gate_kind_##name();               \
+  const ::gattn::models::GateKindSpec& gate_kind_spec_##name();               \
+  const ::gattn::models::GateKindSpec& gate_kind_spec_##name() {              \
+    static const ::gattn::models::GateKindSpec spec = make_gate_kind_##name(); \
+    return spec;                                                              \
+  }                                                                           \
+  static ::gattn::models::GateKindSpec make_gate_kind_##name()
+
+}  // namespace gattn::models

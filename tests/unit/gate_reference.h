@@ -1,0 +1,213 @@
+// A naive reference of the gated attention for tests: full T×T scores, masks and gates written
+// out with plain ops, the gates of a block composed in the documented order, and the parameter list
+// a config should produce (the gates' parameters as their kinds register them).
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "framework/autograd/grad_mode.h"
+#include "model_test_util.h"
+#include "models/gating/registry.h"
+#include "models/gpt.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/nn_functional.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+#include "ops/unary.h"
+#include "test_util.h"
+
+namespace gattn::test {
+
+using ShapeMap = std::map<std::string, Shape>;
+using models::GPT;
+using models::ModelConfig;
+
+// Where a gate's parameters live in block `layer`: attn.gate. for a block's only gate, attn.gate.<kind>.
+// when the block has several, and a kind's own module name (attn.router.) always.
+inline std::string gate_prefix(const ModelConfig& c, std::int64_t layer, const std::string& kind) {
+  const models::GateKindSpec& spec = models::gate_kind(kind);
+  const std::string attn = "blocks." + std::to_string(layer) + ".attn.";
+  if (spec.module_name != "gate") return attn + spec.module_name + ".";
+  int under_gate = 0;
+  for (const models::GateConfig& g : c.layer_gates(layer)) under_gate += models::gate_kind(g.kind).module_name == "gate";
+  return under_gate >= 2 ? attn + "gate." + kind + "." : attn + "gate.";
+}
+
+// The parameter list of a config: the fixed model, and each gate's parameters as its kind
+// registers them, under the documented prefixes.
+inline ShapeMap spec_parameters(const ModelConfig& c) {
+  const std::int64_t V = c.vocab_size, T = c.block_size, C = c.n_embd;
+  ShapeMap m{{"wte.weight", {V, C}}, {"wpe.weight", {T, C}}, {"ln_f.weight", {C}}, {"ln_f.bias", {C}}};
+  for (std::int64_t i = 0; i < c.n_layer; ++i) {
+    const std::string p = "blocks." + std::to_string(i) + ".";
+    m[p + "ln1.weight"] = {C};
+    m[p + "ln1.bias"] = {C};
+    m[p + "attn.qkv.weight"] = {3 * C, C};
+    m[p + "attn.qkv.bias"] = {3 * C};
+    m[p + "attn.proj.weight"] = {C, C};
+    m[p + "attn.proj.bias"] = {C};
+    m[p + "ln2.weight"] = {C};
+    m[p + "ln2.bias"] = {C};
+    m[p + "mlp.fc.weight"] = {4 * C, C};
+    m[p + "mlp.fc.bias"] = {4 * C};
+    m[p + "mlp.proj.weight"] = {C, 4 * C};
+    m[p + "mlp.proj.bias"] = {C};
+    for (const models::GateConfig& g : c.layer_gates(i))
+      for (const models::GateParameterSpec& ps : models::gate_kind(g.kind).parameters(c, g))
+        m[gate_prefix(c, i, g.kind) + ps.name] = ps.shape;
+  }
+  return m;
+}
+
+// ---- a naive reference: full T×T scores, masks and gates written out with plain ops ----
+
+inline Tensor heads(const Tensor& x, std::int64_t H) {  // [B, T, C] -> [B, H, T, d]
+  return ops::permute(ops::reshape(x, {x.size(0), x.size(1), H, x.size(2) / H}), {0, 2, 1, 3});
+}
+inline Tensor unheads(const Tensor& y) {  // [B, H, T, d] -> [B, T, C]
+  return ops::reshape(ops::permute(y, {0, 2, 1, 3}), {y.size(0), y.size(2), y.size(1) * y.size(3)});
+}
+
+// 1 where key j is hidden from query i: j > i, or i − j >= window when window > 0.
+inline Tensor hidden_keys(std::int64_t T, std::int64_t window) {
+  std::vector<std::int32_t> m(static_cast<std::size_t>(T * T));
+  for (std::int64_t i = 0; i < T; ++i)
+    for (std::int64_t j = 0; j < T; ++j)
+      m[static_cast<std::size_t>(i * T + j)] = j > i || (window > 0 && i - j >= window);
+  return Tensor::from_ints(m, {T, T});
+}
+
+struct RefGate {
+  Tensor key_bias, forget_cum, pair_g, pair_alpha;  // [B,H,T], [B,H,T], [B,H,T,T], [1]
+};
+
+inline Tensor naive_attention(const Tensor& q, const Tensor& k, const Tensor& v, const RefGate& g, std::int64_t window) {
+  const std::int64_t T = q.size(2);
+  Tensor S = ops::mul_scalar(ops::matmul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(q.size(3))));
+  if (g.key_bias.defined()) S = S + ops::unsqueeze(g.key_bias, 2);
+  if (g.forget_cum.defined()) S = S + ops::unsqueeze(g.forget_cum, 3) - ops::unsqueeze(g.forget_cum, 2);
+  Tensor P = ops::softmax(ops::masked_fill(S, hidden_keys(T, window), -1e30));
+  if (g.pair_g.defined()) P = P * (g.pair_g * g.pair_alpha + (ops::neg(g.pair_alpha) + 1.0));
+  return ops::matmul(P, v);
+}
+
+// The attention of block `layer` with its gates, composed from plain ops in the documented order:
+// input → q, k, v → score and forget terms on S → softmax → pair modulation → routed mixture of the
+// experts → context mix → output gate → attn.proj.
+inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
+  const ModelConfig& c = m.config();
+  const std::int64_t B = h.size(0), T = h.size(1), C = c.n_embd, H = c.n_head, d = c.head_dim();
+  const std::string p = "blocks." + std::to_string(layer) + ".attn.";
+  auto P = [&](const std::string& n) { return m.parameter(p + n); };
+  std::map<std::string, models::GateConfig> gates;
+  for (const models::GateConfig& g : c.layer_gates(layer)) gates[g.kind] = g;
+  auto has = [&](const std::string& kind) { return gates.count(kind) != 0; };
+  auto G = [&](const std::string& kind, const std::string& n) { return m.parameter(gate_prefix(c, layer, kind) + n); };
+  // gumbel_sigmoid in eval is σ(z/τ).
+  auto logit = [&](const std::string& kind, const Tensor& x, const Tensor& w, const Tensor& b) {
+    const models::GateConfig& g = gates.at(kind);
+    return ops::mul_scalar(ops::linear(x, w, b), g.activation == "gumbel_sigmoid" ? 1.0 / g.temperature : 1.0);
+  };
+  auto gate_of = [&](const std::string& kind, const Tensor& x) {
+    return ops::sigmoid(logit(kind, x, G(kind, "weight"), G(kind, "bias")));
+  };
+
+  const Tensor x = has("input") ? h * gate_of("input", h) : h;
+  Tensor qkv = ops::linear(x, P("qkv.weight"), P("qkv.bias"));
+  Tensor q = heads(ops::slice(qkv, 2, 0, C), H), k = heads(ops::slice(qkv, 2, C, 2 * C), H),
+         v = heads(ops::slice(qkv, 2, 2 * C, 3 * C), H);
+  RefGate g;
+  if (has("score")) g.key_bias = ops::permute(ops::log(gate_of("score", h)), {0, 2, 1});
+  if (has("forget")) {
+    // c = (log σ f) · U with U_li = [l ≤ i]: the prefix sums as a product, not a scan.
+    Tensor ls = ops::permute(ops::log(gate_of("forget", h)), {0, 2, 1});
+    std::vector<double> u(static_cast<std::size_t>(T * T));
+    for (std::int64_t l = 0; l < T; ++l)
+      for (std::int64_t i = 0; i < T; ++i) u[static_cast<std::size_t>(l * T + i)] = l <= i;
+    g.forget_cum =
+        ops::reshape(ops::matmul(ops::reshape(ls, {B, H, 1, T}), Tensor::from(u, {T, T}, h.dtype())), {B, H, T});
+  }
+  if (has("pair")) {
+    const models::GateConfig& pg = gates.at("pair");
+    const double inv_tau = pg.activation == "gumbel_sigmoid" ? 1.0 / pg.temperature : 1.0;
+    Tensor a = ops::sum(q * ops::reshape(G("pair", "wq"), {1, H, 1, d}), {3}) + ops::reshape(G("pair", "bias"), {1, H, 1});
+    Tensor b = ops::sum(k * ops::reshape(G("pair", "wk"), {1, H, 1, d}), {3});
+    g.pair_g = ops::sigmoid(ops::mul_scalar(ops::unsqueeze(a, 3) + ops::unsqueeze(b, 2), inv_tau));
+    g.pair_alpha = ops::sigmoid(G("pair", "alpha"));
+  }
+  Tensor yh;
+  if (has("routed")) {
+    const models::GateConfig& rg = gates.at("routed");
+    const std::vector<std::int64_t> windows = rg.int_list_option("windows");
+    const std::int64_t E = static_cast<std::int64_t>(windows.size()), top_k = rg.int_option("top_k");
+    Tensor z = ops::linear(h, G("routed", "weight"), G("routed", "bias"));
+    Tensor r = ops::softmax(z);
+    std::vector<double> zv = z.to_vector(), mask(zv.size(), 0.0);
+    for (std::int64_t t = 0; t < B * T; ++t) {
+      std::vector<std::int64_t> order(static_cast<std::size_t>(E));
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](std::int64_t e1, std::int64_t e2) {
+        return zv[static_cast<std::size_t>(t * E + e1)] > zv[static_cast<std::size_t>(t * E + e2)];
+      });
+      for (std::int64_t s = 0; s < top_k; ++s) mask[static_cast<std::size_t>(t * E + order[static_cast<std::size_t>(s)])] = 1;
+    }
+    Tensor kept = r * Tensor::from(mask, z.shape(), z.dtype());
+    // top_k 1: the chosen expert keeps its probability (Switch); top_k ≥ 2: renormalised.
+    Tensor rt = top_k == 1 ? kept : kept / ops::sum(kept, {2}, true);
+    for (std::int64_t e = 0; e < E; ++e) {
+      Tensor ye = naive_attention(q, k, v, g, windows[static_cast<std::size_t>(e)]) *
+                  ops::reshape(ops::slice(rt, 2, e, e + 1), {B, 1, T, 1});
+      yh = yh.defined() ? yh + ye : ye;
+    }
+  } else {
+    yh = naive_attention(q, k, v, g, 0);
+  }
+  if (has("context")) {
+    Tensor gate = ops::sigmoid(logit("context", ops::concat({q, yh}, 3), G("context", "weight"), G("context", "bias")));
+    yh = gate * yh + (ops::neg(gate) + 1.0) * q;
+  }
+  Tensor y = unheads(yh);
+  if (has("output")) {
+    Tensor gate = gate_of("output", h);
+    if (gates.at("output").string_option("granularity") == "headwise")
+      y = ops::reshape(ops::reshape(y, {B, T, H, d}) * ops::reshape(gate, {B, T, H, 1}), {B, T, C});
+    else
+      y = y * gate;
+  }
+  return ops::linear(y, P("proj.weight"), P("proj.bias"));
+}
+
+inline Tensor reference_logits(GPT& m, const Tensor& idx) {
+  const ModelConfig& c = m.config();
+  const std::int64_t T = idx.size(1);
+  Tensor x =
+      ops::embedding(m.parameter("wte.weight"), idx) + ops::embedding(m.parameter("wpe.weight"), Tensor::arange(T));
+  for (std::int64_t i = 0; i < c.n_layer; ++i) {
+    const std::string p = "blocks." + std::to_string(i) + ".";
+    auto P = [&](const std::string& n) { return m.parameter(p + n); };
+    x = x + reference_attention(m, i, ops::layer_norm(x, P("ln1.weight"), P("ln1.bias"), 1e-5));
+    Tensor h = ops::layer_norm(x, P("ln2.weight"), P("ln2.bias"), 1e-5);
+    x = x + ops::linear(ops::gelu(ops::linear(h, P("mlp.fc.weight"), P("mlp.fc.bias"))), P("mlp.proj.weight"),
+                        P("mlp.proj.bias"));
+  }
+  x = ops::layer_norm(x, m.parameter("ln_f.weight"), m.parameter("ln_f.bias"), 1e-5);
+  return ops::linear(x, m.parameter("wte.weight"));
+}
+
+// The model's logits against the reference's, with the gates pushed away from their neutral start.
+inline void expect_matches_reference(const ModelConfig& c) {
+  GPT model(c, 11);
+  perturb_gate_parameters(model, 5);
+  model.eval();
+  Tensor idx = tokens(2, 6, c.vocab_size, 3);
+  NoGradGuard no_grad;
+  EXPECT_TRUE(all_close(model.forward(idx).logits, reference_logits(model, idx), 1e-9, 1e-9));
+}
+
+}  // namespace gattn::test
