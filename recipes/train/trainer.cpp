@@ -1,0 +1,410 @@
+// The Trainer's steps. The loop in run() is the algorithm; each step below is one piece of it.
+#include "recipes/train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+
+#include "framework/autograd/engine.h"
+#include "framework/config/schema.h"
+#include "framework/data/dataset.h"
+#include "framework/dist/sharding.h"
+#include "framework/io/checkpoint.h"
+#include "framework/io/metrics_rewind.h"
+#include "framework/io/train_state.h"
+#include "framework/optim/adamw.h"
+#include "framework/runtime/threads.h"
+#include "models/gpt.h"
+#include "models/layer_stats_io.h"
+#include "ops/autocast.h"
+#include "ops/elementwise.h"
+#include "recipes/batch_upload.h"
+#include "recipes/fault_injection.h"
+#include "recipes/stop_signal.h"
+#include "recipes/train/metrics_line.h"
+
+namespace gattn::recipes {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Philox stream of the training batches. The model's init and noise generators use streams 0 and
+// 1 of the same seed; sharing one would correlate the batch positions with the gumbel noise.
+constexpr std::uint64_t kDataStream = 2;
+
+// regularization.<name> → weight, for every regulariser the config knows.
+std::map<std::string, double> regularizer_weights(const Config& cfg) {
+  const std::string prefix = "regularization.";
+  std::map<std::string, double> out;
+  for (const config::KeySpec& k : config::schema())
+    if (k.key.rfind(prefix, 0) == 0) out[k.key.substr(prefix.size())] = cfg.get_double(k.key);
+  return out;
+}
+
+// Gumbel noise per rank: rank r draws from its own Philox stream (the base stream + r·2³²) at the
+// offset every rank shares, so ranks do not repeat each other's noise on different rows, rank 0's
+// stream is the single-process one, and a checkpoint (which stores rank 0's state) resumes on any
+// world size. A world of two with noise is therefore not bitwise a world of one with twice the
+// batch (the rows get other noise draws), only equal in distribution.
+constexpr int kRankStreamShift = 32;
+GeneratorState rank_noise_state(GeneratorState base, int rank) {
+  base.stream += static_cast<std::uint64_t>(rank) << kRankStreamShift;
+  return base;
+}
+GeneratorState base_noise_state(GeneratorState mine, int rank) {
+  mine.stream -= static_cast<std::uint64_t>(rank) << kRankStreamShift;
+  return mine;
+}
+
+// Installs a leaf-ready hook for one backward and removes it again, also when backward throws.
+class BackwardHookGuard {
+ public:
+  explicit BackwardHookGuard(autograd::LeafGradReadyHook hook) : active_(static_cast<bool>(hook)) {
+    if (active_) autograd::set_leaf_grad_ready_hook(std::move(hook));
+  }
+  ~BackwardHookGuard() {
+    if (active_) autograd::set_leaf_grad_ready_hook({});
+  }
+  BackwardHookGuard(const BackwardHookGuard&) = delete;
+  BackwardHookGuard& operator=(const BackwardHookGuard&) = delete;
+
+ private:
+  bool active_;
+};
+
+// "3.4 MB, 41 ms" for the checkpoint message.
+std::string describe_write(const CheckpointWritten& w) {
+  char buf[64];
+  const double mb = static_cast<double>(w.bytes) / 1e6;
+  std::snprintf(buf, sizeof buf, mb < 1 ? "%.2f MB, %.0f ms" : "%.1f MB, %.0f ms", mb, w.seconds * 1e3);
+  return buf;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- the loop
+
+int Trainer::run() {
+  if (start_step_ >= max_steps_) {
+    say("the run is already at step " + std::to_string(start_step_) + " of train.max_steps " +
+        std::to_string(max_steps_) + "; nothing to train (raise train.max_steps to continue)");
+    if (lead_) std::cout << "run directory: " << run_.dir << "\n";
+    return 0;
+  }
+  start_ = std::chrono::steady_clock::now();
+  window_start_ = elapsed_before_;
+  BatchUploader uploader(run_.device);  // host batches reach the GPU through pinned memory
+  StopSignals signals;                  // from here on, SIGINT/SIGTERM stop after the current step
+  for (std::int64_t step = start_step_; step < max_steps_; ++step) {
+    const std::int64_t done = step + 1;
+    const bool last = done == max_steps_;
+    const bool log_step = done % log_every_ == 0 || step == 0 || last;
+    maybe_inject_fault(rank_, done);
+    StepResult r = forward_backward(log_step, uploader);
+    reduce_across_ranks(r);
+    const double loss = r.loss_sum / static_cast<double>(grad_accum_);
+    const double grad_norm = optimizer_->clip_grad_norm();
+    const bool updated = update_or_skip(step, loss, grad_norm);
+    if (log_step && updated && lead_) log_train(step, r, loss, grad_norm);
+    if ((eval_every_ > 0 && done % eval_every_ == 0) || last) evaluate_and_log(done);
+    const bool checkpointed = checkpoints_.due(done, last, guard_.bad_in_a_row());
+    if (checkpointed) write_checkpoint(done);
+    const int signo = agreed_stop_signal();
+    if (!last && (signo != 0 || done == args_.stop_after)) {
+      if (!checkpointed) write_checkpoint(done);
+      return stop_early(done, signo);
+    }
+  }
+  return finish();
+}
+
+// ---------------------------------------------------------------- prepare
+
+Trainer::Trainer(const TrainArgs& args)
+    : args_(args),
+      comm_(dist::cpu_world()),  // a launched rank joins its job here (MPI_Init); a plain run is a world of one
+      rank_(comm_.rank()),
+      world_(comm_.size()),
+      lead_(rank_ == 0),
+      run_(prepare_run(args.config, args.overrides, !args.resume.empty())),
+      batch_size_(run_.config.get_int("train.batch_size")),
+      block_size_(run_.config.model_config().block_size),
+      max_steps_(run_.config.get_int("train.max_steps")),
+      grad_accum_(run_.config.get_int("train.grad_accum")),
+      log_every_(run_.config.get_int("train.log_every")),
+      eval_every_(run_.config.get_int("eval.every")),
+      reg_weights_(regularizer_weights(run_.config)),
+      // Every rank draws the whole global batch (world × batch_size windows) and keeps its rows, so
+      // the position is in global tokens and the same on every rank and for every world size.
+      data_gen_(static_cast<std::uint64_t>(run_.config.get_int("seed")), kDataStream),
+      guard_(run_.config.get_int("train.max_bad_steps")),
+      checkpoints_{run_.config.get_int("checkpoint.every")} {
+  const Config& cfg = run_.config;
+  comm_.set_timeout(cfg.get_double("dist.timeout_s"));
+  // train.threads 0 means all cores: shared among the ranks on this node, not each taking them all.
+  const dist::LaunchInfo& launch = dist::world_launch();
+  if (cfg.get_int("train.threads") == 0 && launch.local_size > 1)
+    set_num_threads(std::max(1, num_procs() / launch.local_size));
+  // Regularisers with a weight are computed every step; on log steps all of them, to log.
+  for (const auto& [name, w] : reg_weights_) {
+    reg_log_step_.insert(name);
+    if (w != 0) reg_every_step_.insert(name);
+  }
+  // The MPI gradient buckets and ZeRO shards work on host tensors; NCCL is built
+  // (framework/dist/nccl_communicator) but not yet wired into the trainer.
+  if (run_.device != Device::cpu && world_ > 1)
+    throw ConfigError(cfg.where("device") + ": device 'cuda' with " + std::to_string(world_) +
+                      " ranks: multi-GPU training (NCCL) is not wired into the trainer yet; use one rank per run");
+  // Before the optimizer: its moments are made beside the parameters. A resume then copies the
+  // checkpoint's weights and moments onto the device.
+  if (run_.device != Device::cpu) run_.model->to_(run_.device);
+  optimizer_.emplace(run_.model->named_parameters(), adamw_options(cfg), comm_,
+                     static_cast<int>(cfg.get_int("dist.zero")));
+  restore_from_checkpoint();
+  run_.model->noise_generator().set_state(rank_noise_state(run_.model->noise_generator().state(), rank_));
+  optimizer_->broadcast_parameters();  // identical starting weights, whatever each rank read or drew
+  open_run_directory();
+  announce();
+}
+
+void Trainer::restore_from_checkpoint() {
+  if (args_.resume.empty()) return;
+  resumed_ = resume_run(args_.resume, run_, [&](const OptimizerSnapshot& state) { optimizer_->load_state(state); });
+  if (!resumed_) return;
+  start_step_ = resumed_->state.step;
+  guard_ = NanGuard(run_.config.get_int("train.max_bad_steps"), resumed_->state.bad_steps_in_a_row);
+  elapsed_before_ = resumed_->state.elapsed_s;
+  data_gen_.set_state(resumed_->state.rng.at(kDataRng));
+  last_checkpoint_ = resumed_->dir;
+}
+
+void Trainer::open_run_directory() {
+  // Every rank has checked the run (config, data, "run.dir already holds a run") before rank 0
+  // creates anything in it.
+  comm_.barrier("the barrier before the run directory is created");
+  const std::string metrics_path = (fs::path(run_.dir) / "metrics.jsonl").string();
+  if (lead_) {
+    start_run_directory(run_);  // only now, after every check has passed: bad input writes nothing
+    // The lines after the checkpoint belong to training this run redoes (all of them when an
+    // attempt stopped before its first checkpoint).
+    rewound_ = args_.resume.empty() ? 0 : rewind_metrics(metrics_path, start_step_);
+    metrics_.emplace(metrics_path);
+  }
+  // mpirun hands its ranks a pseudo-terminal even when its own output goes to a file: under a
+  // launcher the progress is plain lines (one per train.log_every), never redrawn in place.
+  progress_.emplace(max_steps_, lead_ && !dist::world_launch().launched && ProgressDisplay::is_tty(stdout));
+}
+
+void Trainer::announce() {
+  const int zero = static_cast<int>(run_.config.get_int("dist.zero"));
+  std::string intro =
+      "gattn train: " + std::to_string(run_.model->num_parameters()) + " parameters, " + run_.data->describe();
+  if (world_ > 1) {
+    intro += ", ";
+    intro.append(std::to_string(world_)).append(" ranks (").append(comm_.backend()).append(", dist.zero ");
+    intro.append(std::to_string(zero)).append(")");
+  }
+  say(intro);
+  say("run directory: " + run_.dir);
+  if (resumed_) {
+    if (!resumed_->note.empty()) say(resumed_->note);
+    std::string msg = "resumed from " + resumed_->dir + " at step " + std::to_string(start_step_);
+    if (rewound_ > 0) msg += " (" + std::to_string(rewound_) + " later metrics lines dropped)";
+    say(msg);
+    if (resumed_->state.world_size != world_) {
+      std::string w = "  the checkpoint was written by ";
+      w.append(std::to_string(resumed_->state.world_size)).append(" rank(s); continuing on ").append(std::to_string(world_));
+      say(w + (zero == 1 ? " (optimizer state re-sharded)" : ""));
+    }
+    for (const std::string& change : resumed_->config_changes) say("  config changed: " + change);
+  } else if (!args_.resume.empty()) {
+    say("--resume auto: no checkpoint in " + (fs::path(run_.dir) / "checkpoints").string() + " yet; starting from step 0");
+  }
+}
+
+// ---------------------------------------------------------------- one step
+
+Trainer::StepResult Trainer::forward_backward(bool log_step, BatchUploader& uploader) {
+  StepResult out;
+  models::GPT& model = *run_.model;
+  model.train();
+  // Forward and backward of every micro-batch in train.precision (bf16: mixed precision).
+  const ops::AutocastScope autocast(run_.precision);
+  for (std::int64_t micro = 0; micro < grad_accum_; ++micro) {
+    const bool last_micro = micro + 1 == grad_accum_;
+    Batch batch = run_.data->sample_train(batch_size_ * world_, block_size_, data_gen_);
+    if (world_ > 1) {
+      const dist::Range rows = dist::batch_rows(batch_size_, rank_);
+      batch = Batch{batch.x.alias_rows(rows.begin, rows.end), batch.y.alias_rows(rows.begin, rows.end)};
+    }
+    batch = uploader.upload(batch);
+    models::ForwardOptions fo;
+    fo.regularizers = log_step ? reg_log_step_ : reg_every_step_;
+    fo.collect_stats = log_step && last_micro;
+    models::ForwardResult r = model.forward(batch.x, batch.y, fo);
+    Tensor total = r.loss;
+    for (const auto& [name, value] : r.regularizers)
+      if (const double w = reg_weights_.at(name); w != 0) total = total + value * w;
+    {
+      // The step's last backward starts the gradient buckets as their parameters finish.
+      BackwardHookGuard hook(last_micro ? optimizer_->backward_hook() : autograd::LeafGradReadyHook());
+      (total * (1.0 / static_cast<double>(grad_accum_))).backward();
+    }
+    out.loss_sum += r.loss.item();
+    for (const auto& [name, value] : r.regularizers) out.regularizers[name] += value.item();
+    if (fo.collect_stats) out.stats = std::move(r.stats);
+  }
+  return out;
+}
+
+void Trainer::reduce_across_ranks(StepResult& r) {
+  optimizer_->average_gradients();
+  if (world_ == 1) return;
+  // The logged values are means over ranks (each rank's is the mean of its rows), the gate
+  // statistics sums over the global batch; a non-finite loss on any rank makes every rank skip.
+  // Every rank computed the same regularisers (same model, same step kind): one value per name, in
+  // the map's order.
+  std::vector<double> values{r.loss_sum};
+  for (const auto& [name, sum] : r.regularizers) values.push_back(sum);
+  const std::vector<double> sums = comm_.all_reduce_host(values, dist::ReduceOp::sum, "all-reduce of the step's losses");
+  r.loss_sum = sums[0] / world_;
+  std::size_t at = 1;
+  for (auto& [name, sum] : r.regularizers) sum = sums[at++] / world_;
+  if (!r.stats.empty())
+    models::unflatten_stats(comm_.all_reduce_host(models::flatten_stats(r.stats), dist::ReduceOp::sum,
+                                                  "all-reduce of the gate statistics"),
+                            r.stats);
+}
+
+bool Trainer::update_or_skip(std::int64_t step, double loss, double grad_norm) {
+  if (guard_.step_ok(loss, grad_norm)) {
+    optimizer_->step(step);
+    optimizer_->zero_grad();
+    window_tokens_ += static_cast<double>(batch_size_ * block_size_ * grad_accum_ * world_);  // the global rate
+    return true;
+  }
+  // Skipped: weights and moments stay as they were; the first non-finite tensor is named.
+  const std::string culprit =
+      NanGuard::culprit(loss, std::isfinite(loss) ? optimizer_->first_non_finite_grad() : std::string());
+  optimizer_->zero_grad();
+  const std::int64_t done = step + 1;
+  say(guard_.skipped_message(done, culprit));
+  if (guard_.exhausted()) {
+    progress_->finish();
+    throw NumericalError(guard_.failure_message(done, culprit, last_checkpoint_));
+  }
+  return false;
+}
+
+void Trainer::log_train(std::int64_t step, const StepResult& r, double loss, double grad_norm) {
+  TrainLine t;
+  t.step = step + 1;
+  t.loss = loss;
+  t.grad_norm = grad_norm;
+  t.elapsed_s = elapsed();
+  t.tokens_per_s = window_tokens_ / std::max(t.elapsed_s - window_start_, 1e-9);
+  window_tokens_ = 0;
+  window_start_ = t.elapsed_s;
+  t.lr = optimizer_->lr_of_group(optim::AdamW::kDefaultGroup, step);
+  t.stats = r.stats;
+  for (const auto& [name, sum] : r.regularizers) t.regularizers[name] = sum / static_cast<double>(grad_accum_);
+  const nlohmann::json line = train_metrics_line(t);
+  metrics_->write(line);
+  ProgressState ps{t.step, loss, t.lr, t.tokens_per_s, t.elapsed_s, std::nullopt};
+  if (line.contains("gate_mean")) ps.gate_mean = line["gate_mean"].get<double>();
+  progress_->update(ps);
+}
+
+void Trainer::evaluate_and_log(std::int64_t done) {
+  last_eval_ = evaluate(*run_.model, *run_.data, run_.config, batch_size_, &comm_);
+  if (lead_) {
+    nlohmann::json line = {{"step", done}, {"split", "val"}, {"loss", last_eval_.loss}};
+    if (last_eval_.accuracy) line["accuracy"] = *last_eval_.accuracy;
+    metrics_->write(line);
+  }
+  say(format_eval(done, last_eval_));
+}
+
+void Trainer::write_checkpoint(std::int64_t done) {
+  // Collective: rank 0 writes the step directory, every rank then agrees it is complete (an
+  // all-reduce of the failures, which is also a barrier), and only then does `latest` move.
+  TrainState st;
+  st.step = done;
+  st.world_size = world_;
+  st.rng[kDataRng] = data_gen_.state();
+  st.rng[kModelNoiseRng] = base_noise_state(run_.model->noise_generator().state(), rank_);
+  st.bad_steps_in_a_row = guard_.bad_in_a_row();
+  st.elapsed_s = elapsed();
+  const std::string name = checkpoint_name(done);
+  const OptimizerSnapshot state = optimizer_->state_for_checkpoint();
+  std::optional<CheckpointWritten> written;
+  std::exception_ptr error;  // rank 0's failure (CheckpointError, or NumericalError for NaN weights)
+  if (lead_) {
+    try {
+      written = save_checkpoint_directory(run_, state, optimizer_->current_lrs(done - 1), st);
+    } catch (const Error&) {
+      if (world_ == 1) throw;
+      error = std::current_exception();
+    }
+  }
+  const double failures = comm_.all_reduce_host({error ? 1.0 : 0.0}, dist::ReduceOp::sum,
+                                                "the agreement that checkpoint " + name + " is complete")[0];
+  if (failures > 0) {
+    if (lead_) std::rethrow_exception(error);
+    throw DistError("dist: rank 0 could not write checkpoint " + name + " (its message says why)");
+  }
+  if (lead_) {
+    publish_checkpoint(run_, done);
+    last_checkpoint_ = written->dir;
+    progress_->message("checkpoint: " + written->dir + " (" + describe_write(*written) + ")");
+  }
+}
+
+int Trainer::agreed_stop_signal() {
+  // A signal reaches the ranks at different moments: they stop together at the first step after
+  // which any of them has seen one.
+  const int signo = StopSignals::received();
+  if (world_ == 1) return signo;
+  return static_cast<int>(comm_.all_reduce_host({static_cast<double>(signo)}, dist::ReduceOp::max,
+                                                "all-reduce of the stop signal")[0]);
+}
+
+// ---------------------------------------------------------------- the end
+
+int Trainer::stop_early(std::int64_t done, int signo) {
+  progress_->finish();
+  std::string how;  // a multi-rank run resumes under a launcher, on this or any other world size
+  if (world_ > 1) how.append(" (on any number of ranks, e.g. scripts/launch.sh -n ").append(std::to_string(world_)).append(")");
+  if (lead_)
+    std::cout << "stopped at step " << done << " of " << max_steps_ << " ("
+              << (signo != 0 ? signal_name(signo) : std::string("--stop-after")) << "); resume with" << how << ":\n  "
+              << resume_command(args_.config, args_.overrides) << "\n";
+  return 0;
+}
+
+int Trainer::finish() {
+  progress_->finish();
+  if (!lead_) return 0;
+  std::cout << "run directory: " << run_.dir << "\n";
+  std::cout << "final " << format_eval(max_steps_, last_eval_) << "\n";
+  // An interrupt during the last step still ends the run normally, without the slow sample.
+  if (!run_.data->vocab_json().empty() && StopSignals::received() == 0) {
+    run_.model->to_(Device::cpu);  // generation's KV-cache attention is a CPU kernel
+    std::cout << "sample:\n" << sample_text(*run_.model, *run_.data, run_.config, 200) << "\n";
+  }
+  return 0;
+}
+
+double Trainer::elapsed() const {
+  return elapsed_before_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void Trainer::say(const std::string& text) {
+  if (lead_ && progress_) progress_->message(text);
+}
+
+}  // namespace gattn::recipes
