@@ -16,8 +16,8 @@
 #include "framework/io/errors.h"
 #include "framework/runtime/build_info.h"
 #include "framework/tensor/error.h"
-#include "recipes/recipe.h"
-#include "recipes/stop_signal.h"
+#include "recipes/common/recipe.h"
+#include "recipes/common/stop_signal.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "framework/dist/communicator.h"
-#include "recipes/recipe.h"
+#include "recipes/common/recipe.h"
 #include "recipes/train/trainer.h"
 
 namespace gattn::recipes {

@@ -21,9 +21,9 @@
 #include "models/layer_stats_io.h"
 #include "ops/autocast.h"
 #include "ops/elementwise.h"
-#include "recipes/batch_upload.h"
-#include "recipes/fault_injection.h"
-#include "recipes/stop_signal.h"
+#include "recipes/train/batch_upload.h"
+#include "recipes/train/fault_injection.h"
+#include "recipes/common/stop_signal.h"
 #include "recipes/train/metrics_line.h"
 
 namespace gattn::recipes {

@@ -25,8 +25,8 @@
 #include "framework/runtime/progress.h"
 #include "framework/tensor/random.h"
 #include "models/attention.h"
-#include "recipes/resume.h"
-#include "recipes/run_setup.h"
+#include "recipes/train/resume.h"
+#include "recipes/common/run_setup.h"
 #include "recipes/train/checkpoint_policy.h"
 #include "recipes/train/nan_guard.h"
 

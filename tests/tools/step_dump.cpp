@@ -15,8 +15,8 @@
 #include "framework/io/safetensors.h"
 #include "framework/io/train_state.h"
 #include "framework/runtime/threads.h"
-#include "recipes/checkpoint_model.h"
-#include "recipes/run_setup.h"
+#include "recipes/common/checkpoint_model.h"
+#include "recipes/common/run_setup.h"
 
 namespace {
 

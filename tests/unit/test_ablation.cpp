@@ -1,13 +1,13 @@
-// Ablation files (recipes/ablation.h): parsing, the errors bad files give, grid expansion and cell
-// names; and the summary tables (recipes/ablation_summary.h) with mean ± std over seeds.
+// Ablation files (recipes/ablate/ablation.h): parsing, the errors bad files give, grid expansion and cell
+// names; and the summary tables (recipes/ablate/ablation_summary.h) with mean ± std over seeds.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <fstream>
 
 #include "framework/config/errors.h"
-#include "recipes/ablation.h"
-#include "recipes/ablation_summary.h"
+#include "recipes/ablate/ablation.h"
+#include "recipes/ablate/ablation_summary.h"
 #include "test_util.h"
 
 namespace gattn::recipes {

@@ -1,12 +1,12 @@
-// The report's pieces: SVG helpers (recipes/svg.h) and the page (recipes/report_html.h), from
+// The report's pieces: SVG helpers (recipes/ablate/svg.h) and the page (recipes/ablate/report_html.h), from
 // hand-made run records, without any training.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "recipes/ablation.h"
-#include "recipes/report_html.h"
-#include "recipes/svg.h"
+#include "recipes/ablate/ablation.h"
+#include "recipes/ablate/report_html.h"
+#include "recipes/ablate/svg.h"
 
 namespace gattn::recipes {
 namespace {

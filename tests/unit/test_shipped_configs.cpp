@@ -9,8 +9,8 @@
 #include "framework/config/config.h"
 #include "framework/optim/adamw.h"
 #include "models/gpt.h"
-#include "recipes/ablation.h"
-#include "recipes/run_setup.h"
+#include "recipes/ablate/ablation.h"
+#include "recipes/common/run_setup.h"
 #include "test_util.h"
 
 namespace gattn {

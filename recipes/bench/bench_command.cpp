@@ -13,9 +13,9 @@
 
 #include "framework/cuda/device.h"
 #include "framework/runtime/memory_budget.h"
-#include "recipes/ablation.h"
-#include "recipes/bench_attention.h"
-#include "recipes/recipe.h"
+#include "recipes/ablate/ablation.h"
+#include "recipes/bench/bench_attention.h"
+#include "recipes/common/recipe.h"
 
 namespace gattn::recipes {
 

@@ -9,7 +9,7 @@
 #include "framework/io/optimizer_io.h"
 #include "framework/io/train_state.h"
 #include "framework/optim/adamw.h"
-#include "recipes/run_setup.h"
+#include "recipes/common/run_setup.h"
 
 namespace gattn::recipes {
 

@@ -1,5 +1,5 @@
 // Parsing, validating and expanding ablation files.
-#include "recipes/ablation.h"
+#include "recipes/ablate/ablation.h"
 
 #include <yaml-cpp/yaml.h>
 

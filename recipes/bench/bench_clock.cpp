@@ -1,4 +1,4 @@
-#include "recipes/bench_clock.h"
+#include "recipes/bench/bench_clock.h"
 
 #include "framework/cuda/device.h"
 #ifdef GATTN_WITH_CUDA

@@ -1,13 +1,13 @@
 // Assembling report.html from run records and probes.
-#include "recipes/report_html.h"
+#include "recipes/ablate/report_html.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
-#include "recipes/ablation.h"
-#include "recipes/svg.h"
+#include "recipes/ablate/ablation.h"
+#include "recipes/ablate/svg.h"
 
 namespace gattn::recipes {
 

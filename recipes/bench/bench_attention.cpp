@@ -1,7 +1,7 @@
 // Each case builds the block attention of a one-block model with the kind's gate (models/ makes it
 // from the registry, with the kind's default options) and feeds it random h, q, k, v; gradients flow
 // to q, k, v, h and the gate's parameters, as in training.
-#include "recipes/bench_attention.h"
+#include "recipes/bench/bench_attention.h"
 
 #include <algorithm>
 #include <new>
@@ -14,7 +14,7 @@
 #include "models/attention.h"
 #include "models/gating/registry.h"
 #include "ops/autocast.h"
-#include "recipes/bench_clock.h"
+#include "recipes/bench/bench_clock.h"
 
 namespace gattn::recipes {
 

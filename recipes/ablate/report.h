@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "recipes/report_html.h"
+#include "recipes/ablate/report_html.h"
 
 namespace gattn::recipes {
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "recipes/ablation.h"
-#include "recipes/run_summary.h"
+#include "recipes/ablate/ablation.h"
+#include "recipes/ablate/run_summary.h"
 
 namespace gattn::recipes {
 

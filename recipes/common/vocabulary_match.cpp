@@ -1,5 +1,5 @@
 // The vocabulary check of resume and eval.
-#include "recipes/vocabulary_match.h"
+#include "recipes/common/vocabulary_match.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-#include "recipes/batch_upload.h"
+#include "recipes/train/batch_upload.h"
 
 #include <array>
 #include <cstddef>

@@ -5,7 +5,7 @@
 
 #include "models/config.h"
 #include "models/gating/registry.h"
-#include "recipes/recipe.h"
+#include "recipes/common/recipe.h"
 
 namespace gattn::recipes {
 

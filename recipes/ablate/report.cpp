@@ -1,6 +1,6 @@
 // `gattn report RUN_DIR… [--output FILE] [--heads L:H,…]`: one self-contained report.html over the
 // runs (an ablation directory stands for its cells).
-#include "recipes/report.h"
+#include "recipes/ablate/report.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -8,8 +8,8 @@
 
 #include "framework/io/checkpoint.h"
 #include "framework/io/run_files.h"
-#include "recipes/ablation.h"
-#include "recipes/recipe.h"
+#include "recipes/ablate/ablation.h"
+#include "recipes/common/recipe.h"
 
 namespace gattn::recipes {
 

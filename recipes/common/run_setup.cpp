@@ -1,5 +1,5 @@
 // Run preparation, evaluation, checkpoint metadata and sampling shared by the recipes.
-#include "recipes/run_setup.h"
+#include "recipes/common/run_setup.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +19,7 @@
 #include "models/sampling.h"
 #include "ops/cuda/runtime_info.h"
 #include "ops/nn_functional.h"
-#include "recipes/memory_check.h"
+#include "recipes/common/memory_check.h"
 
 namespace gattn::recipes {
 

@@ -1,6 +1,6 @@
 // The estimate: f32 parameters of the embeddings and blocks (gates and LayerNorms left out), and
 // the logits plus a few C-wide activations per layer of one micro-batch.
-#include "recipes/memory_check.h"
+#include "recipes/common/memory_check.h"
 
 #include <algorithm>
 #include <vector>

@@ -17,7 +17,7 @@
 #include "framework/io/safetensors.h"
 #include "framework/io/train_state.h"
 #include "models/gpt.h"
-#include "recipes/recipe.h"
+#include "recipes/common/recipe.h"
 
 namespace gattn::recipes {
 

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "recipes/run_probe.h"
-#include "recipes/run_summary.h"
+#include "recipes/ablate/run_probe.h"
+#include "recipes/ablate/run_summary.h"
 
 namespace gattn::recipes {
 

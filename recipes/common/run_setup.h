@@ -43,7 +43,7 @@ void apply_thread_setting(const Config& cfg);
 
 // Loads and validates everything a run needs before anything is written: the config (ConfigError,
 // exit 2), the data (DataError, exit 3), the model shape and that it fits in memory
-// (recipes/memory_check.h), that run.dir is new, empty or a gattn run (check_run_directory, exit 2)
+// (recipes/common/memory_check.h), that run.dir is new, empty or a gattn run (check_run_directory, exit 2)
 // and, unless `resuming`, that it does not already hold a run. Sets the CPU thread count.
 RunSetup prepare_run(const std::string& config_path, const std::vector<std::string>& overrides, bool resuming = false);
 

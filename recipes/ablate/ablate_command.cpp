@@ -21,10 +21,10 @@
 #include "framework/io/checkpoint.h"
 #include "framework/io/errors.h"
 #include "framework/io/run_files.h"
-#include "recipes/ablation.h"
-#include "recipes/ablation_summary.h"
-#include "recipes/recipe.h"
-#include "recipes/report.h"
+#include "recipes/ablate/ablation.h"
+#include "recipes/ablate/ablation_summary.h"
+#include "recipes/common/recipe.h"
+#include "recipes/ablate/report.h"
 
 extern char** environ;
 

@@ -1,5 +1,5 @@
 // The handlers only touch a sig_atomic_t and call async-signal-safe functions (write, _exit).
-#include "recipes/stop_signal.h"
+#include "recipes/common/stop_signal.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // GATTN_TEST_FAULT: parsing and the three failures.
-#include "recipes/fault_injection.h"
+#include "recipes/train/fault_injection.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // Reading run directories back for ablation summaries and reports.
-#include "recipes/run_summary.h"
+#include "recipes/ablate/run_summary.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "framework/config/config.h"
 #include "framework/io/metrics.h"
 #include "models/gpt.h"
-#include "recipes/ablation.h"
+#include "recipes/ablate/ablation.h"
 
 namespace gattn::recipes {
 

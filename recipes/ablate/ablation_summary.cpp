@@ -1,5 +1,5 @@
 // summary.csv and summary.md of an ablation.
-#include "recipes/ablation_summary.h"
+#include "recipes/ablate/ablation_summary.h"
 
 #include <cstdio>
 #include <functional>

@@ -1,5 +1,5 @@
 // Resume: every check runs on the files read into memory before the model or optimizer change.
-#include "recipes/resume.h"
+#include "recipes/train/resume.h"
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -8,7 +8,7 @@
 #include "framework/io/errors.h"
 #include "framework/io/module_io.h"
 #include "framework/io/optimizer_io.h"
-#include "recipes/vocabulary_match.h"
+#include "recipes/common/vocabulary_match.h"
 
 namespace gattn::recipes {
 

@@ -1,5 +1,5 @@
 // Running a checkpoint over val windows with the inspection hook.
-#include "recipes/run_probe.h"
+#include "recipes/ablate/run_probe.h"
 
 #include <algorithm>
 
@@ -7,8 +7,8 @@
 #include "framework/data/byte_vocab.h"
 #include "framework/data/dataset.h"
 #include "ops/shape.h"
-#include "recipes/checkpoint_model.h"
-#include "recipes/run_setup.h"
+#include "recipes/common/checkpoint_model.h"
+#include "recipes/common/run_setup.h"
 
 namespace gattn::recipes {
 

@@ -1,5 +1,5 @@
 // Loading a checkpoint's model and config for eval and sample.
-#include "recipes/checkpoint_model.h"
+#include "recipes/common/checkpoint_model.h"
 
 #include <filesystem>
 
@@ -12,8 +12,8 @@
 #include "framework/io/errors.h"
 #include "framework/io/module_io.h"
 #include "framework/io/safetensors.h"
-#include "recipes/memory_check.h"
-#include "recipes/run_setup.h"
+#include "recipes/common/memory_check.h"
+#include "recipes/common/run_setup.h"
 
 namespace gattn::recipes {
 

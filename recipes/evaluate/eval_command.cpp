@@ -5,10 +5,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "recipes/checkpoint_model.h"
-#include "recipes/recipe.h"
-#include "recipes/run_setup.h"
-#include "recipes/vocabulary_match.h"
+#include "recipes/common/checkpoint_model.h"
+#include "recipes/common/recipe.h"
+#include "recipes/common/run_setup.h"
+#include "recipes/common/vocabulary_match.h"
 
 namespace gattn::recipes {
 

@@ -1,5 +1,5 @@
 // Inline SVG charts: axes with round ticks, lines, histograms, bars and heatmaps.
-#include "recipes/svg.h"
+#include "recipes/ablate/svg.h"
 
 #include <algorithm>
 #include <cmath>

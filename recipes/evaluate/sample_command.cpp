@@ -13,8 +13,8 @@
 #include "framework/runtime/memory_budget.h"
 #include "framework/tensor/error.h"
 #include "models/sampling.h"
-#include "recipes/checkpoint_model.h"
-#include "recipes/recipe.h"
+#include "recipes/common/checkpoint_model.h"
+#include "recipes/common/recipe.h"
 
 namespace gattn::recipes {
 
