@@ -1,4 +1,4 @@
-// The differentiable regularisers of SPEC §5 and their bookkeeping: binary entropy of gates from
+// The differentiable regularisers (docs/config.md) and their bookkeeping: binary entropy of gates from
 // their logits, running sums over layers (undefined = 0), and the Switch-Transformer balance loss.
 #pragma once
 #include <cstdint>

@@ -13,7 +13,7 @@ namespace gattn::ops {
 // when the operand was transposed), summed over batches for a shared 2-D b.
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 
-// y = x Wᵀ + b with x [..., in], W [out, in] (stored as SPEC §4 says), bias [out] or undefined.
+// y = x Wᵀ + b with x [..., in], W [out, in] (stored as models/README.md says), bias [out] or undefined.
 // One GEMM forward; backward dx = g W, dW = gᵀ x, db = Σ_rows g.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 

@@ -1,4 +1,4 @@
-// gattn's command line. Exit codes (SPEC §1): 0 success, 2 usage or config error, 3 data or
+// gattn's command line. Exit codes (docs/cli.md): 0 success, 2 usage or config error, 3 data or
 // checkpoint error (an I/O error of the file system too), 4 numerical failure. Every exception is
 // caught here, whatever its type: never a crash.
 #include <CLI/CLI.hpp>
@@ -21,7 +21,7 @@
 
 namespace {
 
-// One line on stderr, then the exit code SPEC §1 gives the kind of failure. A rank of a
+// One line on stderr, then the exit code docs/cli.md gives the kind of failure. A rank of a
 // multi-process run says which rank it is: mpirun interleaves every rank's stderr.
 int fail(const std::string& message, int code) {
   const gattn::dist::LaunchInfo launch = gattn::dist::detect_launch();

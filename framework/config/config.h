@@ -13,7 +13,7 @@
 
 namespace gattn {
 
-// One entry of optim.param_groups (SPEC §5). Unset optional fields fall back to the top-level
+// One entry of optim.param_groups (docs/config.md). Unset optional fields fall back to the top-level
 // optim.* values.
 struct ParamGroupSpec {
   std::string name;

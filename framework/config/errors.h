@@ -1,4 +1,4 @@
-// The typed error of the config layer: the CLI maps a ConfigError to exit code 2 (SPEC §1).
+// The typed error of the config layer: the CLI maps a ConfigError to exit code 2 (docs/cli.md).
 #pragma once
 #include "framework/tensor/error.h"
 

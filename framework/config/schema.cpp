@@ -1,4 +1,4 @@
-// The table of every config key (SPEC §6 names) with its default and bounds, and the helpers that
+// The table of every config key (the names docs/config.md documents) with its default and bounds, and the helpers that
 // check values against it and suggest the nearest key for a typo.
 #include "framework/config/schema.h"
 

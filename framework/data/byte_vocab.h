@@ -1,4 +1,5 @@
-// The vocabulary of char-level text data (SPEC §3 "vocab"): token id t stands for byte vocab[t].
+// The vocabulary of char-level text data (a checkpoint's "vocab", docs/checkpoint-format.md): token id t
+// stands for byte vocab[t].
 // Encodes prompts and decodes generated tokens for `gattn sample` and the end-of-run sample.
 #pragma once
 #include <array>

@@ -1,4 +1,4 @@
-// Datasets behind `data.kind` (SPEC §5): char-level text, llm.c token shards and synthetic tasks,
+// Datasets behind `data.kind` (docs/config.md): char-level text, llm.c token shards and synthetic tasks,
 // all drawing their randomness from a Generator so runs are reproducible and resumable.
 #pragma once
 #include <cstdint>
@@ -44,7 +44,7 @@ class Dataset {
   virtual Batch eval_batch(std::int64_t first_window, std::int64_t count, std::int64_t block_size) const = 0;
   // Synthetic tasks have one right answer per target: the trainer reports answer accuracy for them.
   virtual bool reports_accuracy() const { return false; }
-  // For byte-level text: the checkpoint's "vocab" metadata (SPEC §3), a JSON array of the byte
+  // For byte-level text: the checkpoint's "vocab" metadata (docs/checkpoint-format.md), a JSON array of the byte
   // values with index = token id. "" for other kinds.
   virtual std::string vocab_json() const { return ""; }
   // One line for the terminal: kind, source, vocab and split sizes.

@@ -1,4 +1,4 @@
-// Typed errors of the data layer: the CLI maps a DataError to exit code 3 (SPEC §1).
+// Typed errors of the data layer: the CLI maps a DataError to exit code 3 (docs/cli.md).
 #pragma once
 #include "framework/tensor/error.h"
 

@@ -1,4 +1,4 @@
-// `data.kind: text`: a file read as bytes, char-level over its distinct bytes, split 90/10 (SPEC §5).
+// `data.kind: text`: a file read as bytes, char-level over its distinct bytes, split 90/10 (docs/config.md).
 #include <array>
 
 #include "framework/data/windowed_dataset.h"

@@ -14,7 +14,7 @@ namespace gattn::data_detail {
 std::int64_t random_index(Generator& gen, std::int64_t n);
 
 // A dataset that is one token stream per split. Training windows start anywhere in the train split;
-// eval windows follow SPEC §5: T+1 tokens starting at 0, T, 2T, ... of the val split.
+// eval windows follow docs/config.md: T+1 tokens starting at 0, T, 2T, ... of the val split.
 class WindowedDataset : public Dataset {
  public:
   Batch sample_train(std::int64_t batch_size, std::int64_t block_size, Generator& gen) const override;

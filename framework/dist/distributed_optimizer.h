@@ -40,7 +40,7 @@ class DistributedOptimizer {
   double lr_of_group(const std::string& group, std::int64_t step) const;
   std::vector<std::pair<std::string, double>> current_lrs(std::int64_t step) const;
 
-  // Collective under zero 1: the full optimizer state for a checkpoint (SPEC §3's format).
+  // Collective under zero 1: the full optimizer state for a checkpoint (docs/checkpoint-format.md).
   OptimizerSnapshot state_for_checkpoint();
   // The full state read from a checkpoint (written by any world size and zero setting).
   void load_state(const OptimizerSnapshot& state);

@@ -1,4 +1,4 @@
-// Checkpoint directories (SPEC §2): checkpoints/step_<8 digits>/ holding model.safetensors,
+// Checkpoint directories (docs/run-directory.md): checkpoints/step_<8 digits>/ holding model.safetensors,
 // optimizer.safetensors and state.json, each fsynced, written into a temporary directory and
 // renamed into place only when complete, then checkpoints/latest updated atomically; retention
 // (keep_last / keep_every) deletes older directories only after that. Reading verifies every file

@@ -1,4 +1,4 @@
-// metrics.jsonl (SPEC §2): one JSON object per line, appended and flushed line by line so a crash
+// metrics.jsonl (docs/run-directory.md): one JSON object per line, appended and flushed line by line so a crash
 // loses at most the line being written and `tail -f` shows progress.
 #pragma once
 #include <cstdio>

@@ -1,4 +1,4 @@
-// Saving and loading a Module's parameters as a safetensors file (names as in SPEC §4, F32 data).
+// Saving and loading a Module's parameters as a safetensors file (names as in models/README.md, F32 data).
 #pragma once
 #include <map>
 #include <string>

@@ -1,4 +1,4 @@
-// AdamW state <-> safetensors. Moments are stored as F32 whatever the parameter's dtype (SPEC §3);
+// AdamW state <-> safetensors. Moments are stored as F32 whatever the parameter's dtype (docs/checkpoint-format.md);
 // f64 parameters exist only in tests, which then get f32-rounded moments back.
 #include "framework/io/optimizer_io.h"
 

@@ -1,4 +1,5 @@
-// optimizer.safetensors (SPEC §2, §3): AdamW's state, so a resumed run continues the same updates.
+// optimizer.safetensors (docs/run-directory.md, docs/checkpoint-format.md): AdamW's state, so a resumed run continues
+// the same updates.
 // Per parameter `<name>.exp_avg` and `<name>.exp_avg_sq` (F32); the metadata holds the format, the
 // per-parameter step counts `t` ("step_counts": {name: t}; they differ between groups when one was
 // frozen), each parameter's group ("groups", for people reading the file) and the checksums.

@@ -1,4 +1,4 @@
-// safetensors files (SPEC §3): an 8-byte little-endian header length, a JSON header, raw data.
+// safetensors files (docs/checkpoint-format.md): an 8-byte little-endian header length, a JSON header, raw data.
 // Readable by the `safetensors` Python package and plain numpy; reading validates every field
 // before touching memory, so no file, however damaged, can crash the reader.
 #pragma once
@@ -13,7 +13,7 @@
 
 namespace gattn {
 
-// The `format` metadata value of gattn checkpoints (SPEC §3).
+// The `format` metadata value of gattn checkpoints (docs/checkpoint-format.md).
 inline constexpr const char* kCheckpointFormat = "gattn/1";
 
 // Largest JSON header the reader accepts; the same cap as the official implementation, far above

@@ -1,4 +1,4 @@
-// state.json of a checkpoint (SPEC §2): where the training loop stood, enough to continue it bit
+// state.json of a checkpoint (docs/run-directory.md): where the training loop stood, enough to continue it bit
 // for bit. The step is also the schedule's position; the data sampler's generator is the data
 // loader's position (training batches are drawn from it, nothing else is); the model's noise
 // generator covers gumbel noise and dropout. A CRC-32 of the rest of the object catches a damaged

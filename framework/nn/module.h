@@ -1,4 +1,4 @@
-// Module: a tree of named parameters. Names are dotted paths (`blocks.0.attn.qkv.weight`, SPEC §4)
+// Module: a tree of named parameters. Names are dotted paths (`blocks.0.attn.qkv.weight`, models/README.md)
 // built from the registration names; the parameter visitor is what optimizer groups, checkpoints
 // and gradient all-reduce walk over.
 #pragma once

@@ -1,5 +1,5 @@
 // AdamW with decoupled weight decay, glob-matched parameter groups (per-group lr / lr_scale /
-// weight_decay / freeze_steps), a learning-rate schedule and global-norm gradient clipping (SPEC §5).
+// weight_decay / freeze_steps), a learning-rate schedule and global-norm gradient clipping (docs/config.md).
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -1,4 +1,4 @@
-// Glob patterns over dotted parameter names for optimizer parameter groups (SPEC §5).
+// Glob patterns over dotted parameter names for optimizer parameter groups (docs/config.md).
 #pragma once
 #include <string>
 

@@ -1,4 +1,4 @@
-// Learning-rate schedules (SPEC §5 `optim.schedule`): constant or cosine, both with linear warm-up.
+// Learning-rate schedules (docs/config.md, `optim.schedule`): constant or cosine, both with linear warm-up.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -45,7 +45,7 @@ GATTN_GATE_KIND(score) {
   GateKindSpec s;
   s.name = "score";
   s.summary = "S_ij += log σ(f_jn), f = h·Wᵀ + b: a learned soft mask on keys";
-  s.reference = "the seed article's first paradigm (gate on the attention scores)";
+  s.reference = "the Gate+Attention article's first paradigm (Gate做Attention的软开关)";
   s.common_keys = {"activation", "temperature", "init_bias", "init_weight"};
   s.gate_values = "σ(f): H values per token (one per key and head)";
   s.parameter_doc = "`weight` [H, C], `bias` [H]";

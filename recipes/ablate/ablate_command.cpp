@@ -208,7 +208,7 @@ int run_ablate(const AblateArgs& args) {
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (rc != 0) {
       std::cerr << "gattn: ablate: cell " << p.cell.name << " failed (gattn train exit " << rc << "); see " << log << "\n";
-      return rc;  // SPEC §1 codes, or 130/143 after a second signal
+      return rc;  // the exit codes of docs/cli.md, or 130/143 after a second signal
     }
     if (!run_finished(p.dir, p.max_steps)) {
       std::cout << "ablate: stopped during cell " << p.cell.name << " (checkpointed); run the same command again to resume\n";

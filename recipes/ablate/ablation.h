@@ -11,7 +11,7 @@
 
 namespace gattn::recipes {
 
-// Bad command-line input that is not a config file's fault (exit 2, SPEC §1).
+// Bad command-line input that is not a config file's fault (exit 2, docs/cli.md).
 class UsageError : public Error {
  public:
   using Error::Error;

@@ -268,7 +268,7 @@ std::string report_html(const std::vector<ReportRun>& runs, const ReportOptions&
 
   s += "<section id=\"attention-stats\"><h2>Attention entropy and sink ratio</h2>"
        "<p class=\"note\">Entropy: mean over layers, heads and queries of −Σ A ln A; sink ratio: mean attention on "
-       "token 0 (SPEC §4), both on training batches.</p><div class=\"charts\">";
+       "token 0, both on training batches.</p><div class=\"charts\">";
   s += final_bars(runs, &RunRecord::attn_entropy, "attn-entropy-final", "final attention entropy");
   s += final_bars(runs, &RunRecord::sink_ratio, "sink-ratio-final", "final sink ratio");
   s += curves_chart(runs, "train", "attn_entropy", "attn-entropy-curves", "attention entropy over training", "entropy (nats)");

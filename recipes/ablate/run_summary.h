@@ -1,4 +1,4 @@
-// What `gattn ablate` and `gattn report` read back from a run directory (SPEC §2): the metrics
+// What `gattn ablate` and `gattn report` read back from a run directory (docs/run-directory.md): the metrics
 // lines, the final numbers of a run (val loss and accuracy, gate and attention statistics, speed,
 // size), and mean ± std over seeds.
 #pragma once

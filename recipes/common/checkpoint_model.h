@@ -15,7 +15,7 @@ struct CheckpointModel {
   std::string model_path;  // …/model.safetensors
   Config config;           // the run's resolved config with the overrides applied
   std::unique_ptr<models::GPT> model;
-  std::string vocab_json;  // SPEC §3 "vocab" (byte values by token id); "" for token/synthetic data
+  std::string vocab_json;  // "vocab" (docs/checkpoint-format.md): byte values by token id; "" for tokens/synthetic
 };
 
 // `dir` is a checkpoint directory (holding model.safetensors) or a run directory, whose

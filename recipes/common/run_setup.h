@@ -60,14 +60,15 @@ struct EvalResult {
   std::optional<double> accuracy;  // synthetic tasks: answer-token accuracy
 };
 
-// Mean loss over the val split's eval windows (SPEC §5), in batches of `batch_size` windows. With a
+// Mean loss over the val split's eval windows (docs/config.md), in batches of `batch_size` windows. With a
 // communicator of several ranks the batches are dealt round-robin and the sums reduced: every rank
 // gets the same result, each having run 1/world of the windows.
 EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t batch_size,
                     dist::Communicator* comm = nullptr);
 std::string format_eval(std::int64_t step, const EvalResult& e);
 
-// Writes checkpoints/step_<state.step>/ (not yet `latest`): the weights with the SPEC §3 metadata,
+// Writes checkpoints/step_<state.step>/ (not yet `latest`): the weights with the metadata docs/checkpoint-format.md
+// lists,
 // the optimizer state, and `state` with the resolved config, its hash and the groups' learning
 // rates `lrs` (of the last step done) filled in.
 CheckpointWritten save_checkpoint_directory(const RunSetup& run, const OptimizerSnapshot& optimizer,

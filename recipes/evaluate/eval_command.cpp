@@ -1,5 +1,5 @@
 // `gattn eval --checkpoint DIR [key.path=value ...]`: the val loss of a checkpoint over the eval
-// windows of SPEC §5, printed as one JSON line {"loss":…, "tokens":…} (plus "accuracy" for
+// windows of docs/config.md, printed as one JSON line {"loss":…, "tokens":…} (plus "accuracy" for
 // synthetic tasks). The run's config comes from the checkpoint's metadata; overrides such as
 // eval.max_windows=50 or data.path=… apply on top (a text with another vocabulary is refused).
 #include <iostream>

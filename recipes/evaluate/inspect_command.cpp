@@ -1,5 +1,5 @@
 // `gattn inspect --checkpoint DIR`: the checkpoint's tensors, shapes, config, and the gate
-// statistics of the model on a sample text (SPEC §1).
+// statistics of the model on a sample text (docs/cli.md).
 #include <array>
 #include <cmath>
 #include <filesystem>
