@@ -3,6 +3,7 @@
 
 find_package(OpenMP REQUIRED)
 find_package(yaml-cpp REQUIRED)
+find_package(ZLIB REQUIRED)  # crc32_z for the checkpoint checksums
 find_package(CLI11 CONFIG REQUIRED)
 # nlohmann-json (header-only): its own directory, so a prefix install is found too.
 find_path(GATTN_JSON_INCLUDE nlohmann/json.hpp)

@@ -6,6 +6,7 @@
 #include "framework/autograd/grad_mode.h"
 #include "ops/broadcast.h"
 #include "ops/common.h"
+#include "ops/op_codes.h"
 #include "ops/cpu/binary.h"
 #include "ops/reduce.h"
 #ifdef GATTN_WITH_CUDA
@@ -17,13 +18,12 @@ namespace gattn::ops {
 
 namespace {
 
-enum class BinaryKind { add, sub, mul, div };
 
 #ifdef GATTN_WITH_CUDA
 float* fptr(const Tensor& t) { return static_cast<float*>(t.raw_data()); }
 #endif
 
-Tensor binary_forward(const Tensor& a, const Tensor& b, BinaryKind kind, const char* op) {
+Tensor binary_forward(const Tensor& a, const Tensor& b, BinaryOp kind, const char* op) {
   const Device device = common_device(op, {a, b});
   check_floating_any_device(a, op);
   check_floating_any_device(b, op);
@@ -34,7 +34,7 @@ Tensor binary_forward(const Tensor& a, const Tensor& b, BinaryKind kind, const c
   if (plan.numel == 0) return out;
 #ifdef GATTN_WITH_CUDA
   if (device == Device::cuda) {
-    cuda::broadcast_binary_f32(static_cast<cuda::BinaryOp>(static_cast<int>(kind)), cuda::to_strided_index(plan, op),
+    cuda::broadcast_binary_f32(kind, cuda::to_strided_index(plan, op),
                                plan.numel, fptr(a), fptr(b), fptr(out), cuda::stream());
     return out;
   }
@@ -44,10 +44,10 @@ Tensor binary_forward(const Tensor& a, const Tensor& b, BinaryKind kind, const c
     const T* pb = b.data<T>();
     T* po = out.data<T>();
     switch (kind) {
-      case BinaryKind::add: cpu::broadcast_binary(plan, pa, pb, po, [](T x, T y) { return x + y; }); break;
-      case BinaryKind::sub: cpu::broadcast_binary(plan, pa, pb, po, [](T x, T y) { return x - y; }); break;
-      case BinaryKind::mul: cpu::broadcast_binary(plan, pa, pb, po, [](T x, T y) { return x * y; }); break;
-      case BinaryKind::div: cpu::broadcast_binary(plan, pa, pb, po, [](T x, T y) { return x / y; }); break;
+      case BinaryOp::add: cpu::broadcast_binary(plan, pa, pb, po, [](T x, T y) { return x + y; }); break;
+      case BinaryOp::sub: cpu::broadcast_binary(plan, pa, pb, po, [](T x, T y) { return x - y; }); break;
+      case BinaryOp::mul: cpu::broadcast_binary(plan, pa, pb, po, [](T x, T y) { return x * y; }); break;
+      case BinaryOp::div: cpu::broadcast_binary(plan, pa, pb, po, [](T x, T y) { return x / y; }); break;
     }
   });
   return out;
@@ -75,21 +75,21 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward(a, b, BinaryKind::add, "add");
+  Tensor out = binary_forward(a, b, BinaryOp::add, "add");
   return autograd::record("add", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, const std::vector<bool>& needs) {
     return std::vector<Tensor>{needs[0] ? sum_to(g, sa) : Tensor(), needs[1] ? sum_to(g, sb) : Tensor()};
   });
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward(a, b, BinaryKind::sub, "sub");
+  Tensor out = binary_forward(a, b, BinaryOp::sub, "sub");
   return autograd::record("sub", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, const std::vector<bool>& needs) {
     return std::vector<Tensor>{needs[0] ? sum_to(g, sa) : Tensor(), needs[1] ? sum_to(neg(g), sb) : Tensor()};
   });
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward(a, b, BinaryKind::mul, "mul");
+  Tensor out = binary_forward(a, b, BinaryOp::mul, "mul");
   return autograd::record("mul", out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, const std::vector<bool>& needs) {
     return std::vector<Tensor>{needs[0] ? sum_to(mul(g, b), a.shape()) : Tensor(),
                                needs[1] ? sum_to(mul(g, a), b.shape()) : Tensor()};
@@ -97,7 +97,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward(a, b, BinaryKind::div, "div");
+  Tensor out = binary_forward(a, b, BinaryOp::div, "div");
   return autograd::record("div", out, {a, b},
                           [a = a.detach(), b = b.detach(), out = out.detach()](const Tensor& g, const std::vector<bool>& needs) {
                             Tensor g_over_b = div(g, b);

@@ -7,6 +7,7 @@
 
 #include "ops/common.h"
 #include "ops/cpu/unary.h"
+#include "ops/op_codes.h"
 #ifdef GATTN_WITH_CUDA
 #include "ops/cuda/host_util.h"
 #include "ops/cuda/unary.h"
@@ -17,17 +18,16 @@ namespace gattn::ops {
 namespace {
 
 // The CUDA twin of each CPU kernel struct (ops/cuda/unary.cu has the same formulas).
-enum class CudaOp : int { exp, log, tanh, sigmoid, log_sigmoid, relu, gelu, square, sqrt };
 
 // Runs Fn forward over x (on x's device) and records the backward, which saves x or y (detached)
 // as Fn needs.
 template <class Fn>
-Tensor unary_op(const Tensor& x, const char* op, [[maybe_unused]] CudaOp cuda_op) {
+Tensor unary_op(const Tensor& x, const char* op, [[maybe_unused]] UnaryOp cuda_op) {
   check_floating_any_device(x, op);
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   const std::int64_t n = x.numel();
 #ifdef GATTN_WITH_CUDA
-  const auto kernel_op = static_cast<cuda::UnaryOp>(static_cast<int>(cuda_op));
+  const UnaryOp kernel_op = cuda_op;
   if (x.device() == Device::cuda)
     cuda::unary_forward_f32(kernel_op, static_cast<const float*>(x.raw_data()), static_cast<float*>(out.raw_data()), n,
                             cuda::stream());
@@ -45,7 +45,7 @@ Tensor unary_op(const Tensor& x, const char* op, [[maybe_unused]] CudaOp cuda_op
     Tensor dx = Tensor::empty(saved.shape(), saved.dtype(), saved.device());
 #ifdef GATTN_WITH_CUDA
     if (saved.device() == Device::cuda) {
-      cuda::unary_backward_f32(static_cast<cuda::UnaryOp>(static_cast<int>(cuda_op)), static_cast<const float*>(g.raw_data()),
+      cuda::unary_backward_f32(cuda_op, static_cast<const float*>(g.raw_data()),
                                static_cast<const float*>(saved.raw_data()), static_cast<float*>(dx.raw_data()),
                                saved.numel(), cuda::stream());
       return std::vector<Tensor>{dx};
@@ -59,14 +59,14 @@ Tensor unary_op(const Tensor& x, const char* op, [[maybe_unused]] CudaOp cuda_op
 
 }  // namespace
 
-Tensor exp(const Tensor& x) { return unary_op<cpu::ExpFn>(x, "exp", CudaOp::exp); }
-Tensor log(const Tensor& x) { return unary_op<cpu::LogFn>(x, "log", CudaOp::log); }
-Tensor tanh(const Tensor& x) { return unary_op<cpu::TanhFn>(x, "tanh", CudaOp::tanh); }
-Tensor sigmoid(const Tensor& x) { return unary_op<cpu::SigmoidFn>(x, "sigmoid", CudaOp::sigmoid); }
-Tensor log_sigmoid(const Tensor& x) { return unary_op<cpu::LogSigmoidFn>(x, "log_sigmoid", CudaOp::log_sigmoid); }
-Tensor relu(const Tensor& x) { return unary_op<cpu::ReluFn>(x, "relu", CudaOp::relu); }
-Tensor gelu(const Tensor& x) { return unary_op<cpu::GeluFn>(x, "gelu", CudaOp::gelu); }
-Tensor square(const Tensor& x) { return unary_op<cpu::SquareFn>(x, "square", CudaOp::square); }
-Tensor sqrt(const Tensor& x) { return unary_op<cpu::SqrtFn>(x, "sqrt", CudaOp::sqrt); }
+Tensor exp(const Tensor& x) { return unary_op<cpu::ExpFn>(x, "exp", UnaryOp::exp); }
+Tensor log(const Tensor& x) { return unary_op<cpu::LogFn>(x, "log", UnaryOp::log); }
+Tensor tanh(const Tensor& x) { return unary_op<cpu::TanhFn>(x, "tanh", UnaryOp::tanh); }
+Tensor sigmoid(const Tensor& x) { return unary_op<cpu::SigmoidFn>(x, "sigmoid", UnaryOp::sigmoid); }
+Tensor log_sigmoid(const Tensor& x) { return unary_op<cpu::LogSigmoidFn>(x, "log_sigmoid", UnaryOp::log_sigmoid); }
+Tensor relu(const Tensor& x) { return unary_op<cpu::ReluFn>(x, "relu", UnaryOp::relu); }
+Tensor gelu(const Tensor& x) { return unary_op<cpu::GeluFn>(x, "gelu", UnaryOp::gelu); }
+Tensor square(const Tensor& x) { return unary_op<cpu::SquareFn>(x, "square", UnaryOp::square); }
+Tensor sqrt(const Tensor& x) { return unary_op<cpu::SqrtFn>(x, "sqrt", UnaryOp::sqrt); }
 
 }  // namespace gattn::ops

@@ -11,6 +11,8 @@ packages=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-openmp-dev
+  zlib1g-dev  # CRC-32 of checkpoint tensors
+  clang-format  # ./scripts/test.sh checks the tree is formatted
   libopenmpi-dev openmpi-bin
   python3-numpy
   chromium python3-pil  # the report test renders report.html headless and checks the screenshot

@@ -15,6 +15,7 @@
 #include "framework/config/yaml_document.h"
 #include "framework/config/yaml_position.h"
 #include "framework/io/input_file.h"
+#include "framework/optim/param_group_rules.h"
 
 namespace gattn {
 
@@ -126,6 +127,17 @@ json coerce_list(const KeySpec& s, const std::string& key, const YAML::Node& n, 
   return out;
 }
 
+optim::ParamGroupOptions param_group_options(const json& g) {
+  optim::ParamGroupOptions p;
+  p.name = g.at("name").get<std::string>();
+  p.match = g.at("match").get<std::vector<std::string>>();
+  if (g.contains("lr")) p.lr = g["lr"].get<double>();
+  if (g.contains("lr_scale")) p.lr_scale = g["lr_scale"].get<double>();
+  if (g.contains("weight_decay")) p.weight_decay = g["weight_decay"].get<double>();
+  if (g.contains("freeze_steps")) p.freeze_steps = g["freeze_steps"].get<std::int64_t>();
+  return p;
+}
+
 json coerce_param_groups(const std::string& key, const YAML::Node& n, const Source& src) {
   if (!n.IsDefined() || n.IsNull()) return json::array();
   if (!n.IsSequence()) fail(src.at(n), key + " must be a list of groups, got " + shown(n));
@@ -139,13 +151,15 @@ json coerce_param_groups(const std::string& key, const YAML::Node& n, const Sour
     gkey.push_back(']');
     if (!g.IsMap()) fail(src.at(g), gkey + " must be a map {name, match, ...}, got " + shown(g));
     json group = json::object();
+    std::map<std::string, std::string> field_at;  // where each field was written
     for (auto it = g.begin(); it != g.end(); ++it) {
       const std::string field = it->first.Scalar();
       const YAML::Node v = it->second;
       const std::string at = src.at(it->first);
       const std::string fkey = gkey + "." + field;
       if (group.contains(field)) fail(at, "duplicate key '" + field + "' in " + gkey);
-      KeySpec bounds;  // the per-field bounds, reusing the schema's checker
+      field_at[field] = at;
+      const KeySpec any;  // types only: the bounds are optim::param_group_problem's
       if (field == "name") {
         if (!v.IsScalar() || v.Scalar().empty()) fail(at, fkey + " must be a non-empty string, got " + shown(v));
         group[field] = v.Scalar();
@@ -159,16 +173,10 @@ json coerce_param_groups(const std::string& key, const YAML::Node& n, const Sour
           globs.push_back(v[j].Scalar());
         }
         group[field] = globs;
-      } else if (field == "lr" || field == "lr_scale") {
-        bounds.min = 0.0;
-        bounds.min_exclusive = true;
-        group[field] = coerce_double(bounds, fkey, v, at);
-      } else if (field == "weight_decay") {
-        bounds.min = 0.0;
-        group[field] = coerce_double(bounds, fkey, v, at);
+      } else if (field == "lr" || field == "lr_scale" || field == "weight_decay") {
+        group[field] = coerce_double(any, fkey, v, at);
       } else if (field == "freeze_steps") {
-        bounds.min = 0.0;
-        group[field] = coerce_int(bounds, fkey, v, at);
+        group[field] = coerce_int(any, fkey, v, at);
       } else {
         fail(at, "unknown key '" + field + "' in " + gkey + suggestion(field, config::param_group_keys()));
       }
@@ -177,8 +185,10 @@ json coerce_param_groups(const std::string& key, const YAML::Node& n, const Sour
     if (!group.contains("name")) fail(at, gkey + " needs a 'name'");
     const std::string label = gkey + " ('" + group["name"].get<std::string>() + "')";
     if (!group.contains("match")) fail(at, label + " needs 'match', a non-empty list of parameter-name globs");
-    if (group.contains("lr") && group.contains("lr_scale"))
-      fail(at, label + " sets both 'lr' and 'lr_scale'; use one (lr is absolute, lr_scale scales the schedule)");
+    // The bounds every group obeys, shared with AdamW.
+    if (auto problem = optim::param_group_problem(param_group_options(group)))
+      fail(field_at.count(problem->field) ? field_at[problem->field] : at,
+           gkey + "." + problem->field + " " + problem->message);
     if (!names.insert(group["name"].get<std::string>()).second) fail(at, label + ": the group name is used twice");
     out.push_back(group);
   }

@@ -124,14 +124,6 @@ std::vector<KeySpec> make_schema() {
   s.push_back(int_key("train.threads", 0, 0.0, "CPU threads (0 = all cores)"));
   s.push_back(choice_key("train.precision", "fp32", {"fp32", "bf16"}, "compute precision"));
   s.push_back(int_key("train.max_bad_steps", 3, 1.0, "consecutive NaN/Inf steps skipped before the run fails"));
-  {
-    KeySpec k;
-    k.key = "train.deterministic";
-    k.type = KeyType::boolean;
-    k.default_value = true;
-    k.doc = "bitwise-reproducible kernels (may be slower)";
-    s.push_back(k);
-  }
 
   s.push_back(int_key("eval.every", 250, 0.0, "steps between evals (0 = only at the end)"));
   s.push_back(int_key("eval.max_windows", 200, 0.0, "val windows per eval (0 = all)"));

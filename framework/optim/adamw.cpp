@@ -3,6 +3,8 @@
 // (ops/cuda/adamw.h, the same update element for element).
 #include "framework/optim/adamw.h"
 
+#include "framework/optim/param_group_rules.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -112,20 +114,11 @@ AdamW::AdamW(NamedParameters params, AdamWOptions options) : options_(std::move(
   for (std::size_t gi = 0; gi < o.groups.size(); ++gi) {
     const ParamGroupOptions& g = o.groups[gi];
     const std::string key = group_key(gi, g.name);
-    if (g.name.empty()) throw OptimizerConfigError(key + ": a group needs a name");
+    if (auto problem = param_group_problem(g)) throw OptimizerConfigError(key + "." + problem->field + ": " + problem->message);
     for (const Group& other : groups_)
       if (other.name == g.name)
         throw OptimizerConfigError(key + ": the name '" + g.name + "' is " +
                                    (g.name == kDefaultGroup ? "reserved for the ungrouped parameters" : "used twice"));
-    if (g.match.empty()) throw OptimizerConfigError(key + ": match is empty");
-    if (g.lr) require(*g.lr >= 0.0 && std::isfinite(*g.lr), key + ".lr", "must be a finite number >= 0", *g.lr);
-    if (g.lr_scale)
-      require(*g.lr_scale >= 0.0 && std::isfinite(*g.lr_scale), key + ".lr_scale", "must be a finite number >= 0",
-              *g.lr_scale);
-    if (g.weight_decay)
-      require(*g.weight_decay >= 0.0 && std::isfinite(*g.weight_decay), key + ".weight_decay",
-              "must be a finite number >= 0", *g.weight_decay);
-    require(g.freeze_steps >= 0, key + ".freeze_steps", "must be >= 0", static_cast<double>(g.freeze_steps));
     groups_.push_back(Group{g.name, g.lr, g.lr_scale, g.weight_decay.value_or(o.weight_decay), g.freeze_steps, {}});
   }
 

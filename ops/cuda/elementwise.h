@@ -3,6 +3,8 @@
 // given stream. Plain C++ includes this; the definitions exist only in CUDA builds.
 #pragma once
 
+#include "ops/op_codes.h"
+
 struct CUstream_st;
 
 namespace gattn::cuda {
@@ -17,7 +19,7 @@ struct StridedIndex {
   long long sb[kMaxDims] = {};
 };
 
-enum class BinaryOp : int { add, sub, mul, div };
+using ops::BinaryOp;  // the code the CPU side dispatches on too
 
 // out[i] = a[ia(i)] op b[ib(i)] for i < numel (out dense in the plan's index space).
 void broadcast_binary_f32(BinaryOp op, const StridedIndex& plan, long long numel, const float* a, const float* b,

@@ -3,11 +3,13 @@
 // struct's kSavesOutput says. f32 device pointers; CUDA builds only.
 #pragma once
 
+#include "ops/op_codes.h"
+
 struct CUstream_st;
 
 namespace gattn::cuda {
 
-enum class UnaryOp : int { exp, log, tanh, sigmoid, log_sigmoid, relu, gelu, square, sqrt };
+using ops::UnaryOp;  // the code the CPU side dispatches on too
 
 void unary_forward_f32(UnaryOp op, const float* x, float* y, long long n, CUstream_st* stream);
 void unary_backward_f32(UnaryOp op, const float* g, const float* saved, float* dx, long long n, CUstream_st* stream);

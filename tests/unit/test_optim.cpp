@@ -12,6 +12,7 @@
 #include "framework/nn/layers.h"
 #include "framework/optim/adamw.h"
 #include "framework/optim/glob.h"
+#include "framework/optim/param_group_rules.h"
 #include "framework/optim/schedule.h"
 #include "model_test_util.h"
 #include "models/gpt.h"
@@ -296,7 +297,7 @@ TEST(AdamW, LrVersusLrScale) {
   o.schedule.kind = "cosine";
   o.schedule.warmup_steps = 4;
   o.schedule.max_steps = 20;
-  o.groups.push_back(ParamGroupOptions{"abs", {"a"}, 0.01, 7.0, std::nullopt, 0});  // lr wins over lr_scale
+  o.groups.push_back(ParamGroupOptions{"abs", {"a"}, 0.01, std::nullopt, std::nullopt, 0});  // lr replaces the schedule
   o.groups.push_back(ParamGroupOptions{"scaled", {"s"}, std::nullopt, 0.1, std::nullopt, 0});
   o.groups.push_back(ParamGroupOptions{"frozen", {"f"}, std::nullopt, std::nullopt, std::nullopt, 5});
   AdamW opt({{"a", param({1})}, {"s", param({1})}, {"d", param({1})}, {"f", param({1})}}, o);
@@ -380,7 +381,10 @@ TEST(AdamW, BadOptionsNameTheirKeys) {
   EXPECT_NE(error(o).find("optim.param_groups[0] (g).lr_scale"), std::string::npos);
   o = base;
   o.groups.push_back(ParamGroupOptions{"g", {}, std::nullopt, std::nullopt, std::nullopt, 0});
-  EXPECT_NE(error(o).find("match is empty"), std::string::npos);
+  EXPECT_NE(error(o).find("optim.param_groups[0] (g).match: must be a non-empty list"), std::string::npos);
+  o = base;  // lr and lr_scale together: one of them would be ignored
+  o.groups.push_back(ParamGroupOptions{"g", {"w"}, 0.01, 7.0, std::nullopt, 0});
+  EXPECT_NE(error(o).find("given together with lr"), std::string::npos);
   o = base;
   o.groups.push_back(ParamGroupOptions{"default", {"w"}, std::nullopt, std::nullopt, std::nullopt, 0});
   EXPECT_NE(error(o).find("reserved"), std::string::npos);
@@ -586,6 +590,46 @@ TEST(OptimConverge, LinearRegression) {
   EXPECT_LT(final_loss, 1e-4) << "initial " << initial;
   EXPECT_NEAR(fc.weight.at(1), -2.0, 1e-2);
   EXPECT_NEAR(fc.bias.at(0), 0.3, 1e-2);
+}
+
+}  // namespace gattn
+
+namespace gattn {
+
+// One set of rules for a parameter group, whether it comes from a config file or from code.
+TEST(ParamGroupRules, TheSameBoundsForTheConfigAndAdamW) {
+  optim::ParamGroupOptions g;
+  g.name = "gates";
+  g.match = {"*.attn.gate.*"};
+  EXPECT_FALSE(optim::param_group_problem(g).has_value());
+  auto problem_of = [&](auto change) {
+    optim::ParamGroupOptions h = g;
+    change(h);
+    auto p = optim::param_group_problem(h);
+    return p ? p->field + " " + p->message : std::string();
+  };
+  EXPECT_EQ(problem_of([](auto& h) { h.lr = 0.0; }), "lr must be a finite number > 0, got 0");
+  EXPECT_EQ(problem_of([](auto& h) { h.lr_scale = -1.0; }), "lr_scale must be a finite number > 0, got -1");
+  EXPECT_NE(problem_of([](auto& h) { h.lr = 1e-3, h.lr_scale = 2.0; }).find("given together with lr"), std::string::npos);
+  EXPECT_EQ(problem_of([](auto& h) { h.weight_decay = -0.1; }), "weight_decay must be a finite number >= 0, got -0.1");
+  EXPECT_EQ(problem_of([](auto& h) { h.freeze_steps = -2; }), "freeze_steps must be >= 0, got -2");
+  EXPECT_EQ(problem_of([](auto& h) { h.match.clear(); }), "match must be a non-empty list of parameter-name globs");
+  // AdamW refuses a group built in code by the same rule, naming the group.
+  Tensor w = Tensor::zeros({2});
+  optim::AdamWOptions o;
+  o.schedule.kind = "constant";
+  optim::ParamGroupOptions bad = g;
+  bad.match = {"w"};
+  bad.lr_scale = 0.0;
+  o.groups = {bad};
+  try {
+    optim::AdamW adamw({{"w", w}}, o);
+    ADD_FAILURE() << "lr_scale 0 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("optim.param_groups[0] (gates).lr_scale: must be a finite number > 0"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace gattn
