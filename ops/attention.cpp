@@ -2,6 +2,8 @@
 // record (one node, three outputs: y, row entropy, modulation entropy).
 #include "ops/attention.h"
 
+#include "ops/attention_args.h"
+
 #include <cmath>
 
 #include "framework/autograd/node.h"
@@ -27,15 +29,6 @@ void AttentionStats::merge(const AttentionStats& o) {
 }
 
 namespace {
-
-void check_term(const Tensor& t, const Shape& want, const Tensor& q, const char* name) {
-  if (!t.defined()) return;
-  check_floating(t, "flash_attention");
-  check_same_dtype(q, t, "flash_attention");
-  if (t.shape() != want)
-    throw ShapeError(std::string("flash_attention: ") + name + " has shape " + shape_str(t.shape()) + ", expected " +
-                     shape_str(want) + " for q " + shape_str(q.shape()));
-}
 
 // Everything the backward needs, captured detached (no reference cycle through the outputs).
 struct SavedAttention {
@@ -82,6 +75,48 @@ template <class T> const T* ptr_or_null(const Tensor& t) { return t.defined() ? 
 
 }  // namespace
 
+void check_attention_args(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
+                          const AttentionOptions& options, const AttentionDTypes& dtypes) {
+  const std::string op = "flash_attention";
+  for (const Tensor* t : {&q, &k, &v}) {
+    if (!t->defined()) throw ValueError(op + ": undefined tensor argument");
+    if (!dtypes.allowed(t->dtype()))
+      throw DTypeError(op + ": q, k, v must be " + dtypes.words + ", got " + t->str());
+  }
+  check_same_dtype(q, k, op.c_str());
+  check_same_dtype(q, v, op.c_str());
+  if (q.dim() != 4) throw ShapeError(op + ": q must be [B, H, T, d], got " + shape_str(q.shape()));
+  if (k.shape() != q.shape() || v.shape() != q.shape())
+    throw ShapeError(op + ": q, k, v shapes differ: " + shape_str(q.shape()) + ", " + shape_str(k.shape()) + ", " +
+                     shape_str(v.shape()));
+  if (q.size(2) == 0 || q.size(3) == 0) throw ShapeError(op + ": empty sequence or head dim in " + shape_str(q.shape()));
+  if (options.window < 0) throw ValueError(op + ": window must be >= 0, got " + std::to_string(options.window));
+  check_active_queries(options.active_queries, q, op.c_str());
+  auto check_term = [&](const Tensor& t, const Shape& want, const char* name) {
+    if (!t.defined()) return;
+    if (!dtypes.allowed(t.dtype())) throw DTypeError(op + ": " + name + " must be " + dtypes.words + ", got " + t.str());
+    if (dtypes.terms_match_q) check_same_dtype(q, t, op.c_str());
+    if (t.shape() != want)
+      throw ShapeError(op + ": " + name + " has shape " + shape_str(t.shape()) + ", expected " + shape_str(want) +
+                       " for q " + shape_str(q.shape()));
+  };
+  const Shape rows{q.size(0), q.size(1), q.size(2)};
+  check_term(terms.row_bias, rows, "row_bias");
+  check_term(terms.col_bias, rows, "col_bias");
+  check_term(terms.modulation_row, rows, "modulation_row");
+  check_term(terms.modulation_col, rows, "modulation_col");
+  check_term(terms.modulation_alpha, Shape{1}, "modulation_alpha");
+  const bool modulated =
+      terms.modulation_row.defined() || terms.modulation_col.defined() || terms.modulation_alpha.defined();
+  if (modulated &&
+      (!terms.modulation_row.defined() || !terms.modulation_col.defined() || !terms.modulation_alpha.defined()))
+    throw ValueError(op + ": the modulation needs modulation_row, modulation_col and modulation_alpha together");
+  if (options.modulation_entropy && !modulated)
+    throw ValueError(op + ": modulation_entropy asked without modulation terms");
+  if (modulated && !(terms.modulation_temperature > 0))
+    throw ValueError(op + ": modulation temperature must be > 0, got " + std::to_string(terms.modulation_temperature));
+}
+
 void check_active_queries(const Tensor& active, const Tensor& q, const char* op) {
   if (!active.defined()) return;
   const Shape want{q.size(0), q.size(2)};
@@ -99,35 +134,10 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
   if (common_device(op, {q, k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col,
                          terms.modulation_alpha}) != Device::cpu)
     return cuda_attention(q, k, v, terms, options);
-  check_floating(q, op);
-  check_floating(k, op);
-  check_floating(v, op);
-  check_same_dtype(q, k, op);
-  check_same_dtype(q, v, op);
-  if (q.dim() != 4) throw ShapeError("flash_attention: q must be [B, H, T, d], got " + shape_str(q.shape()));
-  if (k.shape() != q.shape() || v.shape() != q.shape())
-    throw ShapeError("flash_attention: q, k, v shapes differ: " + shape_str(q.shape()) + ", " + shape_str(k.shape()) + ", " +
-                     shape_str(v.shape()));
-  if (q.size(2) == 0 || q.size(3) == 0) throw ShapeError("flash_attention: empty sequence or head dim in " + shape_str(q.shape()));
-  if (options.window < 0) throw ValueError("flash_attention: window must be >= 0, got " + std::to_string(options.window));
-  check_active_queries(options.active_queries, q, op);
+  static const AttentionDTypes cpu_dtypes{[](DType t) { return t == DType::f32 || t == DType::f64; }, "f32 or f64", true};
+  check_attention_args(q, k, v, terms, options, cpu_dtypes);
+  const bool modulated = terms.modulation_row.defined();
   const Shape row_shape{q.size(0), q.size(1), q.size(2)};
-  check_term(terms.row_bias, row_shape, q, "row_bias");
-  check_term(terms.col_bias, row_shape, q, "col_bias");
-  check_term(terms.modulation_row, row_shape, q, "modulation_row");
-  check_term(terms.modulation_col, row_shape, q, "modulation_col");
-  const bool modulated =
-      terms.modulation_row.defined() || terms.modulation_col.defined() || terms.modulation_alpha.defined();
-  if (modulated &&
-      (!terms.modulation_row.defined() || !terms.modulation_col.defined() || !terms.modulation_alpha.defined()))
-    throw ValueError(
-        "flash_attention: the modulation needs modulation_row, modulation_col and modulation_alpha together");
-  if (modulated) check_term(terms.modulation_alpha, Shape{1}, q, "modulation_alpha");
-  if (options.modulation_entropy && !modulated)
-    throw ValueError("flash_attention: modulation_entropy asked without modulation terms");
-  if (modulated && !(terms.modulation_temperature > 0))
-    throw ValueError("flash_attention: modulation temperature must be > 0, got " +
-                     std::to_string(terms.modulation_temperature));
   SavedAttention s;
   s.q = q.detach();
   s.k = k.detach();

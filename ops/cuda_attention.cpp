@@ -2,6 +2,8 @@
 // composed attention, and the fused path's autograd record (ops/cuda_attention.h).
 #include "ops/cuda_attention.h"
 
+#include "ops/attention_args.h"
+
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -27,44 +29,12 @@ namespace {
 
 constexpr const char* kOp = "flash_attention";
 
-bool floating_cuda(const Tensor& t) { return t.dtype() == DType::f32 || t.dtype() == DType::bf16; }
 
 void check_args(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
                 const AttentionOptions& options) {
-  for (const Tensor* t : {&q, &k, &v})
-    if (!floating_cuda(*t)) throw DTypeError(std::string(kOp) + ": CUDA attention takes f32 or bf16 q, k, v, got " + t->str());
-  check_same_dtype(q, k, kOp);
-  check_same_dtype(q, v, kOp);
-  if (q.dim() != 4) throw ShapeError(std::string(kOp) + ": q must be [B, H, T, d], got " + shape_str(q.shape()));
-  if (k.shape() != q.shape() || v.shape() != q.shape())
-    throw ShapeError(std::string(kOp) + ": q, k, v shapes differ: " + shape_str(q.shape()) + ", " + shape_str(k.shape()) +
-                     ", " + shape_str(v.shape()));
-  if (q.size(2) == 0 || q.size(3) == 0) throw ShapeError(std::string(kOp) + ": empty sequence or head dim in " + shape_str(q.shape()));
-  if (options.window < 0) throw ValueError(std::string(kOp) + ": window must be >= 0, got " + std::to_string(options.window));
-  const Shape rows{q.size(0), q.size(1), q.size(2)};
-  auto check_term = [&](const Tensor& t, const Shape& want, const char* name) {
-    if (!t.defined()) return;
-    if (!floating_cuda(t)) throw DTypeError(std::string(kOp) + ": " + name + " must be f32 or bf16, got " + t.str());
-    if (t.shape() != want)
-      throw ShapeError(std::string(kOp) + ": " + name + " has shape " + shape_str(t.shape()) + ", expected " + shape_str(want));
-  };
-  check_term(terms.row_bias, rows, "row_bias");
-  check_term(terms.col_bias, rows, "col_bias");
-  check_term(terms.modulation_row, rows, "modulation_row");
-  check_term(terms.modulation_col, rows, "modulation_col");
-  check_term(terms.modulation_alpha, Shape{1}, "modulation_alpha");
-  const bool modulated =
-      terms.modulation_row.defined() || terms.modulation_col.defined() || terms.modulation_alpha.defined();
-  if (modulated &&
-      (!terms.modulation_row.defined() || !terms.modulation_col.defined() || !terms.modulation_alpha.defined()))
-    throw ValueError(std::string(kOp) +
-                     ": the modulation needs modulation_row, modulation_col and modulation_alpha together");
-  if (options.modulation_entropy && !modulated)
-    throw ValueError(std::string(kOp) + ": modulation_entropy asked without modulation terms");
-  if (modulated && !(terms.modulation_temperature > 0))
-    throw ValueError(std::string(kOp) + ": modulation temperature must be > 0, got " +
-                     std::to_string(terms.modulation_temperature));
-  check_active_queries(options.active_queries, q, kOp);
+  static const AttentionDTypes cuda_dtypes{[](DType t) { return t == DType::f32 || t == DType::bf16; }, "f32 or bf16",
+                                           false};
+  check_attention_args(q, k, v, terms, options, cuda_dtypes);
 }
 
 // x converted to dtype, with a gradient path back to x's dtype (Tensor::to records no history).
