@@ -23,10 +23,14 @@ using gattn::Tensor;
 enum Terms { kNone, kColBias, kRowColBias, kModulation };
 const char* terms_name(int k) {
   switch (k) {
-    case kNone: return "no terms";
-    case kColBias: return "col_bias";
-    case kRowColBias: return "row_bias+col_bias";
-    default: return "modulation";
+    case kNone:
+      return "no terms";
+    case kColBias:
+      return "col_bias";
+    case kRowColBias:
+      return "row_bias+col_bias";
+    default:
+      return "modulation";
   }
 }
 

@@ -83,7 +83,8 @@ void BM_LinearGeluTraining(benchmark::State& state) {
   if (skip_without_device(state)) return;
   const bool mixed = state.range(0) == 1;
   Tensor x = randn_on_gpu({kTokens, kC}, 4).set_requires_grad(true);
-  Tensor w = randn_on_gpu({4 * kC, kC}, 5).set_requires_grad(true), b = randn_on_gpu({4 * kC}, 6).set_requires_grad(true);
+  Tensor w = randn_on_gpu({4 * kC, kC}, 5).set_requires_grad(true),
+         b = randn_on_gpu({4 * kC}, 6).set_requires_grad(true);
   const Tensor g = randn_on_gpu({kTokens, 4 * kC}, 7);
   for (auto _ : state) {
     gattn::ops::AutocastScope scope(mixed ? gattn::ops::ComputePrecision::bf16 : gattn::ops::ComputePrecision::fp32);

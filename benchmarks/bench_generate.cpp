@@ -37,7 +37,8 @@ void BM_GenerateCached(benchmark::State& state, const std::string& kind) {
   model.eval();
   gattn::models::SamplingOptions o;
   for (auto _ : state) benchmark::DoNotOptimize(gattn::models::generate(model, {0}, kNewTokens, o));
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(kNewTokens), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(kNewTokens), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // The baseline: forward() over the whole context for every new token (O(T²) per token).
@@ -59,7 +60,8 @@ void BM_GenerateUncached(benchmark::State& state, const std::string& kind) {
     }
     benchmark::DoNotOptimize(context);
   }
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(kNewTokens), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(kNewTokens), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 }  // namespace

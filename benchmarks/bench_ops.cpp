@@ -29,13 +29,13 @@ Tensor randn(const gattn::Shape& s, std::uint64_t seed) {
 }
 
 void set_gflops(benchmark::State& state, double flops_per_iter) {
-  state.counters["GFLOP/s"] = benchmark::Counter(flops_per_iter * static_cast<double>(state.iterations()) / 1e9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops_per_iter * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
 void set_gbytes(benchmark::State& state, double bytes_per_iter) {
-  state.counters["GB/s"] = benchmark::Counter(bytes_per_iter * static_cast<double>(state.iterations()) / 1e9,
-                                              benchmark::Counter::kIsRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(bytes_per_iter * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
 // Linear forward: [tokens, in] × [out, in]ᵀ. Args: in, out.
@@ -48,11 +48,11 @@ void BM_LinearForward(benchmark::State& state) {
 }
 BENCHMARK(BM_LinearForward)
     ->ArgNames({"in", "out"})
-    ->Args({kC, 3 * kC})   // attn.qkv
-    ->Args({kC, kC})       // attn.proj
-    ->Args({kC, 4 * kC})   // mlp.fc
-    ->Args({4 * kC, kC})   // mlp.proj
-    ->Args({kC, kVocab})   // tied lm head
+    ->Args({kC, 3 * kC})  // attn.qkv
+    ->Args({kC, kC})      // attn.proj
+    ->Args({kC, 4 * kC})  // mlp.fc
+    ->Args({4 * kC, kC})  // mlp.proj
+    ->Args({kC, kVocab})  // tied lm head
     ->Unit(benchmark::kMillisecond);
 
 // Linear forward + backward (dx, dW, db): 3 GEMMs.
@@ -68,7 +68,11 @@ void BM_LinearForwardBackward(benchmark::State& state) {
   }
   set_gflops(state, 3 * 2.0 * kTokens * in * out);
 }
-BENCHMARK(BM_LinearForwardBackward)->ArgNames({"in", "out"})->Args({kC, 4 * kC})->Args({4 * kC, kC})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LinearForwardBackward)
+    ->ArgNames({"in", "out"})
+    ->Args({kC, 4 * kC})
+    ->Args({4 * kC, kC})
+    ->Unit(benchmark::kMillisecond);
 
 // Attention scores per head batch: [B·H, T, d] × [B·H, T, d]ᵀ (the unfused path's GEMM).
 void BM_BatchedScores(benchmark::State& state) {

@@ -63,9 +63,12 @@ GatedAttention::GatedAttention(const ModelConfig& config, std::int64_t layer, Ge
     std::shared_ptr<Gate> gate = kind.make(config, g, init);
     // One gate keeps the kind's plain names (attn.gate.weight); several go under attn.gate.<kind>.
     // A kind with its own module name (attn.router.) keeps it either way.
-    if (kind.module_name != "gate") register_module(kind.module_name, gate);
-    else if (set) set->add(kind.name, gate);
-    else register_module("gate", gate);
+    if (kind.module_name != "gate")
+      register_module(kind.module_name, gate);
+    else if (set)
+      set->add(kind.name, gate);
+    else
+      register_module("gate", gate);
     gates.push_back(std::move(gate));
   }
   int mixtures = 0;

@@ -51,10 +51,10 @@ struct AttentionContext {
   bool training = false;
   Generator* noise = nullptr;  // gumbel_sigmoid noise while training
   bool collect_stats = false;
-  LayerStats* stats = nullptr;                        // this layer's stats (when collect_stats)
-  std::set<std::string> wanted;                       // the regularisers asked for, by name
+  LayerStats* stats = nullptr;                         // this layer's stats (when collect_stats)
+  std::set<std::string> wanted;                        // the regularisers asked for, by name
   std::map<std::string, RegularizerSum> regularizers;  // what the layers computed of them
-  LayerInspection* inspect = nullptr;                 // this layer's inspection (eval-mode forwards only)
+  LayerInspection* inspect = nullptr;                  // this layer's inspection (eval-mode forwards only)
 
   bool wants(const std::string& name) const { return wanted.count(name) != 0; }
   // Adds `term` (and `count` values it sums over) to the regulariser `name`.

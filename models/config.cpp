@@ -104,9 +104,8 @@ nlohmann::json gate_to_json(const GateConfig& g) {
 nlohmann::json to_json(const ModelConfig& c) {
   nlohmann::json gates = nlohmann::json::array();
   for (const GateConfig& g : c.gates) gates.push_back(gate_to_json(g));
-  return {{"vocab_size", c.vocab_size}, {"block_size", c.block_size}, {"n_layer", c.n_layer},
-          {"n_head", c.n_head},         {"n_embd", c.n_embd},         {"gate", gate_to_json(c.gate)},
-          {"gates", gates}};
+  return {{"vocab_size", c.vocab_size}, {"block_size", c.block_size},   {"n_layer", c.n_layer}, {"n_head", c.n_head},
+          {"n_embd", c.n_embd},         {"gate", gate_to_json(c.gate)}, {"gates", gates}};
 }
 
 namespace {

@@ -75,8 +75,8 @@ void check_token_ids(const Tensor& idx, std::int64_t vocab_size, const char* who
   const std::int32_t* ids = idx.data<std::int32_t>();
   for (std::int64_t n = 0; n < idx.numel(); ++n)
     if (ids[n] < 0 || ids[n] >= vocab_size)
-      throw ValueError(std::string(who) + ": token id " + std::to_string(ids[n]) + " at position " +
-                       std::to_string(n) + " is outside [0, model.vocab_size=" + std::to_string(vocab_size) + ")");
+      throw ValueError(std::string(who) + ": token id " + std::to_string(ids[n]) + " at position " + std::to_string(n) +
+                       " is outside [0, model.vocab_size=" + std::to_string(vocab_size) + ")");
 }
 
 }  // namespace
@@ -184,7 +184,7 @@ double GPT::flops_per_token(std::int64_t T) const {
   double n_matmul = V * C;  // the tied head
   double attention = 0;
   for (std::int64_t l = 0; l < config_.n_layer; ++l) {
-    n_matmul += 12 * C * C;  // qkv 3C², attn.proj C², mlp.fc 4C², mlp.proj 4C²
+    n_matmul += 12 * C * C;      // qkv 3C², attn.proj C², mlp.fc 4C², mlp.proj 4C²
     double keys = mean_keys(0);  // one causal attention call, unless a gate mixes several
     for (const GateConfig& g : config_.layer_gates(l)) {
       const GateKindSpec& kind = gate_kind(g.kind);

@@ -24,7 +24,8 @@ void inspect_gate_values(const Tensor& values, std::int64_t token_axis, LayerIns
   for (std::int64_t a = token_axis + 1; a < values.dim(); ++a) inner *= values.size(a);
   const std::int64_t per_sequence = values.numel() / values.size(0);
   std::vector<double> sum(static_cast<std::size_t>(T), 0.0);
-  for (std::int64_t i = 0; i < per_sequence; ++i) sum[static_cast<std::size_t>((i / inner) % T)] += v[static_cast<std::size_t>(i)];
+  for (std::int64_t i = 0; i < per_sequence; ++i)
+    sum[static_cast<std::size_t>((i / inner) % T)] += v[static_cast<std::size_t>(i)];
   const double per_token = static_cast<double>(per_sequence / T);
   for (double& s : sum) s /= per_token;
   add_gate_by_token(out, sum);
@@ -43,7 +44,8 @@ void add_gate_by_token(LayerInspection& out, const std::vector<double>& by_token
 }
 
 void inspect_modulation(const ops::AttentionTerms& terms, LayerInspection& out) {
-  const std::int64_t B = terms.modulation_row.size(0), H = terms.modulation_row.size(1), T = terms.modulation_row.size(2);
+  const std::int64_t B = terms.modulation_row.size(0), H = terms.modulation_row.size(1),
+                     T = terms.modulation_row.size(2);
   const std::vector<double> a = terms.modulation_row.to_vector(), c = terms.modulation_col.to_vector();
   const double tau = terms.modulation_temperature;
   std::vector<double> by_token(static_cast<std::size_t>(T), 0.0);
@@ -52,7 +54,9 @@ void inspect_modulation(const ops::AttentionTerms& terms, LayerInspection& out) 
       for (std::int64_t i = 0; i < T; ++i)
         for (std::int64_t j = 0; j <= i; ++j) {
           const std::size_t row = static_cast<std::size_t>((b * H + h) * T);
-          const double g = 1.0 / (1.0 + std::exp(-(a[row + static_cast<std::size_t>(i)] + c[row + static_cast<std::size_t>(j)]) / tau));
+          const double g =
+              1.0 /
+              (1.0 + std::exp(-(a[row + static_cast<std::size_t>(i)] + c[row + static_cast<std::size_t>(j)]) / tau));
           out.gate_values.push_back(g);
           if (b == 0) by_token[static_cast<std::size_t>(i)] += g / static_cast<double>(H * (i + 1));
         }

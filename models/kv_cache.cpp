@@ -28,8 +28,7 @@ void KVCache::advance(std::int64_t n) {
 void write_cache_rows(Tensor& dst, const Tensor& src, std::int64_t pos) {
   const bool rows_of_vectors = dst.dim() == 4;
   if ((dst.dim() != 3 && dst.dim() != 4) || src.dim() != dst.dim() || src.dtype() != dst.dtype() ||
-      src.size(0) != dst.size(0) || src.size(1) != dst.size(1) ||
-      (rows_of_vectors && src.size(3) != dst.size(3)))
+      src.size(0) != dst.size(0) || src.size(1) != dst.size(1) || (rows_of_vectors && src.size(3) != dst.size(3)))
     throw ShapeError("write_cache_rows: cannot write " + src.str() + " into cache " + dst.str());
   if (dst.device() != Device::cpu || src.device() != Device::cpu)
     throw DeviceError("write_cache_rows: generation runs on the CPU; got " + src.str() + " and cache " + dst.str());

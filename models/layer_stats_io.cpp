@@ -62,7 +62,8 @@ std::vector<double> flatten_stats(const std::vector<LayerStats>& stats) {
     for (const ops::GateMoments* g : {&a.modulation, &s.gate})
       out.insert(out.end(), {g->sum, g->sum_sq, static_cast<double>(g->count), static_cast<double>(g->below_0_1),
                              static_cast<double>(g->above_0_9)});
-    out.insert(out.end(), {a.entropy_sum, static_cast<double>(a.entropy_count), a.sink_sum, static_cast<double>(a.sink_count)});
+    out.insert(out.end(),
+               {a.entropy_sum, static_cast<double>(a.entropy_count), a.sink_sum, static_cast<double>(a.sink_count)});
   }
   return out;
 }

@@ -71,10 +71,11 @@ std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& 
   const std::int64_t T = model.config().block_size;
   Generator gen(options.seed, kSamplingStream);
   KVCache cache(model.config(), 1);
-  std::vector<std::int32_t> context(prompt.end() - std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(prompt.size()), T),
-                                    prompt.end());
+  std::vector<std::int32_t> context(
+      prompt.end() - std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(prompt.size()), T), prompt.end());
   auto run = [&](const std::vector<std::int32_t>& tokens) {
-    return last_row(model.forward_cached(Tensor::from_ints(tokens, {1, static_cast<std::int64_t>(tokens.size())}), cache));
+    return last_row(
+        model.forward_cached(Tensor::from_ints(tokens, {1, static_cast<std::int64_t>(tokens.size())}), cache));
   };
   std::vector<double> logits = run(context);
   std::vector<std::int32_t> out;

@@ -2,11 +2,10 @@
 // record (one node, three outputs: y, row entropy, modulation entropy).
 #include "ops/attention.h"
 
-#include "ops/attention_args.h"
-
 #include <cmath>
 
 #include "framework/autograd/node.h"
+#include "ops/attention_args.h"
 #include "ops/common.h"
 #include "ops/cpu/flash_attention.h"
 #include "ops/cuda_attention.h"
@@ -70,8 +69,14 @@ cpu::FlashAttentionParams<T> make_params(const SavedAttention& s) {
   return p;
 }
 
-template <class T> T* ptr_or_null(Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
-template <class T> const T* ptr_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
+template <class T>
+T* ptr_or_null(Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+template <class T>
+const T* ptr_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
 
 }  // namespace
 
@@ -80,8 +85,7 @@ void check_attention_args(const Tensor& q, const Tensor& k, const Tensor& v, con
   const std::string op = "flash_attention";
   for (const Tensor* t : {&q, &k, &v}) {
     if (!t->defined()) throw ValueError(op + ": undefined tensor argument");
-    if (!dtypes.allowed(t->dtype()))
-      throw DTypeError(op + ": q, k, v must be " + dtypes.words + ", got " + t->str());
+    if (!dtypes.allowed(t->dtype())) throw DTypeError(op + ": q, k, v must be " + dtypes.words + ", got " + t->str());
   }
   check_same_dtype(q, k, op.c_str());
   check_same_dtype(q, v, op.c_str());
@@ -89,12 +93,14 @@ void check_attention_args(const Tensor& q, const Tensor& k, const Tensor& v, con
   if (k.shape() != q.shape() || v.shape() != q.shape())
     throw ShapeError(op + ": q, k, v shapes differ: " + shape_str(q.shape()) + ", " + shape_str(k.shape()) + ", " +
                      shape_str(v.shape()));
-  if (q.size(2) == 0 || q.size(3) == 0) throw ShapeError(op + ": empty sequence or head dim in " + shape_str(q.shape()));
+  if (q.size(2) == 0 || q.size(3) == 0)
+    throw ShapeError(op + ": empty sequence or head dim in " + shape_str(q.shape()));
   if (options.window < 0) throw ValueError(op + ": window must be >= 0, got " + std::to_string(options.window));
   check_active_queries(options.active_queries, q, op.c_str());
   auto check_term = [&](const Tensor& t, const Shape& want, const char* name) {
     if (!t.defined()) return;
-    if (!dtypes.allowed(t.dtype())) throw DTypeError(op + ": " + name + " must be " + dtypes.words + ", got " + t.str());
+    if (!dtypes.allowed(t.dtype()))
+      throw DTypeError(op + ": " + name + " must be " + dtypes.words + ", got " + t.str());
     if (dtypes.terms_match_q) check_same_dtype(q, t, op.c_str());
     if (t.shape() != want)
       throw ShapeError(op + ": " + name + " has shape " + shape_str(t.shape()) + ", expected " + shape_str(want) +
@@ -134,7 +140,8 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
   if (common_device(op, {q, k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col,
                          terms.modulation_alpha}) != Device::cpu)
     return cuda_attention(q, k, v, terms, options);
-  static const AttentionDTypes cpu_dtypes{[](DType t) { return t == DType::f32 || t == DType::f64; }, "f32 or f64", true};
+  static const AttentionDTypes cpu_dtypes{[](DType t) { return t == DType::f32 || t == DType::f64; }, "f32 or f64",
+                                          true};
   check_attention_args(q, k, v, terms, options, cpu_dtypes);
   const bool modulated = terms.modulation_row.defined();
   const Shape row_shape{q.size(0), q.size(1), q.size(2)};
@@ -222,14 +229,17 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
   const int mod_slot = result.modulation_entropy.defined() ? static_cast<int>(outputs.size()) - 1 : -1;
 
   const Tensor alpha = modulated ? terms.modulation_alpha : Tensor();
-  std::vector<Tensor> inputs{q, k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col, alpha};
+  std::vector<Tensor> inputs{q,    k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col,
+                             alpha};
   auto backward = [s, entropy_slot, mod_slot](const std::vector<Tensor>& grads, const std::vector<bool>& needs) {
     const Tensor& d_out = grads[0];
     const Tensor d_entropy = entropy_slot >= 0 ? grads[static_cast<std::size_t>(entropy_slot)] : Tensor();
     const Tensor d_mod = mod_slot >= 0 ? grads[static_cast<std::size_t>(mod_slot)] : Tensor();
     const Shape& qs = s.q.shape();
     const Shape rs{qs[0], qs[1], qs[2]};
-    auto maybe = [&](std::size_t i, const Shape& shape) { return needs[i] ? Tensor::empty(shape, s.q.dtype()) : Tensor(); };
+    auto maybe = [&](std::size_t i, const Shape& shape) {
+      return needs[i] ? Tensor::empty(shape, s.q.dtype()) : Tensor();
+    };
     Tensor dq = maybe(0, qs), dk = maybe(1, qs), dv = maybe(2, qs);
     Tensor drb = maybe(3, rs), dcb = maybe(4, rs), dmr = maybe(5, rs), dmc = maybe(6, rs);
     Tensor d_alpha;

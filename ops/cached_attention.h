@@ -11,9 +11,9 @@
 namespace gattn::ops {
 
 struct CachedAttentionInputs {
-  Tensor q;  // [B, H, Tq, d]: positions length−Tq … length−1
-  Tensor k;  // [B, H, capacity, d]: rows 0 … length−1 hold positions 0 … length−1
-  Tensor v;  // [B, H, capacity, d]
+  Tensor q;                 // [B, H, Tq, d]: positions length−Tq … length−1
+  Tensor k;                 // [B, H, capacity, d]: rows 0 … length−1 hold positions 0 … length−1
+  Tensor v;                 // [B, H, capacity, d]
   std::int64_t length = 0;  // positions in the cache, the new ones included
   // Terms (undefined = absent): per new query [B, H, Tq], per cached key [B, H, capacity].
   Tensor row_bias;                    // r_i of the Tq new queries, added to each of their logits

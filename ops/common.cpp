@@ -58,7 +58,8 @@ void check_cpu(const Tensor& t, const char* op) {
 
 std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, const char* op) {
   if (axis < -rank || axis >= rank || (rank == 0 && axis != 0 && axis != -1))
-    throw ValueError(std::string(op) + ": axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+    throw ValueError(std::string(op) + ": axis " + std::to_string(axis) + " out of range for rank " +
+                     std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
 }
 

@@ -29,8 +29,8 @@ void check_row_term(const Tensor& t, const Tensor& q, const char* name) {
   if (!t.defined()) return;
   const Shape want{q.size(0), q.size(1), q.size(2)};
   if (t.shape() != want)
-    throw ShapeError(std::string("composed_attention: ") + name + " has shape " + shape_str(t.shape()) +
-                     ", expected " + shape_str(want));
+    throw ShapeError(std::string("composed_attention: ") + name + " has shape " + shape_str(t.shape()) + ", expected " +
+                     shape_str(want));
 }
 
 // The modulation's logistic noise n_ij for every (b·h, i, j), drawn exactly as the fused kernel

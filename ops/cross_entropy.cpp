@@ -4,10 +4,10 @@
 //   d loss / d x_rj = (softmax(x_r)_j − [j = t_r]) · g / count, 0 on ignored rows (and everywhere
 //   when count = 0, where the loss is the constant 0).
 // softmax(x_r) = exp(x_r − lse_r) is rebuilt from the saved lse, so no probabilities are stored.
-#include "ops/nn_functional.h"
+#include "ops/cpu/cross_entropy.h"
 
 #include "ops/common.h"
-#include "ops/cpu/cross_entropy.h"
+#include "ops/nn_functional.h"
 #ifdef GATTN_WITH_CUDA
 #include "ops/cuda/cross_entropy.h"
 #include "ops/cuda/host_util.h"

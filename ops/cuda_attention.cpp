@@ -2,8 +2,6 @@
 // composed attention, and the fused path's autograd record (ops/cuda_attention.h).
 #include "ops/cuda_attention.h"
 
-#include "ops/attention_args.h"
-
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -12,6 +10,7 @@
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/node.h"
 #include "framework/tensor/random.h"
+#include "ops/attention_args.h"
 #include "ops/autocast.h"
 #include "ops/common.h"
 #include "ops/composed_attention.h"
@@ -29,7 +28,6 @@ namespace {
 
 constexpr const char* kOp = "flash_attention";
 
-
 void check_args(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
                 const AttentionOptions& options) {
   static const AttentionDTypes cuda_dtypes{[](DType t) { return t == DType::f32 || t == DType::bf16; }, "f32 or bf16",
@@ -41,8 +39,9 @@ void check_args(const Tensor& q, const Tensor& k, const Tensor& v, const Attenti
 Tensor cast_with_grad(const Tensor& x, DType dtype) {
   if (!x.defined() || x.dtype() == dtype) return x;
   const DType from = x.dtype();
-  return autograd::record("to_dtype", x.to(dtype), {x},
-                          [from](const Tensor& g, const std::vector<bool>&) { return std::vector<Tensor>{g.to(from)}; });
+  return autograd::record("to_dtype", x.to(dtype), {x}, [from](const Tensor& g, const std::vector<bool>&) {
+    return std::vector<Tensor>{g.to(from)};
+  });
 }
 
 AttentionTerms terms_as(const AttentionTerms& terms, DType dtype) {
@@ -71,7 +70,9 @@ AttentionResult composed_from_bf16(const Tensor& q, const Tensor& k, const Tenso
 // The kernels load q, k, v and d_out 16 bytes at a time (ops/cuda/flash_mma.cuh, stage_rows).
 bool aligned16(const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.raw_data()) % 16 == 0; }
 
-cuda::FlashElem elem_of(const Tensor& t) { return t.dtype() == DType::bf16 ? cuda::FlashElem::bf16 : cuda::FlashElem::f32; }
+cuda::FlashElem elem_of(const Tensor& t) {
+  return t.dtype() == DType::bf16 ? cuda::FlashElem::bf16 : cuda::FlashElem::f32;
+}
 // Device pointers for the kernels: kernel_data, never data(), which is the host's and refuses CUDA
 // tensors (every fused call threw on a GPU before this).
 float* f32_or_null(const Tensor& t) { return t.defined() ? t.kernel_data<float>() : nullptr; }
@@ -79,10 +80,10 @@ float* f32_or_null(const Tensor& t) { return t.defined() ? t.kernel_data<float>(
 // What the backward needs, detached (no reference cycle through the outputs).
 struct SavedFlash {
   Tensor q, k, v, row_bias, col_bias, modulation_row, modulation_col;  // bias and modulation terms f32
-  Tensor active;  // active_queries: i32 [B, T] or undefined
+  Tensor active;                                                       // active_queries: i32 [B, T] or undefined
   Tensor out, lse;
   Tensor row_entropy, row_asum;  // f32, with the entropy output only
-  cuda::FlashParams params;  // pointers refreshed from the tensors above in backward
+  cuda::FlashParams params;      // pointers refreshed from the tensors above in backward
 };
 
 void set_pointers(cuda::FlashParams& p, const SavedFlash& s) {
@@ -201,7 +202,8 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     s.row_asum = row_asum;
   }
   const Tensor alpha = modulated ? terms.modulation_alpha : Tensor();
-  std::vector<Tensor> inputs{q, k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col, alpha};
+  std::vector<Tensor> inputs{q,    k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col,
+                             alpha};
   auto backward = [s](const std::vector<Tensor>& grads, const std::vector<bool>& needs) {
     const Tensor& d_out_in = grads[0];
     const Tensor d_entropy = grads.size() > 1 && grads[1].defined() ? grads[1].to(DType::f32) : Tensor();

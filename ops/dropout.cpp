@@ -2,10 +2,10 @@
 // ops/cpu/dropout.h. The mask is not stored: the backward regenerates it from the saved stream
 // position (seed, stream, offset), which costs one Philox block per 4 elements instead of a mask
 // tensor kept alive until backward. Backward: dx = g ⊙ mask / (1 − p), the same map as the forward.
-#include "ops/nn_functional.h"
+#include "ops/cpu/dropout.h"
 
 #include "ops/common.h"
-#include "ops/cpu/dropout.h"
+#include "ops/nn_functional.h"
 #ifdef GATTN_WITH_CUDA
 #include "ops/cuda/dropout.h"
 #include "ops/cuda/host_util.h"

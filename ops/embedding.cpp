@@ -1,10 +1,10 @@
 // embedding (autograd-aware): a row gather from weight [V, C] by i32 indices; kernels in
 // ops/cpu/embedding.h. Backward: dweight[v] = Σ_{i : idx[i] = v} g[i] (rows never picked get 0),
 // summed in index order for a deterministic result; the indices get no gradient.
-#include "ops/nn_functional.h"
+#include "ops/cpu/embedding.h"
 
 #include "ops/common.h"
-#include "ops/cpu/embedding.h"
+#include "ops/nn_functional.h"
 #ifdef GATTN_WITH_CUDA
 #include "ops/cuda/embedding.h"
 #include "ops/cuda/host_util.h"
@@ -34,18 +34,16 @@ Tensor embedding_cuda(const Tensor& weight, const Tensor& indices, std::int64_t 
   Shape out_shape = indices.shape();
   out_shape.push_back(C);
   Tensor out = Tensor::empty(out_shape, weight.dtype(), Device::cuda);
-  cuda::embedding_forward_f32(static_cast<const float*>(weight.raw_data()), idx, static_cast<float*>(out.raw_data()), n, C,
-                              cuda::stream());
-  return autograd::record("embedding", out, {weight},
-                          [idx_t = indices.detach(), V, C](const Tensor& g_in, const std::vector<bool>&) {
-                            Tensor g = g_in.to(DType::f32);
-                            Tensor dw = Tensor::empty({V, C}, DType::f32, Device::cuda);  // every row is written
-                            cuda::embedding_backward_f32(static_cast<const float*>(g.raw_data()),
-                                                         static_cast<const int*>(idx_t.raw_data()),
-                                                         static_cast<float*>(dw.raw_data()), idx_t.numel(), V, C,
-                                                         cuda::stream());
-                            return std::vector<Tensor>{dw};
-                          });
+  cuda::embedding_forward_f32(static_cast<const float*>(weight.raw_data()), idx, static_cast<float*>(out.raw_data()), n,
+                              C, cuda::stream());
+  return autograd::record(
+      "embedding", out, {weight}, [idx_t = indices.detach(), V, C](const Tensor& g_in, const std::vector<bool>&) {
+        Tensor g = g_in.to(DType::f32);
+        Tensor dw = Tensor::empty({V, C}, DType::f32, Device::cuda);  // every row is written
+        cuda::embedding_backward_f32(static_cast<const float*>(g.raw_data()), static_cast<const int*>(idx_t.raw_data()),
+                                     static_cast<float*>(dw.raw_data()), idx_t.numel(), V, C, cuda::stream());
+        return std::vector<Tensor>{dw};
+      });
 }
 #endif
 

@@ -2,12 +2,12 @@
 // the backward produces dx, dweight and dbias in one kernel (ops/cpu/layer_norm.h). Backward math,
 // with x̂ = (x − μ)/σ and ĝ = g ⊙ w per row of C:
 //   dx = (1/σ) (ĝ − mean(ĝ) − x̂ · mean(ĝ ⊙ x̂)),  dweight = Σ_rows g ⊙ x̂,  dbias = Σ_rows g.
-#include "ops/nn_functional.h"
+#include "ops/cpu/layer_norm.h"
 
 #include <cmath>
 
 #include "ops/common.h"
-#include "ops/cpu/layer_norm.h"
+#include "ops/nn_functional.h"
 #ifdef GATTN_WITH_CUDA
 #include "ops/cuda/host_util.h"
 #include "ops/cuda/layer_norm.h"
@@ -50,11 +50,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
     cuda::layer_norm_forward_f32(f(x), f(weight), f(bias), f(y), f(mean), f(rstd), rows, C, eps, cuda::stream());
   else
 #endif
-  dispatch_float(x.dtype(), "layer_norm", [&]<class T>() {
-    cpu::layer_norm_forward(x.data<T>(), weight.defined() ? weight.data<T>() : nullptr,
-                            bias.defined() ? bias.data<T>() : nullptr, y.data<T>(), mean.data<T>(), rstd.data<T>(),
-                            rows, C, eps);
-  });
+    dispatch_float(x.dtype(), "layer_norm", [&]<class T>() {
+      cpu::layer_norm_forward(x.data<T>(), weight.defined() ? weight.data<T>() : nullptr,
+                              bias.defined() ? bias.data<T>() : nullptr, y.data<T>(), mean.data<T>(), rstd.data<T>(),
+                              rows, C, eps);
+    });
 
   const bool has_w = weight.defined(), has_b = bias.defined();
   return autograd::record(
@@ -70,7 +70,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 #ifdef GATTN_WITH_CUDA
         if (dev == Device::cuda) {
           auto f = [](const Tensor& t) { return t.defined() ? static_cast<float*>(t.raw_data()) : nullptr; };
-          cuda::layer_norm_backward_f32(f(x), f(w), f(mean), f(rstd), f(g), f(dx), f(dw), f(db), rows, C, cuda::stream());
+          cuda::layer_norm_backward_f32(f(x), f(w), f(mean), f(rstd), f(g), f(dx), f(dw), f(db), rows, C,
+                                        cuda::stream());
           return std::vector<Tensor>{dx, dw, db};
         }
 #endif

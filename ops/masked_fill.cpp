@@ -1,11 +1,11 @@
 // masked_fill (autograd-aware): `value` where the broadcast i32 mask is nonzero, x elsewhere;
 // kernel in ops/cpu/masked_fill.h. Backward: dx = g with the masked positions zeroed (the filled
 // positions are constants); the mask gets no gradient.
-#include "ops/nn_functional.h"
+#include "ops/cpu/masked_fill.h"
 
 #include "ops/broadcast.h"
 #include "ops/common.h"
-#include "ops/cpu/masked_fill.h"
+#include "ops/nn_functional.h"
 #ifdef GATTN_WITH_CUDA
 #include "ops/cuda/elementwise.h"
 #include "ops/cuda/host_util.h"
@@ -29,9 +29,9 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
     if (plan.numel == 0) return;
 #ifdef GATTN_WITH_CUDA
     if (src.device() == Device::cuda) {
-      cuda::masked_fill_f32(cuda::to_strided_index(plan, "masked_fill"), plan.numel, static_cast<const float*>(src.raw_data()),
-                            static_cast<const int*>(m.raw_data()), static_cast<float>(fill),
-                            static_cast<float*>(dst.raw_data()), cuda::stream());
+      cuda::masked_fill_f32(cuda::to_strided_index(plan, "masked_fill"), plan.numel,
+                            static_cast<const float*>(src.raw_data()), static_cast<const int*>(m.raw_data()),
+                            static_cast<float>(fill), static_cast<float*>(dst.raw_data()), cuda::stream());
       return;
     }
 #endif

@@ -10,9 +10,9 @@
 #include "ops/cuda/elementwise.h"
 #include "ops/cuda/gemm.h"
 #include "ops/cuda/gemm_lt.h"
-#include "ops/cuda/unary.h"
 #include "ops/cuda/host_util.h"
 #include "ops/cuda/reduce.h"
+#include "ops/cuda/unary.h"
 #endif
 
 namespace gattn::ops {
@@ -37,14 +37,15 @@ Tensor gemm_operand(const Tensor& t, bool mixed) { return mixed ? t.detach().to(
 
 // For i < batch: C_i = op(X_i) op(Y_i) (cpu::batched_gemm's contract) on C's device. With X and Y
 // in bf16 and C in f32 this is mixed precision's product.
-void batched_product(std::int64_t batch, bool tx, bool ty, std::int64_t M, std::int64_t N, std::int64_t K, const Tensor& X,
-                     std::int64_t sx, const Tensor& Y, std::int64_t sy, Tensor& C, std::int64_t sc) {
+void batched_product(std::int64_t batch, bool tx, bool ty, std::int64_t M, std::int64_t N, std::int64_t K,
+                     const Tensor& X, std::int64_t sx, const Tensor& Y, std::int64_t sy, Tensor& C, std::int64_t sc) {
 #ifdef GATTN_WITH_CUDA
   if (C.device() == Device::cuda) {
     const cuda::GemmType type = X.dtype() == DType::f32    ? cuda::GemmType::f32
                                 : C.dtype() == DType::bf16 ? cuda::GemmType::bf16
                                                            : cuda::GemmType::bf16_f32out;
-    cuda::batched_gemm(type, batch, tx, ty, M, N, K, X.raw_data(), sx, Y.raw_data(), sy, C.raw_data(), sc, cuda::stream());
+    cuda::batched_gemm(type, batch, tx, ty, M, N, K, X.raw_data(), sx, Y.raw_data(), sy, C.raw_data(), sc,
+                       cuda::stream());
     return;
   }
 #endif
@@ -73,7 +74,8 @@ MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   check_matmul_operand(b, op);
   check_same_dtype(a, b, op);
   if (a.dim() < 2 || b.dim() < 2)
-    throw ShapeError(std::string(op) + ": " + operands_str(a, b, ta, tb) + ": both operands need at least 2 dimensions");
+    throw ShapeError(std::string(op) + ": " + operands_str(a, b, ta, tb) +
+                     ": both operands need at least 2 dimensions");
   const Shape& sa = a.shape();
   const Shape& sb = b.shape();
   const std::size_t ra = sa.size(), rb = sb.size();
@@ -84,7 +86,8 @@ MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     Shape batch_b(sb.begin(), sb.end() - 2);
     if (batch_a != batch_b)
       throw ShapeError(std::string(op) + ": " + operands_str(a, b, ta, tb) + " have mismatched batch dimensions " +
-                       shape_str(batch_a) + " and " + shape_str(batch_b) + " (b must be 2-D or have a's batch dimensions)");
+                       shape_str(batch_a) + " and " + shape_str(batch_b) +
+                       " (b must be 2-D or have a's batch dimensions)");
   }
   d.M = ta ? sa[ra - 1] : sa[ra - 2];
   const std::int64_t ka = ta ? sa[ra - 2] : sa[ra - 1];
@@ -113,31 +116,31 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b
   Tensor out = Tensor::empty(d.out_shape, out_type, a.device());
   const std::int64_t sa = d.M * d.K, sb = d.shared_b ? 0 : d.K * d.N, sg = d.M * d.N;
   batched_product(d.batch, trans_a, trans_b, d.M, d.N, d.K, a, sa, b, sb, out, sg);
-  return autograd::record(
-      "matmul", out, {a_in, b_in},
-      [a = a.detach(), b = b.detach(), d, trans_a, trans_b, out_type](const Tensor& g_in, const std::vector<bool>& needs) {
-        // g in the operands' type (bf16 under mixed precision); the gradients in the inputs' type.
-        const Tensor g = g_in.dtype() == a.dtype() ? g_in : g_in.to(a.dtype());
-        const std::int64_t sa = d.M * d.K, sb = d.shared_b ? 0 : d.K * d.N, sg = d.M * d.N;
-        Tensor da, db;
-        if (needs[0]) {
-          da = Tensor::empty(a.shape(), out_type, a.device());
-          if (!trans_a)  // dA_i [M, K] = g_i · op(B_i)ᵀ
-            batched_product(d.batch, false, !trans_b, d.M, d.K, d.N, g, sg, b, sb, da, sa);
-          else  // A_i is op(A_i)ᵀ, so dA_i [K, M] = (g_i · op(B_i)ᵀ)ᵀ = op(B_i) · g_iᵀ
-            batched_product(d.batch, trans_b, true, d.K, d.M, d.N, b, sb, g, sg, da, sa);
-        }
-        if (needs[1]) {
-          db = Tensor::empty(b.shape(), out_type, b.device());
-          // For a shared 2-D B the per-batch gradients are summed (stride 0 output).
-          const std::int64_t sdb = d.shared_b ? 0 : d.K * d.N;
-          if (!trans_b)  // dB_i [K, N] = op(A_i)ᵀ · g_i
-            batched_product(d.batch, !trans_a, false, d.K, d.N, d.M, a, sa, g, sg, db, sdb);
-          else  // dB_i [N, K] = (op(A_i)ᵀ · g_i)ᵀ = g_iᵀ · op(A_i)
-            batched_product(d.batch, true, trans_a, d.N, d.K, d.M, g, sg, a, sa, db, sdb);
-        }
-        return std::vector<Tensor>{da, db};
-      });
+  return autograd::record("matmul", out, {a_in, b_in},
+                          [a = a.detach(), b = b.detach(), d, trans_a, trans_b, out_type](
+                              const Tensor& g_in, const std::vector<bool>& needs) {
+                            // g in the operands' type (bf16 under mixed precision); the gradients in the inputs' type.
+                            const Tensor g = g_in.dtype() == a.dtype() ? g_in : g_in.to(a.dtype());
+                            const std::int64_t sa = d.M * d.K, sb = d.shared_b ? 0 : d.K * d.N, sg = d.M * d.N;
+                            Tensor da, db;
+                            if (needs[0]) {
+                              da = Tensor::empty(a.shape(), out_type, a.device());
+                              if (!trans_a)  // dA_i [M, K] = g_i · op(B_i)ᵀ
+                                batched_product(d.batch, false, !trans_b, d.M, d.K, d.N, g, sg, b, sb, da, sa);
+                              else  // A_i is op(A_i)ᵀ, so dA_i [K, M] = (g_i · op(B_i)ᵀ)ᵀ = op(B_i) · g_iᵀ
+                                batched_product(d.batch, trans_b, true, d.K, d.M, d.N, b, sb, g, sg, da, sa);
+                            }
+                            if (needs[1]) {
+                              db = Tensor::empty(b.shape(), out_type, b.device());
+                              // For a shared 2-D B the per-batch gradients are summed (stride 0 output).
+                              const std::int64_t sdb = d.shared_b ? 0 : d.K * d.N;
+                              if (!trans_b)  // dB_i [K, N] = op(A_i)ᵀ · g_i
+                                batched_product(d.batch, !trans_a, false, d.K, d.N, d.M, a, sa, g, sg, db, sdb);
+                              else  // dB_i [N, K] = (op(A_i)ᵀ · g_i)ᵀ = g_iᵀ · op(A_i)
+                                batched_product(d.batch, true, trans_a, d.N, d.K, d.M, g, sg, a, sa, db, sdb);
+                            }
+                            return std::vector<Tensor>{da, db};
+                          });
 }
 
 namespace {
@@ -168,8 +171,8 @@ LinearDims check_linear(const char* op, const Tensor& x, const Tensor& weight, c
     check_floating_any_device(bias, op);
     check_same_dtype(x, bias, op);
     if (bias.shape() != Shape{d.out_f})
-      throw ShapeError(name + ": bias " + shape_str(bias.shape()) + " does not match weight " + shape_str(weight.shape()) +
-                       " (expected [" + std::to_string(d.out_f) + "])");
+      throw ShapeError(name + ": bias " + shape_str(bias.shape()) + " does not match weight " +
+                       shape_str(weight.shape()) + " (expected [" + std::to_string(d.out_f) + "])");
   }
   if (x.device() == Device::cuda && x.dtype() != DType::f32)
     throw DTypeError(name + ": CUDA tensors must be f32, got " + std::string(dtype_name(x.dtype())));
@@ -225,18 +228,18 @@ std::vector<Tensor> linear_backward(const LinearDims& d, const Tensor& x, const 
     const Tensor gs = mixed ? g.to(DType::bf16) : g;
     if (needs[0]) {
       dx = Tensor::empty(x.shape(), DType::f32, x.device());
-      cuda::gemm(type, false, false, rows, in_f, out_f, 1.0f, gs.raw_data(), out_f, w.raw_data(), in_f, 0.0f, dx.raw_data(),
-                 in_f, cuda::stream());
+      cuda::gemm(type, false, false, rows, in_f, out_f, 1.0f, gs.raw_data(), out_f, w.raw_data(), in_f, 0.0f,
+                 dx.raw_data(), in_f, cuda::stream());
     }
     if (needs[1]) {
       dw = Tensor::empty(w.shape(), DType::f32, w.device());
-      cuda::gemm(type, true, false, out_f, in_f, rows, 1.0f, gs.raw_data(), out_f, x.raw_data(), in_f, 0.0f, dw.raw_data(),
-                 in_f, cuda::stream());
+      cuda::gemm(type, true, false, out_f, in_f, rows, 1.0f, gs.raw_data(), out_f, x.raw_data(), in_f, 0.0f,
+                 dw.raw_data(), in_f, cuda::stream());
     }
     if (needs.size() > 2 && needs[2]) {
       db = Tensor::empty({out_f}, g.dtype(), g.device());
-      cuda::sum_blocks_f32(static_cast<const float*>(g.raw_data()), static_cast<float*>(db.raw_data()), 1, rows, out_f, 1.0,
-                           cuda::stream());
+      cuda::sum_blocks_f32(static_cast<const float*>(g.raw_data()), static_cast<float*>(db.raw_data()), 1, rows, out_f,
+                           1.0, cuda::stream());
     }
     return {dx, dw, db};
   }
@@ -270,10 +273,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const bool mixed = autocast_product(x);
   const Tensor xs = gemm_operand(x, mixed), ws = gemm_operand(weight, mixed);
   linear_forward_into(d, xs, ws, bias, y, nullptr);
-  return autograd::record("linear", y, {x, weight, bias},
-                          [x = xs.detach(), w = ws.detach(), d, mixed](const Tensor& g, const std::vector<bool>& needs) {
-                            return linear_backward(d, x, w, mixed, g, needs);
-                          });
+  return autograd::record(
+      "linear", y, {x, weight, bias},
+      [x = xs.detach(), w = ws.detach(), d, mixed](const Tensor& g, const std::vector<bool>& needs) {
+        return linear_backward(d, x, w, mixed, g, needs);
+      });
 }
 
 Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
@@ -286,15 +290,16 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor y = Tensor::empty(d.out_shape, DType::f32, x.device());
   Tensor pre = Tensor::empty(d.out_shape, DType::f32, x.device());  // x·Wᵀ + b, saved for GELU'
   linear_forward_into(d, xs, ws, bias, y, &pre);
-  return autograd::record("linear_gelu", y, {x, weight, bias},
-                          [x = xs.detach(), w = ws.detach(), pre, d, mixed](const Tensor& g, const std::vector<bool>& needs) {
-                            // Through GELU first (dpre = g · GELU'(pre)), then linear's backward.
-                            Tensor dpre = Tensor::empty(pre.shape(), DType::f32, pre.device());
-                            cuda::unary_backward_f32(cuda::UnaryOp::gelu, static_cast<const float*>(g.raw_data()),
-                                                     static_cast<const float*>(pre.raw_data()),
-                                                     static_cast<float*>(dpre.raw_data()), pre.numel(), cuda::stream());
-                            return linear_backward(d, x, w, mixed, dpre, needs);
-                          });
+  return autograd::record(
+      "linear_gelu", y, {x, weight, bias},
+      [x = xs.detach(), w = ws.detach(), pre, d, mixed](const Tensor& g, const std::vector<bool>& needs) {
+        // Through GELU first (dpre = g · GELU'(pre)), then linear's backward.
+        Tensor dpre = Tensor::empty(pre.shape(), DType::f32, pre.device());
+        cuda::unary_backward_f32(cuda::UnaryOp::gelu, static_cast<const float*>(g.raw_data()),
+                                 static_cast<const float*>(pre.raw_data()), static_cast<float*>(dpre.raw_data()),
+                                 pre.numel(), cuda::stream());
+        return linear_backward(d, x, w, mixed, dpre, needs);
+      });
 #else
   return gelu(linear(x, weight, bias));
 #endif

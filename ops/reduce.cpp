@@ -50,8 +50,8 @@ AxesPlan plan_axes(const Tensor& x, const std::vector<std::int64_t>& axes, bool 
     const std::int64_t k = normalize_axis(a, rank, op);
     const auto ku = static_cast<std::size_t>(k);
     if (p.reduced[ku])
-      throw ValueError(std::string(op) + ": axis " + std::to_string(a) + " repeats axis " + std::to_string(given_as[ku]) +
-                       " of " + x.str());
+      throw ValueError(std::string(op) + ": axis " + std::to_string(a) + " repeats axis " +
+                       std::to_string(given_as[ku]) + " of " + x.str());
     p.reduced[ku] = true;
     given_as[ku] = a;
   }
@@ -86,8 +86,10 @@ Tensor reduce_forward(const Tensor& x, const AxesPlan& p, bool mean, const char*
   for (std::size_t d = 0; d < p.reduced.size(); ++d) {
     const std::int64_t n = x.shape()[d];
     if (n == 1) continue;
-    if (!groups.empty() && groups.back().reduced == p.reduced[d]) groups.back().size *= n;
-    else groups.push_back({n, p.reduced[d]});
+    if (!groups.empty() && groups.back().reduced == p.reduced[d])
+      groups.back().size *= n;
+    else
+      groups.push_back({n, p.reduced[d]});
   }
   std::size_t n_reduced = 0;
   for (const Group& g : groups) n_reduced += g.reduced ? 1 : 0;
@@ -100,8 +102,8 @@ Tensor reduce_forward(const Tensor& x, const AxesPlan& p, bool mean, const char*
     const double divisor = mean ? static_cast<double>(R) : 1.0;
 #ifdef GATTN_WITH_CUDA
     if (src.device() == Device::cuda) {
-      cuda::sum_blocks_f32(static_cast<const float*>(src.raw_data()), static_cast<float*>(dst.raw_data()), outer, R, inner,
-                           divisor, cuda::stream());
+      cuda::sum_blocks_f32(static_cast<const float*>(src.raw_data()), static_cast<float*>(dst.raw_data()), outer, R,
+                           inner, divisor, cuda::stream());
       return;
     }
 #endif
@@ -145,9 +147,9 @@ Tensor record_reduce(const char* op, const Tensor& x, Tensor out, const AxesPlan
                             BroadcastPlan plan = make_broadcast_plan(keep, keep, x_shape);
 #ifdef GATTN_WITH_CUDA
                             if (device == Device::cuda) {
-                              cuda::broadcast_scale_f32(cuda::to_strided_index(plan, op), plan.numel,
-                                                        static_cast<const float*>(g.raw_data()), static_cast<float>(scale),
-                                                        static_cast<float*>(dx.raw_data()), cuda::stream());
+                              cuda::broadcast_scale_f32(
+                                  cuda::to_strided_index(plan, op), plan.numel, static_cast<const float*>(g.raw_data()),
+                                  static_cast<float>(scale), static_cast<float*>(dx.raw_data()), cuda::stream());
                               return std::vector<Tensor>{dx};
                             }
 #endif
@@ -237,10 +239,14 @@ bool all_finite(const Tensor& t) {
     return std::isfinite(sum(mul_scalar(t, 0.0)).item());
   }
   switch (t.dtype()) {  // tensors are contiguous
-    case DType::f32: return all_finite_values(t.data<float>(), t.numel());
-    case DType::f64: return all_finite_values(t.data<double>(), t.numel());
-    case DType::bf16: return all_finite_bf16(static_cast<const std::uint16_t*>(t.raw_data()), t.numel());
-    default: return true;
+    case DType::f32:
+      return all_finite_values(t.data<float>(), t.numel());
+    case DType::f64:
+      return all_finite_values(t.data<double>(), t.numel());
+    case DType::bf16:
+      return all_finite_bf16(static_cast<const std::uint16_t*>(t.raw_data()), t.numel());
+    default:
+      return true;
   }
 }
 

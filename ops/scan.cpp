@@ -32,8 +32,8 @@ Tensor scan(const Tensor& x, std::int64_t axis, bool reverse) {
                            reverse, cuda::stream());
   else
 #endif
-  dispatch_float(x.dtype(), op,
-                 [&]<class T>() { cpu::cumsum_lines(x.data<T>(), y.data<T>(), outer, n, inner, reverse); });
+    dispatch_float(x.dtype(), op,
+                   [&]<class T>() { cpu::cumsum_lines(x.data<T>(), y.data<T>(), outer, n, inner, reverse); });
   return autograd::record(op, y, {x}, [ax, reverse](const Tensor& g, const std::vector<bool>&) {
     return std::vector<Tensor>{scan(g, ax, !reverse)};
   });

@@ -28,16 +28,31 @@ void check_input(const Tensor& x, const char* op) {
 template <class Fn>
 void dispatch_bytes(DType t, Fn&& fn) {
   switch (dtype_size(t)) {
-    case 1: fn.template operator()<std::uint8_t>(); break;
-    case 2: fn.template operator()<std::uint16_t>(); break;
-    case 4: fn.template operator()<std::uint32_t>(); break;
-    case 8: fn.template operator()<std::uint64_t>(); break;
-    default: throw DTypeError(std::string("shape op: unsupported element size for ") + dtype_name(t));
+    case 1:
+      fn.template operator()<std::uint8_t>();
+      break;
+    case 2:
+      fn.template operator()<std::uint16_t>();
+      break;
+    case 4:
+      fn.template operator()<std::uint32_t>();
+      break;
+    case 8:
+      fn.template operator()<std::uint64_t>();
+      break;
+    default:
+      throw DTypeError(std::string("shape op: unsupported element size for ") + dtype_name(t));
   }
 }
 
-template <class U> const U* raw(const Tensor& t) { return static_cast<const U*>(t.raw_data()); }
-template <class U> U* raw_mut(Tensor& t) { return static_cast<U*>(t.raw_data()); }
+template <class U>
+const U* raw(const Tensor& t) {
+  return static_cast<const U*>(t.raw_data());
+}
+template <class U>
+U* raw_mut(Tensor& t) {
+  return static_cast<U*>(t.raw_data());
+}
 
 // cpu::copy_axis_block's contract on the tensors' device (both on the same one).
 void block_copy(const Tensor& src, std::int64_t src_len, std::int64_t src_off, Tensor& dst, std::int64_t dst_len,
@@ -77,7 +92,8 @@ AxisSplit split_at(const Shape& s, std::int64_t axis) {
 // Rank ≥ 1 and a valid axis: the ops that cut along an axis say so plainly for a 0-d tensor
 // instead of reporting an out-of-range axis.
 std::int64_t cut_axis(const Tensor& x, std::int64_t axis, const char* op) {
-  if (x.dim() == 0) throw ShapeError(std::string(op) + ": tensor " + shape_str(x.shape()) + " has no axis to cut along");
+  if (x.dim() == 0)
+    throw ShapeError(std::string(op) + ": tensor " + shape_str(x.shape()) + " has no axis to cut along");
   return normalize_axis(axis, x.dim(), op);
 }
 
@@ -102,12 +118,15 @@ PermutePlan simplify_permutation(const Shape& s, const std::vector<std::int64_t>
   for (std::size_t k = 0; k < n; ++k) {
     if (s[p[k]] == 1) continue;
     const std::int64_t d = new_index[p[k]];
-    if (!groups.empty() && groups.back().second + 1 == d) groups.back().second = d;
-    else groups.emplace_back(d, d);
+    if (!groups.empty() && groups.back().second + 1 == d)
+      groups.back().second = d;
+    else
+      groups.emplace_back(d, d);
   }
   std::vector<std::size_t> by_input(groups.size());
   std::iota(by_input.begin(), by_input.end(), std::size_t{0});
-  std::sort(by_input.begin(), by_input.end(), [&](std::size_t a, std::size_t b) { return groups[a].first < groups[b].first; });
+  std::sort(by_input.begin(), by_input.end(),
+            [&](std::size_t a, std::size_t b) { return groups[a].first < groups[b].first; });
   PermutePlan plan;
   plan.perm.resize(groups.size());
   for (std::size_t r = 0; r < by_input.size(); ++r) {
@@ -203,10 +222,12 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   for (std::size_t d = 0; d < target.size(); ++d) {
     if (target[d] == -1) {
       if (infer >= 0)
-        throw ValueError("reshape: more than one -1 in " + shape_str(shape) + " (reshaping " + shape_str(x.shape()) + ")");
+        throw ValueError("reshape: more than one -1 in " + shape_str(shape) + " (reshaping " + shape_str(x.shape()) +
+                         ")");
       infer = static_cast<std::int64_t>(d);
     } else if (target[d] < 0) {
-      throw ValueError("reshape: negative dimension in " + shape_str(shape) + " (reshaping " + shape_str(x.shape()) + ")");
+      throw ValueError("reshape: negative dimension in " + shape_str(shape) + " (reshaping " + shape_str(x.shape()) +
+                       ")");
     } else {
       known *= target[d];
     }
@@ -214,8 +235,8 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   if (infer >= 0) {
     // -1 is ambiguous when the other dims multiply to 0, and impossible when they do not divide numel.
     if (known == 0 || x.numel() % known != 0)
-      throw ShapeError("reshape: cannot view " + shape_str(x.shape()) + " (" + std::to_string(x.numel()) + " elements) as " +
-                       shape_str(shape));
+      throw ShapeError("reshape: cannot view " + shape_str(x.shape()) + " (" + std::to_string(x.numel()) +
+                       " elements) as " + shape_str(shape));
     target[infer] = x.numel() / known;
   }
   return view_as(x, target, "reshape");  // alias() throws the ShapeError for a numel mismatch
@@ -235,7 +256,8 @@ Tensor permute(const Tensor& x, const std::vector<std::int64_t>& dims) {
   check_input(x, "permute");
   const std::int64_t r = x.dim();
   if (static_cast<std::int64_t>(dims.size()) != r)
-    throw ShapeError("permute: dims " + dims_str(dims) + " do not have one entry per dimension of " + shape_str(x.shape()));
+    throw ShapeError("permute: dims " + dims_str(dims) + " do not have one entry per dimension of " +
+                     shape_str(x.shape()));
   std::vector<std::int64_t> perm(r);
   std::vector<bool> seen(r, false);
   for (std::int64_t k = 0; k < r; ++k) {
@@ -253,17 +275,19 @@ Tensor slice(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_
   const std::int64_t ax = cut_axis(x, axis, "slice");
   const std::int64_t len = x.shape()[ax];
   if (start < 0 || end < start || end > len)
-    throw ValueError("slice: range [" + std::to_string(start) + ", " + std::to_string(end) + ") out of bounds for axis " +
-                     std::to_string(ax) + " (length " + std::to_string(len) + ") of " + shape_str(x.shape()));
+    throw ValueError("slice: range [" + std::to_string(start) + ", " + std::to_string(end) +
+                     ") out of bounds for axis " + std::to_string(ax) + " (length " + std::to_string(len) + ") of " +
+                     shape_str(x.shape()));
   Tensor out = slice_copy(x, ax, start, end);
   // dx = zeros with g written into the window [start, end) along the axis.
-  return autograd::record("slice", out, {x}, [in_shape = x.shape(), ax, start](const Tensor& g, const std::vector<bool>&) {
-    Tensor dx = Tensor::zeros(in_shape, g.dtype(), g.device());
-    const AxisSplit a = split_at(in_shape, ax);
-    const std::int64_t n = g.shape()[ax];
-    block_copy(g, n, 0, dx, a.len, start, a.outer, n, a.inner);
-    return std::vector<Tensor>{dx};
-  });
+  return autograd::record("slice", out, {x},
+                          [in_shape = x.shape(), ax, start](const Tensor& g, const std::vector<bool>&) {
+                            Tensor dx = Tensor::zeros(in_shape, g.dtype(), g.device());
+                            const AxisSplit a = split_at(in_shape, ax);
+                            const std::int64_t n = g.shape()[ax];
+                            block_copy(g, n, 0, dx, a.len, start, a.outer, n, a.inner);
+                            return std::vector<Tensor>{dx};
+                          });
 }
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes, std::int64_t axis) {
@@ -276,7 +300,8 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
   }
   if (total != x.shape()[ax])
     throw ShapeError("split: sizes " + dims_str(sizes) + " add up to " + std::to_string(total) + " but axis " +
-                     std::to_string(ax) + " of " + shape_str(x.shape()) + " has length " + std::to_string(x.shape()[ax]));
+                     std::to_string(ax) + " of " + shape_str(x.shape()) + " has length " +
+                     std::to_string(x.shape()[ax]));
   // Each piece is its own slice node; the engine sums their scattered gradients.
   std::vector<Tensor> pieces;
   pieces.reserve(sizes.size());
@@ -291,11 +316,13 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
 std::vector<Tensor> chunk(const Tensor& x, std::int64_t n, std::int64_t axis) {
   check_input(x, "chunk");
   const std::int64_t ax = cut_axis(x, axis, "chunk");
-  if (n <= 0) throw ValueError("chunk: number of pieces must be positive, got " + std::to_string(n) + " for " + shape_str(x.shape()));
+  if (n <= 0)
+    throw ValueError("chunk: number of pieces must be positive, got " + std::to_string(n) + " for " +
+                     shape_str(x.shape()));
   const std::int64_t len = x.shape()[ax];
   if (len % n != 0)
-    throw ShapeError("chunk: axis " + std::to_string(ax) + " of " + shape_str(x.shape()) + " (length " + std::to_string(len) +
-                     ") does not split into " + std::to_string(n) + " equal pieces");
+    throw ShapeError("chunk: axis " + std::to_string(ax) + " of " + shape_str(x.shape()) + " (length " +
+                     std::to_string(len) + ") does not split into " + std::to_string(n) + " equal pieces");
   return split(x, std::vector<std::int64_t>(n, len / n), ax);
 }
 
@@ -311,8 +338,8 @@ Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis) {
     bool ok = x.dim() == first.dim();
     for (std::int64_t d = 0; ok && d < first.dim(); ++d) ok = d == ax || x.shape()[d] == first.shape()[d];
     if (!ok)
-      throw ShapeError("concat: shapes " + shape_str(first.shape()) + " and " + shape_str(x.shape()) + " differ outside axis " +
-                       std::to_string(ax));
+      throw ShapeError("concat: shapes " + shape_str(first.shape()) + " and " + shape_str(x.shape()) +
+                       " differ outside axis " + std::to_string(ax));
     total += x.shape()[ax];
   }
   Shape out_shape = first.shape();

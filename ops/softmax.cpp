@@ -2,10 +2,10 @@
 // Backward, from the saved output y and the output gradient g, per row:
 //   softmax:     dx = y ⊙ (g − Σ_j g_j y_j)      (J = diag(y) − y yᵀ, symmetric)
 //   log_softmax: dx = g − exp(y) Σ_j g_j          (J = I − 1 softmax(x)ᵀ, so Jᵀg = g − softmax(x) Σ g)
-#include "ops/nn_functional.h"
+#include "ops/cpu/softmax.h"
 
 #include "ops/common.h"
-#include "ops/cpu/softmax.h"
+#include "ops/nn_functional.h"
 #ifdef GATTN_WITH_CUDA
 #include "ops/cuda/host_util.h"
 #include "ops/cuda/softmax.h"
@@ -65,12 +65,12 @@ Tensor forward(const Tensor& x, Kind kind, const char* op) {
       cuda::log_softmax_forward_f32(px, py, rows, C, cuda::stream());
   } else
 #endif
-  dispatch_float(x.dtype(), op, [&]<class T>() {
-    if (kind == Kind::softmax)
-      cpu::softmax_forward(x.data<T>(), y.data<T>(), rows, C);
-    else
-      cpu::log_softmax_forward(x.data<T>(), y.data<T>(), rows, C);
-  });
+    dispatch_float(x.dtype(), op, [&]<class T>() {
+      if (kind == Kind::softmax)
+        cpu::softmax_forward(x.data<T>(), y.data<T>(), rows, C);
+      else
+        cpu::log_softmax_forward(x.data<T>(), y.data<T>(), rows, C);
+    });
   // The backward needs only the output; capturing it detached avoids a cycle through its own node.
   return autograd::record(op, y, {x}, [y = y.detach(), kind](const Tensor& g, const std::vector<bool>&) {
     return std::vector<Tensor>{backward_rows(y, g, kind)};

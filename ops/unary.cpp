@@ -51,8 +51,9 @@ Tensor unary_op(const Tensor& x, const char* op, [[maybe_unused]] UnaryOp cuda_o
       return std::vector<Tensor>{dx};
     }
 #endif
-    dispatch_float(saved.dtype(), op,
-                   [&]<class T>() { cpu::unary_backward<Fn>(g.data<T>(), saved.data<T>(), dx.data<T>(), saved.numel()); });
+    dispatch_float(saved.dtype(), op, [&]<class T>() {
+      cpu::unary_backward<Fn>(g.data<T>(), saved.data<T>(), dx.data<T>(), saved.numel());
+    });
     return std::vector<Tensor>{dx};
   });
 }

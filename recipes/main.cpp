@@ -2,11 +2,10 @@
 // checkpoint error (an I/O error of the file system too), 4 numerical failure. Every exception is
 // caught here, whatever its type: never a crash.
 #include <CLI/CLI.hpp>
-
 #include <exception>
 #include <filesystem>
-#include <new>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -92,8 +91,9 @@ int run_cli(int argc, char** argv) {
 // before it), so the handlers go in from the executable's .preinit_array, which the dynamic loader
 // runs once every library is mapped and before any library's initialiser.
 extern "C" void gattn_install_signal_handlers(int, char**, char**) { gattn::recipes::install_exit_on_signal(); }
-__attribute__((section(".preinit_array"), used)) static void (*const install_signal_handlers_first)(
-    int, char**, char**) = &gattn_install_signal_handlers;
+__attribute__((section(".preinit_array"),
+               used)) static void (*const install_signal_handlers_first)(int, char**,
+                                                                         char**) = &gattn_install_signal_handlers;
 
 int main(int argc, char** argv) {
   try {
@@ -111,8 +111,10 @@ int main(int argc, char** argv) {
   } catch (const std::filesystem::filesystem_error& e) {
     return fail(filesystem_message(e), 3);  // an I/O error, like unreadable data or checkpoints
   } catch (const std::bad_alloc&) {
-    return fail("out of memory: a setting or an input is larger than this machine's memory (the sizes a run "
-                "needs are checked up front; this one was not)", 2);
+    return fail(
+        "out of memory: a setting or an input is larger than this machine's memory (the sizes a run "
+        "needs are checked up front; this one was not)",
+        2);
   } catch (const std::exception& e) {
     return fail(std::string("internal error: ") + e.what(), 2);
   } catch (...) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds everything (CPU sources, and CUDA sources when nvcc exists) and
-# runs the whole test suite with ctest. Exit 0 only if every test passes. GPU tests skip cleanly
+# Installs what is missing, checks the sources' formatting, builds everything (CPU sources, and CUDA
+# sources when nvcc exists) and runs the whole test suite with ctest. Exit 0 only if every test passes. GPU tests skip cleanly
 # without a device. Extra arguments go to ctest (e.g. -L unit, -R Matmul).
 #
 # Then, where the CUDA toolkit's headers are, the CUDA emulation build (build-emu/,
@@ -12,6 +12,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 ./scripts/setup.sh
+./scripts/check_format.sh  # the tree follows .clang-format (scripts/check_format.sh --fix formats it)
 ./scripts/build.sh
 (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 600 "$@")
 

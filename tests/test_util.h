@@ -1,7 +1,6 @@
 // Helpers shared by the test suites: seeded random tensors and element-wise comparisons.
 #pragma once
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -19,7 +18,8 @@
 namespace gattn::test {
 
 // Uniform values in [low, high) from a fixed seed: the same tensor on every run.
-inline Tensor rand(const Shape& shape, std::uint64_t seed, double low = -1.0, double high = 1.0, DType dtype = DType::f64) {
+inline Tensor rand(const Shape& shape, std::uint64_t seed, double low = -1.0, double high = 1.0,
+                   DType dtype = DType::f64) {
   Tensor t = Tensor::empty(shape, dtype);
   Generator g(seed);
   g.uniform_(t, low, high);
@@ -41,7 +41,8 @@ inline ::testing::AssertionResult all_close(const Tensor& a, const Tensor& b, do
   for (std::size_t i = 0; i < va.size(); ++i) {
     double tol = atol + rtol * std::abs(vb[i]);
     if (!(std::abs(va[i] - vb[i]) <= tol))
-      return ::testing::AssertionFailure() << "element " << i << ": " << va[i] << " vs " << vb[i] << " (tol " << tol << ")";
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << va[i] << " vs " << vb[i] << " (tol " << tol << ")";
   }
   return ::testing::AssertionSuccess();
 }

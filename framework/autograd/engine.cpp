@@ -65,8 +65,8 @@ void Node::release() {
   released_ = true;
 }
 
-std::vector<Tensor> record_multi(const char* op_name, const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                                 MultiBackwardFn fn) {
+std::vector<Tensor> record_multi(const char* op_name, const std::vector<Tensor>& outputs,
+                                 const std::vector<Tensor>& inputs, MultiBackwardFn fn) {
   if (!grad_enabled()) return outputs;
   std::vector<Edge> edges;
   edges.reserve(inputs.size());
@@ -95,7 +95,8 @@ Tensor record(const char* op_name, Tensor output, const std::vector<Tensor>& inp
   Shape shape = output.shape();
   DType dtype = output.dtype();
   Device device = output.device();
-  auto multi = [fn = std::move(fn), shape, dtype, device](const std::vector<Tensor>& g, const std::vector<bool>& needs) {
+  auto multi = [fn = std::move(fn), shape, dtype, device](const std::vector<Tensor>& g,
+                                                          const std::vector<bool>& needs) {
     return fn(g[0].defined() ? g[0] : Tensor::zeros(shape, dtype, device), needs);
   };
   return record_multi(op_name, {output}, inputs, std::move(multi))[0];
@@ -103,11 +104,13 @@ Tensor record(const char* op_name, Tensor output, const std::vector<Tensor>& inp
 
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
   if (!gradient.defined() || gradient.shape() != root.shape())
-    throw AutogradError("backward: gradient " + (gradient.defined() ? shape_str(gradient.shape()) : std::string("undefined")) +
+    throw AutogradError("backward: gradient " +
+                        (gradient.defined() ? shape_str(gradient.shape()) : std::string("undefined")) +
                         " does not match the root's shape " + shape_str(root.shape()));
   NoGradGuard no_grad;  // gradients are plain tensors: no higher-order graphs
   if (!root.grad_fn()) {
-    if (!root.requires_grad()) throw AutogradError("backward: tensor " + root.str() + " does not require grad and has no history");
+    if (!root.requires_grad())
+      throw AutogradError("backward: tensor " + root.str() + " does not require grad and has no history");
     accumulate_into_leaf(root.impl(), gradient);
     if (g_leaf_ready_hook) g_leaf_ready_hook(root.impl());
     return;

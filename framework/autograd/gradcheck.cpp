@@ -30,7 +30,8 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
     const Tensor& in = inputs[i];
     if (is_floating(in.dtype())) {
       Tensor x = in.to(DType::f64).clone();
-      bool differentiate = std::find(no_grad_inputs.begin(), no_grad_inputs.end(), static_cast<int>(i)) == no_grad_inputs.end();
+      bool differentiate =
+          std::find(no_grad_inputs.begin(), no_grad_inputs.end(), static_cast<int>(i)) == no_grad_inputs.end();
       if (differentiate) x.set_requires_grad(true);
       check[i] = differentiate;
       xs.push_back(x);
@@ -75,7 +76,8 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
       if (!(excess <= 0)) {  // also catches NaN
         result.ok = false;
         if (failures++ < 8)
-          report << "input " << i << " " << x.str() << " element " << k << ": analytic " << a << " numeric " << numeric << "\n";
+          report << "input " << i << " " << x.str() << " element " << k << ": analytic " << a << " numeric " << numeric
+                 << "\n";
       }
       if (err > worst || std::isnan(err)) {
         worst = err;

@@ -9,10 +9,10 @@
 namespace gattn::autograd {
 
 struct GradcheckOptions {
-  double eps = 1e-6;         // finite-difference step
-  double atol = 1e-5;        // |analytic - numeric| <= atol + rtol * |numeric|
+  double eps = 1e-6;   // finite-difference step
+  double atol = 1e-5;  // |analytic - numeric| <= atol + rtol * |numeric|
   double rtol = 1e-4;
-  std::uint64_t seed = 1234; // for the random projection of the output
+  std::uint64_t seed = 1234;  // for the random projection of the output
 };
 
 struct GradcheckResult {

@@ -63,8 +63,8 @@ class Node {
 Tensor record(const char* op_name, Tensor output, const std::vector<Tensor>& inputs, BackwardFn fn);
 // The same for an op with several outputs (e.g. attention's output and its entropy): one node, each
 // returned tensor refers to its own output slot.
-std::vector<Tensor> record_multi(const char* op_name, const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                                 MultiBackwardFn fn);
+std::vector<Tensor> record_multi(const char* op_name, const std::vector<Tensor>& outputs,
+                                 const std::vector<Tensor>& inputs, MultiBackwardFn fn);
 
 // True when `t` will receive a gradient (it is a leaf requiring grad or has history).
 inline bool needs_grad(const Tensor& t) { return t.defined() && (t.requires_grad() || !t.is_leaf()); }

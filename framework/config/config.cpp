@@ -451,8 +451,10 @@ Config Config::build(const std::string& yaml_text, const std::vector<std::string
     // too: it is how an ablation's baseline cell says "no gates" over a gated base config).
     for (const auto& kv : layer.values) {
       const std::string& k = kv.first;
-      if (k == kGates) c.reset_keys_with_prefix(kGatePrefix);
-      else if (k.rfind(kGatePrefix, 0) == 0) c.reset_keys_with_prefix(kGates);
+      if (k == kGates)
+        c.reset_keys_with_prefix(kGatePrefix);
+      else if (k.rfind(kGatePrefix, 0) == 0)
+        c.reset_keys_with_prefix(kGates);
     }
     for (auto& [k, v] : layer.values) c.values_[k] = v;
     for (auto& [k, w] : layer.where) c.where_[k] = w;
@@ -500,9 +502,12 @@ void Config::check_run_name() const {
   // somewhere else ("../../escape" outside runs/, "/etc/passwd" under runs/etc/).
   const std::string name = get_string("run.name");
   std::string problem;
-  if (name.empty() && get_string("run.dir").empty()) problem = "is empty";
-  else if (name.find('/') != std::string::npos) problem = "contains '/'";
-  else if (name == "." || name == "..") problem = "is '" + name + "'";
+  if (name.empty() && get_string("run.dir").empty())
+    problem = "is empty";
+  else if (name.find('/') != std::string::npos)
+    problem = "contains '/'";
+  else if (name == "." || name == "..")
+    problem = "is '" + name + "'";
   for (char c : name)
     if (problem.empty() && static_cast<unsigned char>(c) < 0x20) problem = "contains a control character";
   if (!problem.empty())
@@ -603,7 +608,8 @@ models::ModelConfig Config::model_config() const {
   g.init_bias =
       has("model.gate.init_bias") ? get_double("model.gate.init_bias") : std::numeric_limits<double>::quiet_NaN();
   g.init_weight = get_string("model.gate.init_weight");
-  static const std::set<std::string> typed = {"kind", "layers", "activation", "temperature", "init_bias", "init_weight"};
+  static const std::set<std::string> typed = {"kind",        "layers",    "activation",
+                                              "temperature", "init_bias", "init_weight"};
   for (const KeySpec& s : config::schema()) {
     if (s.key.rfind(kGatePrefix, 0) != 0) continue;
     const std::string leaf = s.key.substr(std::string(kGatePrefix).size());

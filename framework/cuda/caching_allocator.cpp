@@ -19,7 +19,7 @@ std::size_t CachingAllocator::bin_size(std::size_t bytes) {
   if (granular < kClassedFrom) return granular;
   std::size_t top = kClassedFrom;
   while ((top << 1) <= granular) top <<= 1;  // the highest power of two <= granular
-  const std::size_t step = top / 8;            // a multiple of kGranule since top >= 64 KiB
+  const std::size_t step = top / 8;          // a multiple of kGranule since top >= 64 KiB
   return (granular + step - 1) / step * step;
 }
 

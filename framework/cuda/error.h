@@ -16,8 +16,8 @@ class CudaError : public DeviceError {
   CudaError(std::string message, std::string library, int code, std::string call)
       : DeviceError(std::move(message)), library_(std::move(library)), code_(code), call_(std::move(call)) {}
   const std::string& library() const { return library_; }  // "CUDA", "cuBLAS" or "NCCL"
-  int code() const { return code_; }                         // the library's status value
-  const std::string& call() const { return call_; }          // the call's source text
+  int code() const { return code_; }                       // the library's status value
+  const std::string& call() const { return call_; }        // the call's source text
  private:
   std::string library_;
   int code_;
@@ -44,23 +44,23 @@ std::string format_cuda_error(const std::string& library, const std::string& sta
 }  // namespace gattn::cuda
 
 // Each macro evaluates `call` once and throws a CudaError naming it when it does not succeed.
-#define GATTN_CUDA_CHECK(call)                                                                   \
-  do {                                                                                           \
-    const cudaError_t gattn_status_ = (call);                                                    \
-    if (gattn_status_ != cudaSuccess)                                                            \
+#define GATTN_CUDA_CHECK(call)                                                                     \
+  do {                                                                                             \
+    const cudaError_t gattn_status_ = (call);                                                      \
+    if (gattn_status_ != cudaSuccess)                                                              \
       ::gattn::cuda::throw_cuda_error(static_cast<int>(gattn_status_), #call, __FILE__, __LINE__); \
   } while (0)
 
-#define GATTN_CUBLAS_CHECK(call)                                                                   \
-  do {                                                                                             \
-    const cublasStatus_t gattn_status_ = (call);                                                   \
-    if (gattn_status_ != CUBLAS_STATUS_SUCCESS)                                                    \
+#define GATTN_CUBLAS_CHECK(call)                                                                     \
+  do {                                                                                               \
+    const cublasStatus_t gattn_status_ = (call);                                                     \
+    if (gattn_status_ != CUBLAS_STATUS_SUCCESS)                                                      \
       ::gattn::cuda::throw_cublas_error(static_cast<int>(gattn_status_), #call, __FILE__, __LINE__); \
   } while (0)
 
-#define GATTN_NCCL_CHECK(call)                                                                   \
-  do {                                                                                           \
-    const ncclResult_t gattn_status_ = (call);                                                   \
-    if (gattn_status_ != ncclSuccess)                                                            \
+#define GATTN_NCCL_CHECK(call)                                                                     \
+  do {                                                                                             \
+    const ncclResult_t gattn_status_ = (call);                                                     \
+    if (gattn_status_ != ncclSuccess)                                                              \
       ::gattn::cuda::throw_nccl_error(static_cast<int>(gattn_status_), #call, __FILE__, __LINE__); \
   } while (0)

@@ -25,7 +25,9 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   if (bytes) std::memcpy(dst, src, bytes);
 }
 void zero_device_bytes(void*, std::size_t) { require_device("zero_device_bytes"); }
-void convert_device_elements(void*, DType, const void*, DType, std::size_t) { require_device("convert_device_elements"); }
+void convert_device_elements(void*, DType, const void*, DType, std::size_t) {
+  require_device("convert_device_elements");
+}
 void fill_device_elements(void*, DType, double, std::size_t) { require_device("fill_device_elements"); }
 
 }  // namespace gattn::cuda

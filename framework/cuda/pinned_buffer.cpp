@@ -26,7 +26,8 @@ PinnedBuffer::~PinnedBuffer() {
 
 std::size_t PinnedBuffer::check_tensor(const Tensor& t, const char* what) const {
   if (t.device() != Device::cuda)
-    throw DeviceError(std::string("PinnedBuffer::") + what + ": expected a CUDA tensor, got a " + device_name(t.device()) + " one");
+    throw DeviceError(std::string("PinnedBuffer::") + what + ": expected a CUDA tensor, got a " +
+                      device_name(t.device()) + " one");
   const std::size_t n = static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype());
   if (n > bytes_) {
     std::string msg = "PinnedBuffer::";
@@ -46,10 +47,11 @@ void PinnedBuffer::upload(Tensor& dst) {
 
 void PinnedBuffer::upload_bytes(void* dst, std::size_t offset, std::size_t bytes) {
   if (offset + bytes > bytes_)
-    throw ValueError("PinnedBuffer::upload_bytes: bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) +
-                     ") exceed the buffer's " + std::to_string(bytes_));
+    throw ValueError("PinnedBuffer::upload_bytes: bytes [" + std::to_string(offset) + ", " +
+                     std::to_string(offset + bytes) + ") exceed the buffer's " + std::to_string(bytes_));
   const Stream& stream = compute_stream();
-  GATTN_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const char*>(data_) + offset, bytes, cudaMemcpyHostToDevice, stream.handle()));
+  GATTN_CUDA_CHECK(
+      cudaMemcpyAsync(dst, static_cast<const char*>(data_) + offset, bytes, cudaMemcpyHostToDevice, stream.handle()));
   done_.record(stream);
 }
 

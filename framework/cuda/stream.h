@@ -43,9 +43,9 @@ class Event {
 
   CUevent_st* handle() const { return handle_; }
   void record(const Stream& stream);
-  void synchronize() const;            // blocks the host until the recorded work has finished
-  bool query() const;                  // true when the recorded work has finished (or none was recorded)
-  void block(const Stream& stream) const;  // later work on `stream` waits for this event, the host does not
+  void synchronize() const;                          // blocks the host until the recorded work has finished
+  bool query() const;                                // true when the recorded work has finished (or none was recorded)
+  void block(const Stream& stream) const;            // later work on `stream` waits for this event, the host does not
   float elapsed_ms_since(const Event& start) const;  // both recorded with enable_timing
 
  private:

@@ -13,9 +13,9 @@ namespace gattn {
 
 // The `data.*` config section as plain values (the config layer fills it and validates names).
 struct DataOptions {
-  std::string kind;                // text | tokens | synthetic
-  std::string path;                // text: a file; tokens: a glob pattern or a directory of .bin shards
-  std::string task;                // synthetic: copy | assoc_recall | noisy_recall
+  std::string kind;  // text | tokens | synthetic
+  std::string path;  // text: a file; tokens: a glob pattern or a directory of .bin shards
+  std::string task;  // synthetic: copy | assoc_recall | noisy_recall
   // synthetic: the task's vocabulary (data.vocab_size; 0: the task's default). tokens: the model's
   // vocabulary (model.vocab_size), which every token id must be below (0: taken from the data).
   std::int64_t vocab_size = 0;

@@ -40,7 +40,9 @@ void DistributedOptimizer::average_gradients() {
     buckets_->finish();  // reports every parameter ready (last first), then waits for the buckets
 }
 
-double DistributedOptimizer::clip_grad_norm() { return sharded_ ? sharded_->clip_grad_norm() : full_->clip_grad_norm(); }
+double DistributedOptimizer::clip_grad_norm() {
+  return sharded_ ? sharded_->clip_grad_norm() : full_->clip_grad_norm();
+}
 
 std::string DistributedOptimizer::first_non_finite_grad() const {
   return sharded_ ? sharded_->first_non_finite_grad() : full_->first_non_finite_grad();

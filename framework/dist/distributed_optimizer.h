@@ -52,9 +52,9 @@ class DistributedOptimizer {
   optim::AdamW::NamedParameters params_;
   Communicator& comm_;
   int zero_;
-  std::unique_ptr<optim::AdamW> full_;         // zero 0
-  std::unique_ptr<GradientBuckets> buckets_;   // zero 0 with more than one rank
-  std::unique_ptr<ZeroAdamW> sharded_;         // zero 1
+  std::unique_ptr<optim::AdamW> full_;        // zero 0
+  std::unique_ptr<GradientBuckets> buckets_;  // zero 0 with more than one rank
+  std::unique_ptr<ZeroAdamW> sharded_;        // zero 1
 };
 
 }  // namespace gattn::dist

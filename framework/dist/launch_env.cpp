@@ -39,9 +39,8 @@ LaunchInfo detect_launch(const std::function<const char*(const char*)>& getenv) 
   const auto slurm_local_rank = int_var(getenv, "SLURM_LOCALID");
   const auto slurm_local_size = int_var(getenv, "SLURM_NTASKS_PER_NODE");
   if (auto size = int_var(getenv, "PMI_SIZE"))
-    return take("pmi", size, int_var(getenv, "PMI_RANK"), int_var(getenv, "MPI_LOCALRANKID").has_value()
-                                                               ? int_var(getenv, "MPI_LOCALRANKID")
-                                                               : slurm_local_rank,
+    return take("pmi", size, int_var(getenv, "PMI_RANK"),
+                int_var(getenv, "MPI_LOCALRANKID").has_value() ? int_var(getenv, "MPI_LOCALRANKID") : slurm_local_rank,
                 int_var(getenv, "MPI_LOCALNRANKS").has_value() ? int_var(getenv, "MPI_LOCALNRANKS") : slurm_local_size);
   if (auto rank = int_var(getenv, "PMIX_RANK"))
     return take("pmix", int_var(getenv, "SLURM_STEP_NUM_TASKS"), rank, slurm_local_rank, slurm_local_size);

@@ -33,19 +33,26 @@ void check(int code, const std::string& what) {
 
 MPI_Datatype mpi_type(DType dtype) {
   switch (dtype) {
-    case DType::f32: return MPI_FLOAT;
-    case DType::f64: return MPI_DOUBLE;
-    case DType::i32: return MPI_INT;
-    case DType::bf16: break;
+    case DType::f32:
+      return MPI_FLOAT;
+    case DType::f64:
+      return MPI_DOUBLE;
+    case DType::i32:
+      return MPI_INT;
+    case DType::bf16:
+      break;
   }
   throw DistError(std::string("dist: MPI reductions take f32, f64 or i32 buffers, not ") + dtype_name(dtype));
 }
 
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return MPI_SUM;
-    case ReduceOp::max: return MPI_MAX;
-    case ReduceOp::min: return MPI_MIN;
+    case ReduceOp::sum:
+      return MPI_SUM;
+    case ReduceOp::max:
+      return MPI_MAX;
+    case ReduceOp::min:
+      return MPI_MIN;
   }
   return MPI_SUM;
 }
@@ -179,8 +186,9 @@ void MpiCommunicator::barrier(const std::string& what) {
 namespace gattn::dist {
 
 MpiCommunicator::MpiCommunicator() {
-  throw DistError("dist: this build has no MPI (OpenMPI was not found when gattn was configured); "
-                  "install it (./scripts/setup.sh) and rebuild to run several ranks");
+  throw DistError(
+      "dist: this build has no MPI (OpenMPI was not found when gattn was configured); "
+      "install it (./scripts/setup.sh) and rebuild to run several ranks");
 }
 // Unreachable: no MpiCommunicator can be constructed.
 std::unique_ptr<Work> MpiCommunicator::all_reduce_async(void*, std::int64_t, DType, ReduceOp, const std::string&) {

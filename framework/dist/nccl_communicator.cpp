@@ -27,19 +27,26 @@ using Clock = std::chrono::steady_clock;
 
 ncclDataType_t nccl_type(DType dtype) {
   switch (dtype) {
-    case DType::f32: return ncclFloat32;
-    case DType::f64: return ncclFloat64;
-    case DType::i32: return ncclInt32;
-    case DType::bf16: return ncclBfloat16;
+    case DType::f32:
+      return ncclFloat32;
+    case DType::f64:
+      return ncclFloat64;
+    case DType::i32:
+      return ncclInt32;
+    case DType::bf16:
+      return ncclBfloat16;
   }
   return ncclFloat32;
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return ncclSum;
-    case ReduceOp::max: return ncclMax;
-    case ReduceOp::min: return ncclMin;
+    case ReduceOp::sum:
+      return ncclSum;
+    case ReduceOp::max:
+      return ncclMax;
+    case ReduceOp::min:
+      return ncclMin;
   }
   return ncclSum;
 }
@@ -101,10 +108,12 @@ class NcclCommunicator final : public Communicator {
       if (healthy_) {
         // Flush what is queued, bounded by the timeout; a failure here only ends in an abort.
         ncclResult_t state = ncclCommFinalize(comm_);
-        const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
+        const auto deadline =
+            Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
         if (state == ncclSuccess || state == ncclInProgress) {
           state = ncclInProgress;
-          while (ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclInProgress && Clock::now() < deadline)
+          while (ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclInProgress &&
+                 Clock::now() < deadline)
             std::this_thread::sleep_for(std::chrono::microseconds(100));
         }
         healthy_ = state == ncclSuccess;
@@ -139,10 +148,12 @@ class NcclCommunicator final : public Communicator {
   void reduce_scatter(const void* send, void* recv, std::int64_t recv_count, DType dtype, ReduceOp op,
                       const std::string& what) override {
     enqueue(what, [&](cudaStream_t s) {
-      return ncclReduceScatter(send, recv, static_cast<std::size_t>(recv_count), nccl_type(dtype), nccl_op(op), comm_, s);
+      return ncclReduceScatter(send, recv, static_cast<std::size_t>(recv_count), nccl_type(dtype), nccl_op(op), comm_,
+                               s);
     })->wait();
   }
-  void all_gather(const void* send, void* recv, std::int64_t send_count, DType dtype, const std::string& what) override {
+  void all_gather(const void* send, void* recv, std::int64_t send_count, DType dtype,
+                  const std::string& what) override {
     enqueue(what, [&](cudaStream_t s) {
       return ncclAllGather(send, recv, static_cast<std::size_t>(send_count), nccl_type(dtype), comm_, s);
     })->wait();
@@ -157,7 +168,8 @@ class NcclCommunicator final : public Communicator {
 
   // Waits until NCCL is no longer in progress for the last call, within the deadline.
   void settle(const std::string& what) {
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
+    const auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
     for (;;) {
       ncclResult_t state = ncclSuccess;
       GATTN_NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
@@ -187,7 +199,8 @@ class NcclCommunicator final : public Communicator {
  private:
   template <class Call>
   std::unique_ptr<NcclWork> enqueue(const std::string& what, Call call) {
-    if (comm_ == nullptr) throw DistError("dist: " + what + ": the NCCL communicator was aborted after an earlier failure");
+    if (comm_ == nullptr)
+      throw DistError("dist: " + what + ": the NCCL communicator was aborted after an earlier failure");
     // The buffers were written by kernels on the compute stream: the collective starts after them.
     cuda::Event inputs_ready;
     inputs_ready.record(cuda::compute_stream());

@@ -31,7 +31,8 @@ Range overlap_local(const Range& piece, const Range& shard) {
 
 Range batch_rows(std::int64_t per_rank, int rank) { return {rank * per_rank, (rank + 1) * per_rank}; }
 
-std::vector<std::vector<std::size_t>> plan_buckets(const std::vector<std::int64_t>& sizes, std::int64_t bucket_elements) {
+std::vector<std::vector<std::size_t>> plan_buckets(const std::vector<std::int64_t>& sizes,
+                                                   std::int64_t bucket_elements) {
   if (bucket_elements < 1) throw ValueError("plan_buckets: bucket_elements must be >= 1");
   std::vector<std::vector<std::size_t>> buckets;
   std::vector<std::size_t> open;

@@ -31,6 +31,7 @@ Range batch_rows(std::int64_t per_rank, int rank);
 // taken from the last parameter backwards, because backward produces the last layers' gradients
 // first; a bucket closes once it holds at least `bucket_elements` (a parameter larger than that is
 // a bucket of its own). Each bucket lists parameter indices in ascending order.
-std::vector<std::vector<std::size_t>> plan_buckets(const std::vector<std::int64_t>& sizes, std::int64_t bucket_elements);
+std::vector<std::vector<std::size_t>> plan_buckets(const std::vector<std::int64_t>& sizes,
+                                                   std::int64_t bucket_elements);
 
 }  // namespace gattn::dist

@@ -31,7 +31,9 @@ std::unique_ptr<Work> SingleCommunicator::all_reduce_async(void*, std::int64_t, 
   return std::make_unique<DoneWork>();
 }
 
-void SingleCommunicator::broadcast(void*, std::int64_t, DType, int root, const std::string& what) { check_root(root, what); }
+void SingleCommunicator::broadcast(void*, std::int64_t, DType, int root, const std::string& what) {
+  check_root(root, what);
+}
 
 void SingleCommunicator::reduce_scatter(const void* send, void* recv, std::int64_t recv_count, DType dtype, ReduceOp,
                                         const std::string&) {

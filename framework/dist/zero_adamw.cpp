@@ -108,8 +108,7 @@ std::string ZeroAdamW::first_non_finite_grad() const { return shard_opt_->first_
 
 OptimizerSnapshot ZeroAdamW::gather_state() {
   OptimizerSnapshot out;
-  for (std::size_t i = 0; i < params_.size(); ++i)
-    out.push_back({params_[i].first, groups_[i], Tensor(), Tensor(), 0});
+  for (std::size_t i = 0; i < params_.size(); ++i) out.push_back({params_[i].first, groups_[i], Tensor(), Tensor(), 0});
   const auto& owned = shard_opt_->named_parameters();
   for (int moment = 0; moment < 2; ++moment) {
     std::vector<Tensor> values;
@@ -120,7 +119,8 @@ OptimizerSnapshot ZeroAdamW::gather_state() {
     pack_shard(values);
     const Tensor& flat = all_gather_flat(moment == 0 ? "all-gather of exp_avg" : "all-gather of exp_avg_sq");
     for (std::size_t i = 0; i < params_.size(); ++i) {
-      Tensor full = flat.alias_rows(flat_ranges_[i].begin, flat_ranges_[i].end).clone().alias(params_[i].second.shape());
+      Tensor full =
+          flat.alias_rows(flat_ranges_[i].begin, flat_ranges_[i].end).clone().alias(params_[i].second.shape());
       (moment == 0 ? out[i].exp_avg : out[i].exp_avg_sq) = full;
     }
   }
@@ -143,7 +143,8 @@ void ZeroAdamW::load_state(const OptimizerSnapshot& state) {
   for (const Piece& piece : pieces_) {
     const ParamMoments& m = state[piece.param];
     const std::string& name = params_[piece.param].first;
-    if (m.name != name) throw CheckpointError("ZeRO-1: optimizer state for '" + m.name + "' where '" + name + "' was expected");
+    if (m.name != name)
+      throw CheckpointError("ZeRO-1: optimizer state for '" + m.name + "' where '" + name + "' was expected");
     optim::ParamState& s = shard_opt_->state(name);
     s.exp_avg.copy_from(flat_view(m.exp_avg).alias_rows(piece.local.begin, piece.local.end));
     s.exp_avg_sq.copy_from(flat_view(m.exp_avg_sq).alias_rows(piece.local.begin, piece.local.end));

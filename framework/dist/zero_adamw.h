@@ -36,7 +36,9 @@ class ZeroAdamW {
   std::string first_non_finite_grad() const;
   // The schedule's rates per group, as optim::AdamW reports them.
   double lr_of_group(const std::string& group, std::int64_t step) const { return shard_opt_->lr_of_group(group, step); }
-  std::vector<std::pair<std::string, double>> current_lrs(std::int64_t step) const { return shard_opt_->current_lrs(step); }
+  std::vector<std::pair<std::string, double>> current_lrs(std::int64_t step) const {
+    return shard_opt_->current_lrs(step);
+  }
 
   // Collective: the full moments and step counts, as one AdamW over all parameters would hold them.
   OptimizerSnapshot gather_state();

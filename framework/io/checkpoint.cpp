@@ -65,8 +65,10 @@ void refuse_non_finite(nn::Module& model, const OptimizerSnapshot& optimizer, co
     if (bad.empty() && !ops::all_finite(p)) bad = "parameter '" + param + "'";
   });
   for (std::size_t i = 0; i < optimizer.size() && bad.empty(); ++i) {
-    if (!ops::all_finite(optimizer[i].exp_avg)) bad = "optimizer moment '" + optimizer[i].name + ".exp_avg'";
-    else if (!ops::all_finite(optimizer[i].exp_avg_sq)) bad = "optimizer moment '" + optimizer[i].name + ".exp_avg_sq'";
+    if (!ops::all_finite(optimizer[i].exp_avg))
+      bad = "optimizer moment '" + optimizer[i].name + ".exp_avg'";
+    else if (!ops::all_finite(optimizer[i].exp_avg_sq))
+      bad = "optimizer moment '" + optimizer[i].name + ".exp_avg_sq'";
   }
   if (!bad.empty())
     throw NumericalError("checkpoint " + name + " not written: " + bad +
@@ -100,7 +102,8 @@ void write_file_atomically(const std::string& path, const std::string& text) {
     if (fd >= 0) ::close(fd);
     throw CheckpointError("cannot write " + tmp);
   }
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  bool ok =
+      std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   ok = (std::fclose(f) == 0) && ok;
   std::error_code ec;
   if (ok) fs::rename(tmp, path, ec);
@@ -112,8 +115,9 @@ void write_file_atomically(const std::string& path, const std::string& text) {
 }
 
 CheckpointWritten write_checkpoint_directory(const std::string& run_dir, nn::Module& model,
-                                            const OptimizerSnapshot& optimizer,
-                                            const std::map<std::string, std::string>& metadata, const TrainState& state) {
+                                             const OptimizerSnapshot& optimizer,
+                                             const std::map<std::string, std::string>& metadata,
+                                             const TrainState& state) {
   const auto start = std::chrono::steady_clock::now();
   const fs::path root = fs::path(run_dir) / "checkpoints";
   const std::string name = checkpoint_name(state.step);
@@ -181,7 +185,8 @@ std::vector<std::string> prune_checkpoints(const std::string& run_dir, std::int6
     if (step >= 0 && step < newest_step && entry.is_directory(ec)) older.push_back(step);
     // Temporaries of an attempt that was killed mid-write: with a complete write just done, no
     // writer owns them any more.
-    if (name.rfind(".tmp_", 0) == 0 || name.rfind(".old_", 0) == 0 || name == "latest.tmp") stale.push_back(entry.path());
+    if (name.rfind(".tmp_", 0) == 0 || name.rfind(".old_", 0) == 0 || name == "latest.tmp")
+      stale.push_back(entry.path());
   }
   if (ec) throw CheckpointError("cannot list " + root.string() + ": " + ec.message());
   for (const fs::path& p : stale) fs::remove_all(p, ec);

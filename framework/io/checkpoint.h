@@ -43,8 +43,9 @@ CheckpointWritten write_checkpoint(const std::string& run_dir, nn::Module& model
 // checkpoint is complete before `latest` moves: the step directory, complete and renamed into
 // place (the optimizer as a snapshot, e.g. ZeRO-1 shards gathered), and then `latest`.
 CheckpointWritten write_checkpoint_directory(const std::string& run_dir, nn::Module& model,
-                                            const OptimizerSnapshot& optimizer,
-                                            const std::map<std::string, std::string>& metadata, const TrainState& state);
+                                             const OptimizerSnapshot& optimizer,
+                                             const std::map<std::string, std::string>& metadata,
+                                             const TrainState& state);
 void publish_checkpoint(const std::string& run_dir, std::int64_t step);
 
 // Retention, run after a complete write of step `newest_step`: among the step directories before

@@ -3,11 +3,12 @@
 // carries one CRC per tensor.
 #include "framework/io/checksums.h"
 
+#include <zlib.h>
+
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <unordered_set>
-#include <zlib.h>
 
 namespace gattn {
 
@@ -62,8 +63,7 @@ bool verify_checksums(const SafetensorsFile& file, bool required) {
   }
   for (const auto& [name, value] : sums.items())
     if (!present.count(name))
-      throw CheckpointError(where(file) + ": tensor '" + printable_name(name) +
-                            "' is missing (the checksums list it)");
+      throw CheckpointError(where(file) + ": tensor '" + printable_name(name) + "' is missing (the checksums list it)");
   return true;
 }
 

@@ -2,8 +2,8 @@
 #include "framework/io/metrics_rewind.h"
 
 #include <filesystem>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "framework/io/checkpoint.h"
 #include "framework/io/errors.h"

@@ -1,17 +1,18 @@
 // Module <-> safetensors: all checks run before the first parameter is overwritten.
 #include "framework/io/module_io.h"
 
-#include "framework/io/checksums.h"
-
 #include <unordered_map>
 #include <unordered_set>
+
+#include "framework/io/checksums.h"
 
 namespace gattn {
 
 void save_module(const std::string& path, nn::Module& m, const std::map<std::string, std::string>& metadata) {
   std::vector<std::pair<std::string, Tensor>> tensors;
-  m.visit_parameters(
-      [&](const std::string& name, Tensor& p) { tensors.emplace_back(name, p.detach().to(Device::cpu).to(DType::f32)); });
+  m.visit_parameters([&](const std::string& name, Tensor& p) {
+    tensors.emplace_back(name, p.detach().to(Device::cpu).to(DType::f32));
+  });
   std::map<std::string, std::string> meta = metadata;
   meta[kChecksumsKey] = tensor_checksums(tensors);
   save_safetensors(path, tensors, meta);

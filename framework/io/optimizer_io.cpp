@@ -48,15 +48,15 @@ void save_optimizer(const std::string& path, const OptimizerSnapshot& state,
   save_safetensors(path, tensors, meta);
 }
 
-void save_optimizer(const std::string& path, const optim::AdamW& opt, const std::map<std::string, std::string>& metadata) {
+void save_optimizer(const std::string& path, const optim::AdamW& opt,
+                    const std::map<std::string, std::string>& metadata) {
   save_optimizer(path, optimizer_snapshot(opt), metadata);
 }
 
 OptimizerSnapshot read_optimizer(const SafetensorsFile& file, const optim::AdamW::NamedParameters& params) {
   verify_checksums(file, /*required=*/true);
   auto steps_it = file.metadata.find(kStepCountsKey);
-  if (steps_it == file.metadata.end())
-    throw CheckpointError(where(file) + ": no \"step_counts\" in the metadata");
+  if (steps_it == file.metadata.end()) throw CheckpointError(where(file) + ": no \"step_counts\" in the metadata");
   const nlohmann::json steps = nlohmann::json::parse(steps_it->second, nullptr, false);
   if (steps.is_discarded() || !steps.is_object())
     throw CheckpointError(where(file) + ": metadata \"step_counts\" is not a JSON object");
@@ -72,8 +72,8 @@ OptimizerSnapshot read_optimizer(const SafetensorsFile& file, const optim::AdamW
       wanted.insert(names[k]);
       auto it = by_name.find(names[k]);
       if (it == by_name.end())
-        throw CheckpointError(where(file) + ": tensor '" + names[k] + "' is missing (the model has parameter '" +
-                              name + "')");
+        throw CheckpointError(where(file) + ": tensor '" + names[k] + "' is missing (the model has parameter '" + name +
+                              "')");
       if (it->second->shape() != p.shape())
         throw CheckpointError(where(file) + ": tensor '" + names[k] + "' has shape " + shape_str(it->second->shape()) +
                               ", the parameter has " + shape_str(p.shape()));

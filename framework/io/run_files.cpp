@@ -43,14 +43,22 @@ std::string non_regular_kind(const fs::path& path) {
   switch (st.type()) {
     case fs::file_type::not_found:
     case fs::file_type::none:
-    case fs::file_type::regular: return "";
-    case fs::file_type::symlink: return "a symbolic link";
-    case fs::file_type::directory: return "a directory";
-    case fs::file_type::fifo: return "a FIFO";
-    case fs::file_type::character: return "a character device";
-    case fs::file_type::block: return "a block device";
-    case fs::file_type::socket: return "a socket";
-    default: return "not a regular file";
+    case fs::file_type::regular:
+      return "";
+    case fs::file_type::symlink:
+      return "a symbolic link";
+    case fs::file_type::directory:
+      return "a directory";
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::socket:
+      return "a socket";
+    default:
+      return "not a regular file";
   }
 }
 
@@ -97,9 +105,8 @@ void check_run_directory(const std::string& dir, const std::string& what) {
   if (!owner.empty()) throw OutputPathError(what + ": " + dir + " is " + owner + "; choose a directory of its own");
   std::error_code ec;
   const fs::file_status st = fs::status(dir, ec);  // a symlink to a directory is that directory
-  if (!fs::exists(st)) return;                      // new: created when the run starts
-  if (!fs::is_directory(st))
-    throw OutputPathError(what + ": " + dir + " exists and is not a directory");
+  if (!fs::exists(st)) return;                     // new: created when the run starts
+  if (!fs::is_directory(st)) throw OutputPathError(what + ": " + dir + " exists and is not a directory");
   if (holds_run(dir)) {
     for (const fs::path& f : {fs::path("config.yaml"), fs::path("metrics.jsonl"), fs::path(".lock")}) {
       const std::string kind = non_regular_kind(fs::path(dir) / f);

@@ -25,7 +25,7 @@ RunDirectoryLock::RunDirectoryLock(const std::string& dir) {
     std::string holder = n > 0 ? std::string(pid, static_cast<std::size_t>(n)) : std::string("unknown");
     while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
     throw ValueError("run.dir " + dir + " is in use by another gattn process (pid " + holder +
-                          "); wait for it to end or choose another run.dir");
+                     "); wait for it to end or choose another run.dir");
   }
   const std::string me = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {

@@ -45,7 +45,8 @@ std::int64_t int_field(const json& j, const std::string& key, const std::string&
                        const std::string& prefix = "") {
   const json& v = field(j, key, path, prefix);
   if (!v.is_number_integer()) bad_field(path, prefix + key, "is not an integer");
-  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+  if (v.is_number_unsigned() &&
+      v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
     bad_field(path, prefix + key, "is out of range");
   const std::int64_t x = v.get<std::int64_t>();
   if (x < min) bad_field(path, prefix + key, "must be >= " + std::to_string(min));
@@ -114,8 +115,9 @@ TrainState train_state_from_json(const json& j, const std::string& path) {
   const json& crc = field(j, "crc32", path);
   if (!crc.is_string()) bad_field(path, "crc32", "is not a string");
   if (crc.get<std::string>() != state_crc(j))
-    throw CheckpointError(where(path) + ": checksum mismatch (stored crc32 " + printable_name(crc.get<std::string>(), 16) +
-                          ", contents have " + state_crc(j) + "): the file is damaged");
+    throw CheckpointError(where(path) + ": checksum mismatch (stored crc32 " +
+                          printable_name(crc.get<std::string>(), 16) + ", contents have " + state_crc(j) +
+                          "): the file is damaged");
   const json& format = field(j, "format", path);
   if (format != kCheckpointFormat) bad_field(path, "format", "is " + format.dump() + ", expected \"gattn/1\"");
 
@@ -177,7 +179,8 @@ std::string config_hash(const json& config) {
 void check_resume_config(const TrainState& saved, const json& now, const std::string& path) {
   const std::string hash = config_hash(now);
   if (hash == saved.config_hash) return;
-  std::vector<std::string> diff = config_differences(resume_invariant_config(saved.config), resume_invariant_config(now));
+  std::vector<std::string> diff =
+      config_differences(resume_invariant_config(saved.config), resume_invariant_config(now));
   std::string what = diff.empty() ? "hash " + saved.config_hash + " there, " + hash + " now" : diff.front();
   if (diff.size() > 1) what += " (and " + std::to_string(diff.size() - 1) + " more)";
   throw CheckpointError(where(path) + ": the config hash differs from the checkpoint's: " + what +

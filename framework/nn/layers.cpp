@@ -8,7 +8,8 @@ namespace gattn::nn {
 
 Linear::Linear(std::int64_t in_features, std::int64_t out_features, Generator& gen, const LinearOptions& options) {
   if (in_features <= 0 || out_features <= 0)
-    throw ValueError("Linear: sizes must be positive, got in=" + std::to_string(in_features) + " out=" + std::to_string(out_features));
+    throw ValueError("Linear: sizes must be positive, got in=" + std::to_string(in_features) +
+                     " out=" + std::to_string(out_features));
   Tensor w = Tensor::empty({out_features, in_features}, options.dtype);
   gen.normal_(w, 0.0, options.init_std);
   weight = register_parameter("weight", w);
@@ -19,7 +20,8 @@ Tensor Linear::forward(const Tensor& x) const { return ops::linear(x, weight, bi
 
 Embedding::Embedding(std::int64_t num_embeddings, std::int64_t dim, Generator& gen, double init_std, DType dtype) {
   if (num_embeddings <= 0 || dim <= 0)
-    throw ValueError("Embedding: sizes must be positive, got " + std::to_string(num_embeddings) + "x" + std::to_string(dim));
+    throw ValueError("Embedding: sizes must be positive, got " + std::to_string(num_embeddings) + "x" +
+                     std::to_string(dim));
   Tensor w = Tensor::empty({num_embeddings, dim}, dtype);
   gen.normal_(w, 0.0, init_std);
   weight = register_parameter("weight", w);

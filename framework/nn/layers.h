@@ -22,7 +22,8 @@ class Linear : public Module {
 
 class Embedding : public Module {
  public:
-  Embedding(std::int64_t num_embeddings, std::int64_t dim, Generator& gen, double init_std = 0.02, DType dtype = DType::f32);
+  Embedding(std::int64_t num_embeddings, std::int64_t dim, Generator& gen, double init_std = 0.02,
+            DType dtype = DType::f32);
   Tensor forward(const Tensor& indices) const;
   Tensor weight;
 };

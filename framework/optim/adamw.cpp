@@ -3,14 +3,13 @@
 // (ops/cuda/adamw.h, the same update element for element).
 #include "framework/optim/adamw.h"
 
-#include "framework/optim/param_group_rules.h"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/optim/glob.h"
+#include "framework/optim/param_group_rules.h"
 #include "ops/cpu/parallel.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -114,7 +113,8 @@ AdamW::AdamW(NamedParameters params, AdamWOptions options) : options_(std::move(
   for (std::size_t gi = 0; gi < o.groups.size(); ++gi) {
     const ParamGroupOptions& g = o.groups[gi];
     const std::string key = group_key(gi, g.name);
-    if (auto problem = param_group_problem(g)) throw OptimizerConfigError(key + "." + problem->field + ": " + problem->message);
+    if (auto problem = param_group_problem(g))
+      throw OptimizerConfigError(key + "." + problem->field + ": " + problem->message);
     for (const Group& other : groups_)
       if (other.name == g.name)
         throw OptimizerConfigError(key + ": the name '" + g.name + "' is " +
@@ -136,7 +136,8 @@ AdamW::AdamW(NamedParameters params, AdamWOptions options) : options_(std::move(
       throw OptimizerConfigError("AdamW: parameter name '" + name + "' appears twice");
     if (!p.defined()) throw OptimizerConfigError("AdamW: parameter '" + name + "' is an undefined tensor");
     if (p.device() == Device::cuda && p.dtype() != DType::f32)
-      throw DTypeError("AdamW: parameter " + name + " is " + dtype_name(p.dtype()) + " on cuda; the CUDA update takes f32");
+      throw DTypeError("AdamW: parameter " + name + " is " + dtype_name(p.dtype()) +
+                       " on cuda; the CUDA update takes f32");
     if (p.dtype() != DType::f32 && p.dtype() != DType::f64)
       throw DTypeError("AdamW: parameter " + name + " is " + dtype_name(p.dtype()) + "; expected f32 or f64");
 
@@ -149,8 +150,8 @@ AdamW::AdamW(NamedParameters params, AdamWOptions options) : options_(std::move(
         }
     group_index_.push_back(owner);
     groups_[owner].members.push_back(i);
-    states_.push_back(
-        ParamState{Tensor::zeros(p.shape(), p.dtype(), p.device()), Tensor::zeros(p.shape(), p.dtype(), p.device()), 0});
+    states_.push_back(ParamState{Tensor::zeros(p.shape(), p.dtype(), p.device()),
+                                 Tensor::zeros(p.shape(), p.dtype(), p.device()), 0});
     block_begin_.push_back(total_blocks);
     total_blocks += static_cast<std::size_t>(num_blocks(p.numel()));
   }
@@ -164,7 +165,8 @@ void check_globs_match(const std::vector<ParamGroupOptions>& groups, const std::
     for (const std::string& pattern : groups[gi].match) {
       bool any = false;
       for (const std::string& name : names) any = any || glob_match(pattern, name);
-      if (!any) throw OptimizerConfigError(group_key(gi, groups[gi].name) + ": glob '" + pattern + "' matches no parameter");
+      if (!any)
+        throw OptimizerConfigError(group_key(gi, groups[gi].name) + ": glob '" + pattern + "' matches no parameter");
     }
 }
 
@@ -177,7 +179,8 @@ std::string group_for(const std::string& name, const std::vector<ParamGroupOptio
 
 double AdamW::clip_grad_norm() {
   const double norm = std::sqrt(grad_sum_of_squares());
-  if (options_.grad_clip > 0.0 && std::isfinite(norm) && norm > options_.grad_clip) scale_grads(options_.grad_clip / norm);
+  if (options_.grad_clip > 0.0 && std::isfinite(norm) && norm > options_.grad_clip)
+    scale_grads(options_.grad_clip / norm);
   return norm;
 }
 
@@ -235,9 +238,9 @@ void AdamW::step(std::int64_t global_step) {
 #ifdef GATTN_WITH_CUDA
       if (p.device() == Device::cuda) {
         device_updates.push_back({static_cast<float*>(p.raw_data()), static_cast<const float*>(g.raw_data()),
-                                  static_cast<float*>(s.exp_avg.raw_data()), static_cast<float*>(s.exp_avg_sq.raw_data()),
-                                  p.numel(), static_cast<float>(c.decay), static_cast<float>(c.step_size),
-                                  static_cast<float>(c.inv_sqrt_bc2)});
+                                  static_cast<float*>(s.exp_avg.raw_data()),
+                                  static_cast<float*>(s.exp_avg_sq.raw_data()), p.numel(), static_cast<float>(c.decay),
+                                  static_cast<float>(c.step_size), static_cast<float>(c.inv_sqrt_bc2)});
         continue;
       }
 #endif

@@ -16,9 +16,12 @@ std::string ProgressDisplay::format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   auto s = static_cast<long long>(seconds + 0.5);
   char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
-  else if (s >= 60) std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
-  else std::snprintf(buf, sizeof buf, "%llds", s);
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+  else if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%llds", s);
   return buf;
 }
 
@@ -26,12 +29,16 @@ std::string ProgressDisplay::format(const ProgressState& s) const {
   char buf[256];
   const int width = static_cast<int>(std::to_string(max_steps_).size());
   const double frac = max_steps_ > 0 ? static_cast<double>(s.step) / static_cast<double>(max_steps_) : 0.0;
-  const double eta = s.step > 0 ? s.elapsed_s / static_cast<double>(s.step) * static_cast<double>(max_steps_ - s.step) : NAN;
+  const double eta =
+      s.step > 0 ? s.elapsed_s / static_cast<double>(s.step) * static_cast<double>(max_steps_ - s.step) : NAN;
   const double tps = s.tokens_per_s;
   char rate[32];
-  if (tps >= 1e6) std::snprintf(rate, sizeof rate, "%.2fM", tps / 1e6);
-  else if (tps >= 1e3) std::snprintf(rate, sizeof rate, "%.1fk", tps / 1e3);
-  else std::snprintf(rate, sizeof rate, "%.0f", tps);
+  if (tps >= 1e6)
+    std::snprintf(rate, sizeof rate, "%.2fM", tps / 1e6);
+  else if (tps >= 1e3)
+    std::snprintf(rate, sizeof rate, "%.1fk", tps / 1e3);
+  else
+    std::snprintf(rate, sizeof rate, "%.0f", tps);
   int n = std::snprintf(buf, sizeof buf, "step %*lld/%lld (%3.0f%%) | loss %.4f | lr %.2e | %s tok/s | ETA %s", width,
                         static_cast<long long>(s.step), static_cast<long long>(max_steps_), 100.0 * frac, s.loss, s.lr,
                         rate, format_duration(eta).c_str());

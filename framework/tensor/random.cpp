@@ -26,17 +26,28 @@ void for_each_word(const GeneratorState& s, std::uint64_t start, std::int64_t n,
   }
 }
 
-template <class T> void store_value(Tensor& t, std::int64_t i, double v) {
-  if constexpr (std::is_same_v<T, bf16>) t.data<bf16>()[i] = float_to_bf16(static_cast<float>(v));
-  else t.data<T>()[i] = static_cast<T>(v);
+template <class T>
+void store_value(Tensor& t, std::int64_t i, double v) {
+  if constexpr (std::is_same_v<T, bf16>)
+    t.data<bf16>()[i] = float_to_bf16(static_cast<float>(v));
+  else
+    t.data<T>()[i] = static_cast<T>(v);
 }
 
-template <class Fn> void dispatch_storage_float(const Tensor& t, const char* who, Fn&& fn) {
+template <class Fn>
+void dispatch_storage_float(const Tensor& t, const char* who, Fn&& fn) {
   switch (t.dtype()) {
-    case DType::f32: fn.template operator()<float>(); return;
-    case DType::f64: fn.template operator()<double>(); return;
-    case DType::bf16: fn.template operator()<bf16>(); return;
-    default: throw DTypeError(std::string(who) + ": expected a floating tensor, got " + t.str());
+    case DType::f32:
+      fn.template operator()<float>();
+      return;
+    case DType::f64:
+      fn.template operator()<double>();
+      return;
+    case DType::bf16:
+      fn.template operator()<bf16>();
+      return;
+    default:
+      throw DTypeError(std::string(who) + ": expected a floating tensor, got " + t.str());
   }
 }
 
@@ -88,7 +99,8 @@ void Generator::randint_(Tensor& t, std::int64_t n_values) {
   std::int32_t* out = t.data<std::int32_t>();
   for_each_word(state_, start, n, [&](std::int64_t base, const Philox4& r) {
     for (int w = 0; w < 4 && base + w < n; ++w)
-      out[base + w] = static_cast<std::int32_t>((static_cast<std::uint64_t>(r.v[w]) * static_cast<std::uint64_t>(n_values)) >> 32);
+      out[base + w] =
+          static_cast<std::int32_t>((static_cast<std::uint64_t>(r.v[w]) * static_cast<std::uint64_t>(n_values)) >> 32);
   });
 }
 

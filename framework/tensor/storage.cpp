@@ -25,7 +25,9 @@ StorageMemoryStats storage_memory_stats() {
   return {g_current_bytes.load(std::memory_order_relaxed), g_peak_bytes.load(std::memory_order_relaxed)};
 }
 
-void reset_storage_peak() { g_peak_bytes.store(g_current_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+void reset_storage_peak() {
+  g_peak_bytes.store(g_current_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
 
 Storage::Storage(std::size_t bytes, Device device) : bytes_(bytes), device_(device) {
   if (device == Device::cuda) {

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 #include <sstream>
+#include <type_traits>
 
 #include "framework/autograd/engine.h"
 #include "framework/cuda/copy.h"
@@ -33,26 +33,38 @@ void check_shape(const Shape& shape, const char* who) {
 }
 
 // Element conversions through a common path; bf16 goes via float.
-template <class T> double load_as_double(const void* p, std::int64_t i) {
-  if constexpr (std::is_same_v<T, bf16>) return bf16_to_float(static_cast<const bf16*>(p)[i]);
-  else return static_cast<double>(static_cast<const T*>(p)[i]);
+template <class T>
+double load_as_double(const void* p, std::int64_t i) {
+  if constexpr (std::is_same_v<T, bf16>)
+    return bf16_to_float(static_cast<const bf16*>(p)[i]);
+  else
+    return static_cast<double>(static_cast<const T*>(p)[i]);
 }
-template <class T> void store_from_double(void* p, std::int64_t i, double v) {
-  if constexpr (std::is_same_v<T, bf16>) static_cast<bf16*>(p)[i] = float_to_bf16(static_cast<float>(v));
-  else static_cast<T*>(p)[i] = static_cast<T>(v);
+template <class T>
+void store_from_double(void* p, std::int64_t i, double v) {
+  if constexpr (std::is_same_v<T, bf16>)
+    static_cast<bf16*>(p)[i] = float_to_bf16(static_cast<float>(v));
+  else
+    static_cast<T*>(p)[i] = static_cast<T>(v);
 }
 
-template <class Fn> decltype(auto) dispatch_any(DType t, Fn&& fn) {
+template <class Fn>
+decltype(auto) dispatch_any(DType t, Fn&& fn) {
   switch (t) {
-    case DType::f32: return fn.template operator()<float>();
-    case DType::f64: return fn.template operator()<double>();
-    case DType::i32: return fn.template operator()<std::int32_t>();
-    case DType::bf16: return fn.template operator()<bf16>();
+    case DType::f32:
+      return fn.template operator()<float>();
+    case DType::f64:
+      return fn.template operator()<double>();
+    case DType::i32:
+      return fn.template operator()<std::int32_t>();
+    case DType::bf16:
+      return fn.template operator()<bf16>();
   }
   throw DTypeError("unknown dtype");
 }
 
-template <class Src, class Dst> void convert(const void* src, void* dst, std::int64_t n) {
+template <class Src, class Dst>
+void convert(const void* src, void* dst, std::int64_t n) {
   if constexpr (std::is_same_v<Src, Dst>) {
     std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(Src));
   } else if constexpr (std::is_same_v<Src, bf16> && std::is_same_v<Dst, float>) {
@@ -138,16 +150,19 @@ std::string Tensor::str() const {
 
 void Tensor::check_dtype(DType want) const {
   if (impl().dtype != want)
-    throw DTypeError(std::string("Tensor::data: tensor is ") + dtype_name(impl().dtype) + ", accessed as " + dtype_name(want));
+    throw DTypeError(std::string("Tensor::data: tensor is ") + dtype_name(impl().dtype) + ", accessed as " +
+                     dtype_name(want));
 }
 
 void Tensor::check_access(DType want) const {
   check_dtype(want);
-  if (device() != Device::cpu) throw DeviceError("Tensor::data: host access to a " + std::string(device_name(device())) + " tensor");
+  if (device() != Device::cpu)
+    throw DeviceError("Tensor::data: host access to a " + std::string(device_name(device())) + " tensor");
 }
 
 void* Tensor::raw_data() const {
-  return static_cast<char*>(impl().storage->data()) + impl().offset * static_cast<std::int64_t>(dtype_size(impl().dtype));
+  return static_cast<char*>(impl().storage->data()) +
+         impl().offset * static_cast<std::int64_t>(dtype_size(impl().dtype));
 }
 
 double Tensor::at(std::int64_t i) const {
@@ -185,13 +200,15 @@ Tensor Tensor::to(DType target) const {
 Tensor Tensor::to(Device target) const {
   if (target == device()) return *this;
   Tensor out = empty(shape(), dtype(), target);
-  cuda::copy_bytes(out.raw_data(), target, raw_data(), device(), static_cast<std::size_t>(numel()) * dtype_size(dtype()));
+  cuda::copy_bytes(out.raw_data(), target, raw_data(), device(),
+                   static_cast<std::size_t>(numel()) * dtype_size(dtype()));
   return out;
 }
 
 void Tensor::move_to_(Device target) {
   if (target == device()) return;
-  if (!is_leaf()) throw ValueError("move_to_: only a leaf tensor (a parameter, an input) can move in place, got " + str());
+  if (!is_leaf())
+    throw ValueError("move_to_: only a leaf tensor (a parameter, an input) can move in place, got " + str());
   const Tensor moved = to(target);
   impl().storage = moved.impl().storage;
   impl().offset = moved.impl().offset;
@@ -200,7 +217,8 @@ void Tensor::move_to_(Device target) {
 
 Tensor Tensor::clone() const {
   Tensor out = empty(shape(), dtype(), device());
-  cuda::copy_bytes(out.raw_data(), device(), raw_data(), device(), static_cast<std::size_t>(numel()) * dtype_size(dtype()));
+  cuda::copy_bytes(out.raw_data(), device(), raw_data(), device(),
+                   static_cast<std::size_t>(numel()) * dtype_size(dtype()));
   return out;
 }
 
@@ -216,8 +234,8 @@ Tensor Tensor::detach() const {
 Tensor Tensor::alias(const Shape& new_shape) const {
   check_shape(new_shape, "Tensor::alias");
   if (shape_numel(new_shape) != numel())
-    throw ShapeError("reshape: cannot view " + shape_str(shape()) + " (" + std::to_string(numel()) +
-                     " elements) as " + shape_str(new_shape));
+    throw ShapeError("reshape: cannot view " + shape_str(shape()) + " (" + std::to_string(numel()) + " elements) as " +
+                     shape_str(new_shape));
   Tensor out = detach();
   out.impl().shape = new_shape;
   return out;
@@ -226,7 +244,8 @@ Tensor Tensor::alias(const Shape& new_shape) const {
 Tensor Tensor::alias_rows(std::int64_t begin, std::int64_t end) const {
   if (dim() == 0) throw ShapeError("alias_rows: tensor " + str() + " has no leading dimension");
   if (begin < 0 || end < begin || end > shape()[0])
-    throw ValueError("alias_rows: rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of range for " + str());
+    throw ValueError("alias_rows: rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of range for " +
+                     str());
   std::int64_t row = numel() / std::max<std::int64_t>(shape()[0], 1);
   Tensor out = detach();
   out.impl().offset += begin * row;
@@ -239,7 +258,8 @@ void Tensor::copy_from(const Tensor& src) {
     throw ShapeError("copy_from: source " + shape_str(src.shape()) + " vs destination " + shape_str(shape()));
   if (src.device() != Device::cpu || device() != Device::cpu) {
     if (src.dtype() == dtype()) {
-      cuda::copy_bytes(raw_data(), device(), src.raw_data(), src.device(), static_cast<std::size_t>(numel()) * dtype_size(dtype()));
+      cuda::copy_bytes(raw_data(), device(), src.raw_data(), src.device(),
+                       static_cast<std::size_t>(numel()) * dtype_size(dtype()));
       return;
     }
     // Converting across devices: move first (in the source type), then convert where the data is.
@@ -248,7 +268,8 @@ void Tensor::copy_from(const Tensor& src) {
       copy_from(here);
       return;
     }
-    cuda::convert_device_elements(raw_data(), dtype(), here.raw_data(), here.dtype(), static_cast<std::size_t>(numel()));
+    cuda::convert_device_elements(raw_data(), dtype(), here.raw_data(), here.dtype(),
+                                  static_cast<std::size_t>(numel()));
     return;
   }
   dispatch_any(src.dtype(), [&]<class S>() {
@@ -277,7 +298,8 @@ void Tensor::fill(double value) {
 bool Tensor::shares_storage_with(const Tensor& other) const { return impl().storage == other.impl().storage; }
 
 Tensor& Tensor::set_requires_grad(bool on) {
-  if (on && !is_floating(dtype())) throw DTypeError("set_requires_grad: only floating tensors can require grad, got " + str());
+  if (on && !is_floating(dtype()))
+    throw DTypeError("set_requires_grad: only floating tensors can require grad, got " + str());
   if (!is_leaf()) throw AutogradError("set_requires_grad: only leaves (tensors not produced by an op) can be marked");
   impl().requires_grad = on;
   return *this;

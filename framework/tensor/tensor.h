@@ -28,9 +28,9 @@ struct TensorImpl {
   Shape shape;
   DType dtype = DType::f32;
   bool requires_grad = false;
-  std::shared_ptr<TensorImpl> grad;              // accumulated gradient of a leaf
-  std::shared_ptr<autograd::Node> grad_fn;       // producer of a non-leaf
-  int output_nr = 0;                             // which of grad_fn's outputs this is
+  std::shared_ptr<TensorImpl> grad;         // accumulated gradient of a leaf
+  std::shared_ptr<autograd::Node> grad_fn;  // producer of a non-leaf
+  int output_nr = 0;                        // which of grad_fn's outputs this is
 };
 
 class Tensor {
@@ -61,11 +61,13 @@ class Tensor {
   std::string str() const;  // "f32[2, 3]"
 
   // ---- data access (CPU; raw_data() is also the device pointer of a CUDA tensor, for kernels) ----
-  template <class T> T* data() {
+  template <class T>
+  T* data() {
     check_access(dtype_of<T>());
     return static_cast<T*>(impl().storage->data()) + impl().offset;
   }
-  template <class T> const T* data() const {
+  template <class T>
+  const T* data() const {
     check_access(dtype_of<T>());
     return static_cast<const T*>(impl().storage->data()) + impl().offset;
   }
@@ -73,7 +75,8 @@ class Tensor {
   // The typed pointer a kernel takes, wherever the data lives: dispatch code hands it to CUDA (or
   // CPU) kernels. Checks the dtype only; the host must never dereference it for a CUDA tensor
   // (data<T>() is the host's accessor, and refuses CUDA tensors).
-  template <class T> T* kernel_data() const {
+  template <class T>
+  T* kernel_data() const {
     check_dtype(dtype_of<T>());
     return static_cast<T*>(raw_data());
   }
@@ -87,8 +90,8 @@ class Tensor {
   // Copy onto `device` (a plain alias when already there), on the compute stream. Reaching the host
   // waits for the data; reaching the device returns once the source may be reused.
   Tensor to(Device device) const;
-  Tensor clone() const;          // deep copy
-  Tensor detach() const;         // shares storage, no history, requires_grad false
+  Tensor clone() const;   // deep copy
+  Tensor detach() const;  // shares storage, no history, requires_grad false
   // Same storage, new shape with equal numel (a view; no history). Autograd-aware reshape is ops::reshape.
   Tensor alias(const Shape& shape) const;
   // Rows [begin, end) of the leading dimension, as a view sharing storage (no history).
@@ -105,8 +108,8 @@ class Tensor {
   // Marks a leaf as a parameter/input whose gradient is accumulated into grad(). Returns *this.
   Tensor& set_requires_grad(bool on);
   bool is_leaf() const { return impl().grad_fn == nullptr; }
-  Tensor grad() const;              // undefined until a backward reaches this leaf
-  void set_grad(const Tensor& g);   // replaces .grad (undefined clears it)
+  Tensor grad() const;             // undefined until a backward reaches this leaf
+  void set_grad(const Tensor& g);  // replaces .grad (undefined clears it)
   void zero_grad() { impl().grad.reset(); }
   const std::shared_ptr<autograd::Node>& grad_fn() const { return impl().grad_fn; }
   // Runs the backward pass from this tensor. Without an argument the tensor must hold one element

@@ -147,8 +147,10 @@ class RoutedGate : public Gate {
       if (want_rows) accumulate(row_entropy, res.row_entropy * ops::reshape(share, {B, 1, T}));
       if (collect) add_sink(in, terms, options, share, sink);
     }
-    if (ctx.wants(kAttnEntropy)) ctx.add_regularizer(kAttnEntropy, ops::sum(row_entropy), static_cast<double>(B * H * T));
-    if (ctx.wants(kGateEntropy)) ctx.add_regularizer(kGateEntropy, gate_entropy(routing), static_cast<double>(B * T * top_k_));
+    if (ctx.wants(kAttnEntropy))
+      ctx.add_regularizer(kAttnEntropy, ops::sum(row_entropy), static_cast<double>(B * H * T));
+    if (ctx.wants(kGateEntropy))
+      ctx.add_regularizer(kGateEntropy, gate_entropy(routing), static_cast<double>(B * T * top_k_));
     if (ctx.wants(kRouterBalance))
       ctx.add_regularizer(kRouterBalance, switch_balance_loss(routing.r, routing.mask, top_k_), 0);
     if (ctx.inspect) inspect(in, terms, routing, *ctx.inspect);
@@ -208,7 +210,8 @@ class RoutedGate : public Gate {
     options.window = expert.window;
     options.active_queries = expert.active_queries;
     const Tensor v0 = Tensor::from(key0, in.q.shape(), in.q.dtype()).to(in.q.device());
-    const std::vector<double> a0 = ops::flash_attention(in.q.detach(), in.k.detach(), v0, plain, options).out.to_vector();
+    const std::vector<double> a0 =
+        ops::flash_attention(in.q.detach(), in.k.detach(), v0, plain, options).out.to_vector();
     const std::vector<double> s = share.to_vector();  // [B, T]
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t h = 0; h < H; ++h)
@@ -266,16 +269,19 @@ class RoutedGate : public Gate {
 GATTN_GATE_KIND(routed) {
   GateKindSpec s;
   s.name = "routed";
-  s.summary = "experts = attention with spans `windows` sharing q, k, v; y = Σ_e r̃_e y_e over each token's top-k "
-              "experts, r = softmax(h·Wᵀ + b); top_k 1: r̃ = r (Switch), top_k ≥ 2: renormalised";
-  s.reference = "the Gate+Attention article's third paradigm (多路Attention路由); Fedus et al. 2022, Switch Transformers";
+  s.summary =
+      "experts = attention with spans `windows` sharing q, k, v; y = Σ_e r̃_e y_e over each token's top-k "
+      "experts, r = softmax(h·Wᵀ + b); top_k 1: r̃ = r (Switch), top_k ≥ 2: renormalised";
+  s.reference =
+      "the Gate+Attention article's third paradigm (多路Attention路由); Fedus et al. 2022, Switch Transformers";
   s.common_keys = {"init_weight"};
   GateOptionSpec windows;
   windows.key = "windows";
   windows.default_value = {0, 32};
   windows.doc = "expert attention spans: span w lets query i see keys i−w < j ≤ i, 0 = full causal";
   windows.check = [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
-    if (!v.is_array() || v.empty()) throw ValueError(key + ": needs a list of at least one expert span, got " + v.dump());
+    if (!v.is_array() || v.empty())
+      throw ValueError(key + ": needs a list of at least one expert span, got " + v.dump());
     for (const auto& w : v)
       if (!w.is_number_integer() || w.get<std::int64_t>() < 0)
         throw ValueError(key + ": spans must be integers >= 0 (0 = full causal), got " + v.dump());

@@ -127,8 +127,8 @@ void validate_gate_entry(const GateConfig& g, const ModelConfig& model) {
     if (!option) bad(p + key, "means nothing for gate kind '" + kind.name + "' (its keys: " + keys_of(kind) + ")");
   }
   if (contains(g.set_keys, "temperature") && g.activation != "gumbel_sigmoid")
-    bad(p + "temperature", "means nothing with activation '" + g.activation +
-                               "' (the temperature divides the gumbel_sigmoid logits)");
+    bad(p + "temperature",
+        "means nothing with activation '" + g.activation + "' (the temperature divides the gumbel_sigmoid logits)");
   if (g.activation != "sigmoid" && g.activation != "gumbel_sigmoid")
     bad(p + "activation", "expected one of sigmoid, gumbel_sigmoid, got '" + g.activation + "'");
   if (!(g.temperature > 0) || !std::isfinite(g.temperature))

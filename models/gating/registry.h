@@ -89,13 +89,13 @@ GateOptionSpec choice_option(std::string key, std::string default_value, std::ve
 
 // Defines the registration function of a kind; its file is models/gates/<name>.cpp:
 //   GATTN_GATE_KIND(mykind) { GateKindSpec s; s.name = "mykind"; …; return s; }
-#define GATTN_GATE_KIND(name)                                                \
-  static ::gattn::models::GateKindSpec make_gate_kind_##name();               \
-  const ::gattn::models::GateKindSpec& gate_kind_spec_##name();               \
-  const ::gattn::models::GateKindSpec& gate_kind_spec_##name() {              \
+#define GATTN_GATE_KIND(name)                                                  \
+  static ::gattn::models::GateKindSpec make_gate_kind_##name();                \
+  const ::gattn::models::GateKindSpec& gate_kind_spec_##name();                \
+  const ::gattn::models::GateKindSpec& gate_kind_spec_##name() {               \
     static const ::gattn::models::GateKindSpec spec = make_gate_kind_##name(); \
-    return spec;                                                              \
-  }                                                                           \
+    return spec;                                                               \
+  }                                                                            \
   static ::gattn::models::GateKindSpec make_gate_kind_##name()
 
 }  // namespace gattn::models

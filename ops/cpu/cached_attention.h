@@ -32,7 +32,8 @@ struct CachedAttentionParams {
 template <class T>
 void cached_attention_forward(const CachedAttentionParams<T>& p) {
   const std::int64_t rows = p.BH * p.Tq, d = p.d, first = p.length - p.Tq;
-  const bool parallel = rows > 1 && worth_parallel(rows * std::min(p.length, p.window > 0 ? p.window : p.length) * d * 2);
+  const bool parallel =
+      rows > 1 && worth_parallel(rows * std::min(p.length, p.window > 0 ? p.window : p.length) * d * 2);
 #pragma omp parallel if (parallel)
   {
     std::vector<T> w(static_cast<std::size_t>(p.length));  // this thread's scratch row
@@ -57,7 +58,8 @@ void cached_attention_forward(const CachedAttentionParams<T>& p) {
         m = std::max(m, s);
       }
       T l = 0;
-      for (std::int64_t j = lo; j <= i; ++j) l += w[static_cast<std::size_t>(j)] = std::exp(w[static_cast<std::size_t>(j)] - m);
+      for (std::int64_t j = lo; j <= i; ++j)
+        l += w[static_cast<std::size_t>(j)] = std::exp(w[static_cast<std::size_t>(j)] - m);
       const T inv_l = T(1) / l;
       if (p.modulation_row) {
         // A_ij = P_ij · (α·σ((a_i + b_j)/τ) + 1 − α): the modulation, applied after the softmax.

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "ops/cpu/parallel.h"
 #include "ops/cpu/fast_math.h"
+#include "ops/cpu/parallel.h"
 #include "ops/cpu/softmax.h"
 
 namespace gattn::cpu {

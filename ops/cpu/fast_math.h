@@ -33,11 +33,23 @@ inline float fast_exp(float x) {
   return x != x ? x : result;
 }
 
-template <class T> inline T vexp(T x) { return std::exp(x); }
-template <> inline float vexp<float>(float x) { return fast_exp(x); }
+template <class T>
+inline T vexp(T x) {
+  return std::exp(x);
+}
+template <>
+inline float vexp<float>(float x) {
+  return fast_exp(x);
+}
 
 // tanh(x) = 1 − 2/(e^{2x} + 1): exact limits ±1 for large |x|; absolute error ~1e-7 near 0.
-template <class T> inline T vtanh(T x) { return std::tanh(x); }
-template <> inline float vtanh<float>(float x) { return 1.0f - 2.0f / (fast_exp(2.0f * x) + 1.0f); }
+template <class T>
+inline T vtanh(T x) {
+  return std::tanh(x);
+}
+template <>
+inline float vtanh<float>(float x) {
+  return 1.0f - 2.0f / (fast_exp(2.0f * x) + 1.0f);
+}
 
 }  // namespace gattn::cpu

@@ -43,20 +43,20 @@ struct FlashAttentionParams {
 // out = 0, lse = 0 and zero row statistics.
 template <class T>
 struct FlashForwardOutputs {
-  T* out = nullptr;          // [B, H, T, d]
-  T* lse = nullptr;          // [B, H, T]: L_i = log Σ_j exp(S_ij)
-  T* row_entropy = nullptr;  // [B, H, T]: −Σ_j A_ij ln A_ij
-  T* row_asum = nullptr;     // [B, H, T]: Σ_j A_ij (1 without modulation); needed with row_entropy for backward
-  T* row_sink = nullptr;     // [B, H, T]: A_i0 (0 where key 0 is outside the window)
-  T* modulation_entropy = nullptr;                 // [B, H]: Σ h(G_ij) over visible entries of active rows
+  T* out = nullptr;                 // [B, H, T, d]
+  T* lse = nullptr;                 // [B, H, T]: L_i = log Σ_j exp(S_ij)
+  T* row_entropy = nullptr;         // [B, H, T]: −Σ_j A_ij ln A_ij
+  T* row_asum = nullptr;            // [B, H, T]: Σ_j A_ij (1 without modulation); needed with row_entropy for backward
+  T* row_sink = nullptr;            // [B, H, T]: A_i0 (0 where key 0 is outside the window)
+  T* modulation_entropy = nullptr;  // [B, H]: Σ h(G_ij) over visible entries of active rows
   ops::GateMoments* modulation_moments = nullptr;  // [B·H·query tiles] partial moments of G (merged by the caller)
 };
 
 template <class T>
 struct FlashBackwardInputs {
-  const T* out = nullptr;          // saved forward output
+  const T* out = nullptr;  // saved forward output
   const T* lse = nullptr;
-  const T* d_out = nullptr;        // [B, H, T, d] or null (no gradient reached the output)
+  const T* d_out = nullptr;          // [B, H, T, d] or null (no gradient reached the output)
   const T* d_row_entropy = nullptr;  // [B, H, T] or null
   const T* row_entropy = nullptr;    // saved, needed with d_row_entropy
   const T* row_asum = nullptr;
@@ -87,12 +87,16 @@ inline std::int64_t first_key(std::int64_t i, std::int64_t window) {
   return window == 0 ? 0 : std::max<std::int64_t>(0, i - window + 1);
 }
 
-template <class T> T sigmoid(T z) {
+template <class T>
+T sigmoid(T z) {
   return z >= 0 ? T(1) / (T(1) + std::exp(-z)) : std::exp(z) / (T(1) + std::exp(z));
 }
 
 // log σ(z), stable for large |z|.
-template <class T> T log_sigmoid(T z) { return z >= 0 ? -std::log1p(std::exp(-z)) : z - std::log1p(std::exp(z)); }
+template <class T>
+T log_sigmoid(T z) {
+  return z >= 0 ? -std::log1p(std::exp(-z)) : z - std::log1p(std::exp(z));
+}
 
 // Logistic noise of entry (b·h, i, j): ln u − ln(1 − u) with u in (0, 1) from one Philox word. The
 // word depends on the true (b·h, i, j) only, so skipping rows or compacting them changes no draw.
@@ -136,7 +140,8 @@ void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_r
 }
 
 // Binary entropy h(G) of G = σ(u): −G ln G − (1−G) ln(1−G), from u for stability.
-template <class T> T binary_entropy_from_logit(T u, T G) {
+template <class T>
+T binary_entropy_from_logit(T u, T G) {
   return -(G * log_sigmoid(u) + (T(1) - G) * log_sigmoid(-u));
 }
 
@@ -288,7 +293,8 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
               for (std::int64_t x = 0; x < d; ++x) acc[r * d + x] *= corr;
           }
           // acc += W · V for this key tile.
-          gemm<T>(false, false, rows, d, cols, T(1), W.data(), kAttnTileK, p.v + (base + j0) * d, d, T(1), acc.data(), d);
+          gemm<T>(false, false, rows, d, cols, T(1), W.data(), kAttnTileK, p.v + (base + j0) * d, d, T(1), acc.data(),
+                  d);
         }
         for (std::int64_t r = 0; r < rows; ++r) {
           const std::int64_t i = pos[static_cast<std::size_t>(r)];

@@ -27,8 +27,8 @@ inline blasint blas_int(std::int64_t v, const char* what) {
 // or, with trans_a, [K, M] (lda ≥ M); likewise op(B) is K×N from B stored [K, N] or [N, K].
 // beta == 0 overwrites C without reading it (BLAS semantics, so C may hold garbage).
 template <class T>
-void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
-          const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
+void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
+          std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "gemm: float or double only");
   if (M == 0 || N == 0) return;
   if (K == 0) {

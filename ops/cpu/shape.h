@@ -33,7 +33,8 @@ void copy_axis_block(const T* src, std::int64_t src_len, std::int64_t src_off, T
 
 // out[o, b, m, a, i] = in[o, a, m, b, i] for in [outer, A, mid, B, inner]: two axes swapped.
 template <class T>
-void swap_axes(const T* in, T* out, std::int64_t outer, std::int64_t A, std::int64_t mid, std::int64_t B, std::int64_t inner) {
+void swap_axes(const T* in, T* out, std::int64_t outer, std::int64_t A, std::int64_t mid, std::int64_t B,
+               std::int64_t inner) {
   const std::int64_t n = outer * A * mid * B * inner;
   if (n == 0) return;
   if (inner >= 16) {
@@ -73,7 +74,8 @@ void swap_axes(const T* in, T* out, std::int64_t outer, std::int64_t A, std::int
 // out (row-major over out_shape) = in[Σ_k idx_k · in_strides[k]]: the general permute, where
 // in_strides[k] is the input stride of the input dimension that becomes output dimension k.
 template <class T>
-void strided_gather(const T* in, T* out, const std::vector<std::int64_t>& out_shape, const std::vector<std::int64_t>& in_strides) {
+void strided_gather(const T* in, T* out, const std::vector<std::int64_t>& out_shape,
+                    const std::vector<std::int64_t>& in_strides) {
   const std::size_t nd = out_shape.size();
   std::int64_t n = 1;
   for (std::int64_t s : out_shape) n *= s;

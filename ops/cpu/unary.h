@@ -15,24 +15,42 @@ namespace gattn::cpu {
 struct ExpFn {
   static constexpr bool kSavesOutput = true;
   static constexpr std::int64_t kCost = 8;  // rough cost per element relative to an add
-  template <class T> static T f(T x) { return vexp(x); }
-  template <class T> static T df(T g, T y) { return g * y; }
+  template <class T>
+  static T f(T x) {
+    return vexp(x);
+  }
+  template <class T>
+  static T df(T g, T y) {
+    return g * y;
+  }
 };
 
 // log: y = ln x, dy/dx = 1/x. Non-positive inputs give -inf/NaN as IEEE says, never UB.
 struct LogFn {
   static constexpr bool kSavesOutput = false;
   static constexpr std::int64_t kCost = 8;
-  template <class T> static T f(T x) { return std::log(x); }
-  template <class T> static T df(T g, T x) { return g / x; }
+  template <class T>
+  static T f(T x) {
+    return std::log(x);
+  }
+  template <class T>
+  static T df(T g, T x) {
+    return g / x;
+  }
 };
 
 // tanh: dy/dx = 1 − y².
 struct TanhFn {
   static constexpr bool kSavesOutput = true;
   static constexpr std::int64_t kCost = 16;
-  template <class T> static T f(T x) { return std::tanh(x); }
-  template <class T> static T df(T g, T y) { return g * (T(1) - y * y); }
+  template <class T>
+  static T f(T x) {
+    return std::tanh(x);
+  }
+  template <class T>
+  static T df(T g, T y) {
+    return g * (T(1) - y * y);
+  }
 };
 
 // σ(x) = 1/(1+e⁻ˣ), computed from e = e^{−|x|} ∈ (0, 1] so nothing overflows: σ = 1/(1+e) for
@@ -40,12 +58,16 @@ struct TanhFn {
 struct SigmoidFn {
   static constexpr bool kSavesOutput = true;
   static constexpr std::int64_t kCost = 10;
-  template <class T> static T f(T x) {
+  template <class T>
+  static T f(T x) {
     const T e = vexp(-std::abs(x));
     const T r = T(1) / (T(1) + e);
     return x >= T(0) ? r : e * r;
   }
-  template <class T> static T df(T g, T y) { return g * y * (T(1) - y); }
+  template <class T>
+  static T df(T g, T y) {
+    return g * y * (T(1) - y);
+  }
 };
 
 // log σ(x) = min(x, 0) − log1p(e^{−|x|}): exact for both tails (≈ x for x ≪ 0, ≈ −e⁻ˣ for
@@ -54,8 +76,12 @@ struct SigmoidFn {
 struct LogSigmoidFn {
   static constexpr bool kSavesOutput = false;
   static constexpr std::int64_t kCost = 16;
-  template <class T> static T f(T x) { return std::fmin(x, T(0)) - std::log1p(std::exp(-std::abs(x))); }
-  template <class T> static T df(T g, T x) {
+  template <class T>
+  static T f(T x) {
+    return std::fmin(x, T(0)) - std::log1p(std::exp(-std::abs(x)));
+  }
+  template <class T>
+  static T df(T g, T x) {
     const T e = vexp(-std::abs(x));
     const T r = T(1) / (T(1) + e);
     return g * (x >= T(0) ? e * r : r);
@@ -66,8 +92,14 @@ struct LogSigmoidFn {
 struct ReluFn {
   static constexpr bool kSavesOutput = false;
   static constexpr std::int64_t kCost = 1;
-  template <class T> static T f(T x) { return x < T(0) ? T(0) : x; }
-  template <class T> static T df(T g, T x) { return x > T(0) ? g : T(0); }
+  template <class T>
+  static T f(T x) {
+    return x < T(0) ? T(0) : x;
+  }
+  template <class T>
+  static T df(T g, T x) {
+    return x > T(0) ? g : T(0);
+  }
 };
 
 // GELU, tanh approximation (GPT-2): y = ½x(1 + t), t = tanh(u), u = c(x + a x³), c = √(2/π),
@@ -78,11 +110,13 @@ struct GeluFn {
   static constexpr std::int64_t kCost = 20;
   static constexpr double kC = 0.7978845608028654;  // √(2/π)
   static constexpr double kA = 0.044715;
-  template <class T> static T f(T x) {
+  template <class T>
+  static T f(T x) {
     const T t = vtanh(T(kC) * (x + T(kA) * x * x * x));
     return T(0.5) * x * (T(1) + t);
   }
-  template <class T> static T df(T g, T x) {
+  template <class T>
+  static T df(T g, T x) {
     const T x2 = x * x;
     const T t = vtanh(T(kC) * (x + T(kA) * x2 * x));
     const T du = T(kC) * (T(1) + T(3 * kA) * x2);
@@ -94,16 +128,28 @@ struct GeluFn {
 struct SquareFn {
   static constexpr bool kSavesOutput = false;
   static constexpr std::int64_t kCost = 1;
-  template <class T> static T f(T x) { return x * x; }
-  template <class T> static T df(T g, T x) { return T(2) * g * x; }
+  template <class T>
+  static T f(T x) {
+    return x * x;
+  }
+  template <class T>
+  static T df(T g, T x) {
+    return T(2) * g * x;
+  }
 };
 
 // sqrt: dy/dx = 1/(2y) (inf at 0, as the true derivative; NaN for negative inputs).
 struct SqrtFn {
   static constexpr bool kSavesOutput = true;
   static constexpr std::int64_t kCost = 4;
-  template <class T> static T f(T x) { return std::sqrt(x); }
-  template <class T> static T df(T g, T y) { return g / (T(2) * y); }
+  template <class T>
+  static T f(T x) {
+    return std::sqrt(x);
+  }
+  template <class T>
+  static T df(T g, T y) {
+    return g / (T(2) * y);
+  }
 };
 
 // y[i] = Fn::f(x[i]) for i < n. x and y may be the same buffer.

@@ -22,7 +22,9 @@ __device__ inline T block_sum(T v, T* scratch) {
 }
 
 // The max of v over the block, NaN if any thread holds NaN; same rules as block_sum.
-__device__ inline float nan_max(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b); }
+__device__ inline float nan_max(float a, float b) {
+  return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b);
+}
 
 __device__ inline float block_max(float v, float* scratch) {
   scratch[threadIdx.x] = v;

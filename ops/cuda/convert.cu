@@ -1,6 +1,6 @@
 // Element-type conversion on the device (f32, f64, i32, bf16 in any pair), so Tensor::to(DType)
-// and copy_from never stage a device tensor through the host; and Tensor::fill's kernel. Mixed precision casts every GEMM
-// operand with it, so it is a plain grid-stride kernel, memory bound, vectorised by the compiler.
+// and copy_from never stage a device tensor through the host; and Tensor::fill's kernel. Mixed precision casts every
+// GEMM operand with it, so it is a plain grid-stride kernel, memory bound, vectorised by the compiler.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -15,12 +15,19 @@ namespace gattn::cuda {
 
 namespace {
 
-template <class T> __device__ inline float to_f32(T x) { return static_cast<float>(x); }
-template <> __device__ inline float to_f32<bf16>(bf16 x) { return bf16_to_float(x); }
+template <class T>
+__device__ inline float to_f32(T x) {
+  return static_cast<float>(x);
+}
+template <>
+__device__ inline float to_f32<bf16>(bf16 x) {
+  return bf16_to_float(x);
+}
 
 // f64 → f64 and f64 ↔ i32 keep their precision; every other pair goes through f32, which is exact
 // for bf16 and what the CPU's convert<> does for f32 targets.
-template <class S, class D> __device__ inline D convert_one(S x) {
+template <class S, class D>
+__device__ inline D convert_one(S x) {
   if constexpr (std::is_same_v<D, bf16>) {
     return float_to_bf16(static_cast<float>(to_f32(x)));
   } else if constexpr (std::is_same_v<S, bf16>) {
@@ -35,17 +42,23 @@ __global__ void convert_kernel(D* __restrict__ dst, const S* __restrict__ src, l
   GATTN_GRID_STRIDE(i, n) dst[i] = convert_one<S, D>(src[i]);
 }
 
-template <class S, class D> void launch_convert(void* dst, const void* src, long long n) {
+template <class S, class D>
+void launch_convert(void* dst, const void* src, long long n) {
   launch(convert_kernel<S, D>, grid_for(n), kThreads, 0, stream(), static_cast<D*>(dst), static_cast<const S*>(src), n);
   GATTN_CUDA_LAUNCH_CHECK("convert_kernel");
 }
 
-template <class S> void launch_from(void* dst, DType dst_type, const void* src, long long n) {
+template <class S>
+void launch_from(void* dst, DType dst_type, const void* src, long long n) {
   switch (dst_type) {
-    case DType::f32: return launch_convert<S, float>(dst, src, n);
-    case DType::f64: return launch_convert<S, double>(dst, src, n);
-    case DType::i32: return launch_convert<S, std::int32_t>(dst, src, n);
-    case DType::bf16: return launch_convert<S, bf16>(dst, src, n);
+    case DType::f32:
+      return launch_convert<S, float>(dst, src, n);
+    case DType::f64:
+      return launch_convert<S, double>(dst, src, n);
+    case DType::i32:
+      return launch_convert<S, std::int32_t>(dst, src, n);
+    case DType::bf16:
+      return launch_convert<S, bf16>(dst, src, n);
   }
 }
 
@@ -55,7 +68,8 @@ __global__ void fill_pattern_kernel(U* dst, U pattern, long long n) {
   GATTN_GRID_STRIDE(i, n) dst[i] = pattern;
 }
 
-template <class U, class V> void launch_fill(void* dst, V value, long long n) {
+template <class U, class V>
+void launch_fill(void* dst, V value, long long n) {
   U pattern;
   static_assert(sizeof(U) == sizeof(V));
   std::memcpy(&pattern, &value, sizeof pattern);
@@ -69,10 +83,14 @@ void fill_device_elements(void* dst, DType type, double value, std::size_t n) {
   if (n == 0) return;
   const auto count = static_cast<long long>(n);
   switch (type) {
-    case DType::f32: return launch_fill<std::uint32_t>(dst, static_cast<float>(value), count);
-    case DType::f64: return launch_fill<std::uint64_t>(dst, value, count);
-    case DType::i32: return launch_fill<std::uint32_t>(dst, static_cast<std::int32_t>(value), count);
-    case DType::bf16: return launch_fill<std::uint16_t>(dst, float_to_bf16(static_cast<float>(value)).bits, count);
+    case DType::f32:
+      return launch_fill<std::uint32_t>(dst, static_cast<float>(value), count);
+    case DType::f64:
+      return launch_fill<std::uint64_t>(dst, value, count);
+    case DType::i32:
+      return launch_fill<std::uint32_t>(dst, static_cast<std::int32_t>(value), count);
+    case DType::bf16:
+      return launch_fill<std::uint16_t>(dst, float_to_bf16(static_cast<float>(value)).bits, count);
   }
 }
 
@@ -80,10 +98,14 @@ void convert_device_elements(void* dst, DType dst_type, const void* src, DType s
   if (n == 0) return;
   const auto count = static_cast<long long>(n);
   switch (src_type) {
-    case DType::f32: return launch_from<float>(dst, dst_type, src, count);
-    case DType::f64: return launch_from<double>(dst, dst_type, src, count);
-    case DType::i32: return launch_from<std::int32_t>(dst, dst_type, src, count);
-    case DType::bf16: return launch_from<bf16>(dst, dst_type, src, count);
+    case DType::f32:
+      return launch_from<float>(dst, dst_type, src, count);
+    case DType::f64:
+      return launch_from<double>(dst, dst_type, src, count);
+    case DType::i32:
+      return launch_from<std::int32_t>(dst, dst_type, src, count);
+    case DType::bf16:
+      return launch_from<bf16>(dst, dst_type, src, count);
   }
 }
 

@@ -69,7 +69,8 @@ void cross_entropy_forward_f32(const float* logits, const int* t, float* lse, fl
                                long long V, int ignore_index, CUstream_st* stream) {
   Scratch row_loss(static_cast<std::size_t>(rows > 0 ? rows : 0) * sizeof(float));
   if (rows > 0) {
-    launch(row_kernel, row_grid(rows), row_threads(V), 0, stream, logits, t, lse, row_loss.as<float>(), rows, V, ignore_index);
+    launch(row_kernel, row_grid(rows), row_threads(V), 0, stream, logits, t, lse, row_loss.as<float>(), rows, V,
+           ignore_index);
     GATTN_CUDA_LAUNCH_CHECK("cross_entropy row_kernel");
   }
   launch(mean_kernel, 1, kMeanThreads, 0, stream, row_loss.as<float>(), t, rows, ignore_index, loss, count);
@@ -79,7 +80,8 @@ void cross_entropy_forward_f32(const float* logits, const int* t, float* lse, fl
 void cross_entropy_backward_f32(const float* logits, const int* t, const float* lse, const float* g, const int* count,
                                 float* dlogits, long long rows, long long V, int ignore_index, CUstream_st* stream) {
   if (rows <= 0 || V <= 0) return;
-  launch(backward_kernel, grid_for(rows * V), kThreads, 0, stream, logits, t, lse, g, count, dlogits, rows, V, ignore_index);
+  launch(backward_kernel, grid_for(rows * V), kThreads, 0, stream, logits, t, lse, g, count, dlogits, rows, V,
+         ignore_index);
   GATTN_CUDA_LAUNCH_CHECK("cross_entropy backward_kernel");
 }
 

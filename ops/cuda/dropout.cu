@@ -33,8 +33,8 @@ void dropout_apply_f32(const float* in, float* out, long long n, std::uint64_t s
   if (n <= 0) return;
   const std::uint64_t first = offset / 4, last = (offset + static_cast<std::uint64_t>(n) - 1) / 4;
   const long long blocks = static_cast<long long>(last - first + 1);
-  launch(dropout_kernel, grid_for(blocks), kThreads, 0, stream, in, out, static_cast<unsigned long long>(n), seed, philox_stream,
-                                                            offset, threshold, scale, first, blocks);
+  launch(dropout_kernel, grid_for(blocks), kThreads, 0, stream, in, out, static_cast<unsigned long long>(n), seed,
+         philox_stream, offset, threshold, scale, first, blocks);
   GATTN_CUDA_LAUNCH_CHECK("dropout_kernel");
 }
 

@@ -52,7 +52,8 @@ __global__ void broadcast_scale_kernel(StridedIndex p, long long n, const float*
   }
 }
 
-__global__ void masked_fill_kernel(StridedIndex p, long long n, const float* x, const int* mask, float value, float* out) {
+__global__ void masked_fill_kernel(StridedIndex p, long long n, const float* x, const int* mask, float value,
+                                   float* out) {
   GATTN_GRID_STRIDE(i, n) {
     long long ox, om;
     offsets(p, i, ox, om);
@@ -68,9 +69,7 @@ __global__ void axpy_kernel(float* y, float alpha, const float* x, long long n) 
   GATTN_GRID_STRIDE(i, n) y[i] += alpha * x[i];
 }
 
-__global__ void fill_kernel(float* y, float value, long long n) {
-  GATTN_GRID_STRIDE(i, n) y[i] = value;
-}
+__global__ void fill_kernel(float* y, float value, long long n) { GATTN_GRID_STRIDE(i, n) y[i] = value; }
 
 __global__ void fill_rows_kernel(float* y, long long rows, long long cols, const float* row) {
   GATTN_GRID_STRIDE(i, rows * cols) y[i] = row[i % cols];
@@ -93,10 +92,18 @@ void broadcast_binary_f32(BinaryOp op, const StridedIndex& plan, long long numel
                           float* out, CUstream_st* stream) {
   if (numel <= 0) return;
   switch (op) {
-    case BinaryOp::add: launch_binary<BinaryOp::add>(plan, numel, a, b, out, stream); break;
-    case BinaryOp::sub: launch_binary<BinaryOp::sub>(plan, numel, a, b, out, stream); break;
-    case BinaryOp::mul: launch_binary<BinaryOp::mul>(plan, numel, a, b, out, stream); break;
-    case BinaryOp::div: launch_binary<BinaryOp::div>(plan, numel, a, b, out, stream); break;
+    case BinaryOp::add:
+      launch_binary<BinaryOp::add>(plan, numel, a, b, out, stream);
+      break;
+    case BinaryOp::sub:
+      launch_binary<BinaryOp::sub>(plan, numel, a, b, out, stream);
+      break;
+    case BinaryOp::mul:
+      launch_binary<BinaryOp::mul>(plan, numel, a, b, out, stream);
+      break;
+    case BinaryOp::div:
+      launch_binary<BinaryOp::div>(plan, numel, a, b, out, stream);
+      break;
   }
 }
 
@@ -107,8 +114,8 @@ void broadcast_scale_f32(const StridedIndex& plan, long long numel, const float*
   GATTN_CUDA_LAUNCH_CHECK("broadcast_scale_kernel");
 }
 
-void masked_fill_f32(const StridedIndex& plan, long long numel, const float* x, const int* mask, float value, float* out,
-                     CUstream_st* stream) {
+void masked_fill_f32(const StridedIndex& plan, long long numel, const float* x, const int* mask, float value,
+                     float* out, CUstream_st* stream) {
   if (numel <= 0) return;
   launch(masked_fill_kernel, grid_for(numel), kThreads, 0, stream, plan, numel, x, mask, value, out);
   GATTN_CUDA_LAUNCH_CHECK("masked_fill_kernel");

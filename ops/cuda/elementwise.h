@@ -28,8 +28,8 @@ void broadcast_binary_f32(BinaryOp op, const StridedIndex& plan, long long numel
 void broadcast_scale_f32(const StridedIndex& plan, long long numel, const float* src, float scale, float* out,
                          CUstream_st* stream);
 // out[i] = mask[ib(i)] != 0 ? value : x[ia(i)] (x has out's shape, so ia(i) = i; the mask broadcasts).
-void masked_fill_f32(const StridedIndex& plan, long long numel, const float* x, const int* mask, float value, float* out,
-                     CUstream_st* stream);
+void masked_fill_f32(const StridedIndex& plan, long long numel, const float* x, const int* mask, float value,
+                     float* out, CUstream_st* stream);
 // y[i] = x[i] * scale + shift (x may be y): mul_scalar, add_scalar, scale_.
 void affine_f32(const float* x, float* y, long long n, float scale, float shift, CUstream_st* stream);
 // y[i] += alpha * x[i].

@@ -18,7 +18,7 @@ __global__ void forward_kernel(const float* w, const int* idx, float* out, long 
   }
 }
 
-constexpr int kTile = kThreads;  // indices per shared-memory tile, one per thread to load
+constexpr int kTile = kThreads;       // indices per shared-memory tile, one per thread to load
 constexpr int kMaxColsPerThread = 8;  // columns a thread accumulates at once (registers)
 
 __global__ void backward_kernel(const float* g, const int* idx, float* dw, long long n, long long V, long long C) {
@@ -55,7 +55,8 @@ __global__ void backward_kernel(const float* g, const int* idx, float* dw, long 
 
 }  // namespace
 
-void embedding_forward_f32(const float* weight, const int* idx, float* out, long long n, long long C, CUstream_st* stream) {
+void embedding_forward_f32(const float* weight, const int* idx, float* out, long long n, long long C,
+                           CUstream_st* stream) {
   if (n <= 0 || C <= 0) return;
   launch(forward_kernel, grid_for(n * C), kThreads, 0, stream, weight, idx, out, n, C);
   GATTN_CUDA_LAUNCH_CHECK("embedding forward_kernel");

@@ -66,7 +66,7 @@ struct FlashForwardOutputs {
 };
 
 struct FlashBackwardInputs {
-  const void* out = nullptr;    // the forward's output
+  const void* out = nullptr;  // the forward's output
   const float* lse = nullptr;
   const void* d_out = nullptr;  // element type of q
   // The entropy output's gradient dH (or null), with the forward's row_entropy and row_asum.
@@ -84,7 +84,7 @@ struct FlashBackwardOutputs {
   float* d_col_bias = nullptr;        // Σ_i dS_ij
   float* d_modulation_row = nullptr;  // Σ_j du_ij
   float* d_modulation_col = nullptr;  // Σ_i du_ij
-  float* d_alpha_partial = nullptr;  // [B·H·flash_key_blocks(T)]: dL/dα partials, summed in order by the caller
+  float* d_alpha_partial = nullptr;   // [B·H·flash_key_blocks(T)]: dL/dα partials, summed in order by the caller
 };
 
 void flash_attention_forward(const FlashParams& p, const FlashForwardOutputs& o, CUstream_st* stream);

@@ -17,7 +17,8 @@ namespace {
 
 template <class Kernel>
 void set_smem(Kernel* kernel, int bytes) {
-  if (bytes > 48 * 1024) GATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  if (bytes > 48 * 1024)
+    GATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
 template <int D, class In>
@@ -48,11 +49,16 @@ void dispatch_bwd(const FlashParams& p, const FlashBackwardInputs& in, const Fla
          static_cast<const In*>(in.d_out), in, p, Drow.as<float>(), rows, static_cast<int>(p.d));
   GATTN_CUDA_LAUNCH_CHECK("flash_bwd_rowdot_kernel");
   switch (p.d) {
-    case 16: return launch_bwd<16, In>(p, in, g, Drow.as<float>(), stream);
-    case 32: return launch_bwd<32, In>(p, in, g, Drow.as<float>(), stream);
-    case 64: return launch_bwd<64, In>(p, in, g, Drow.as<float>(), stream);
-    case 128: return launch_bwd<128, In>(p, in, g, Drow.as<float>(), stream);
-    default: throw ValueError("flash_attention_backward: unsupported head dim " + std::to_string(p.d));
+    case 16:
+      return launch_bwd<16, In>(p, in, g, Drow.as<float>(), stream);
+    case 32:
+      return launch_bwd<32, In>(p, in, g, Drow.as<float>(), stream);
+    case 64:
+      return launch_bwd<64, In>(p, in, g, Drow.as<float>(), stream);
+    case 128:
+      return launch_bwd<128, In>(p, in, g, Drow.as<float>(), stream);
+    default:
+      throw ValueError("flash_attention_backward: unsupported head dim " + std::to_string(p.d));
   }
 }
 

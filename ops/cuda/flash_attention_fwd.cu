@@ -27,11 +27,16 @@ void launch_fwd(const FlashParams& p, const FlashForwardOutputs& o, CUstream_st*
 template <class In>
 void dispatch_fwd(const FlashParams& p, const FlashForwardOutputs& o, CUstream_st* stream) {
   switch (p.d) {
-    case 16: return launch_fwd<16, In>(p, o, stream);
-    case 32: return launch_fwd<32, In>(p, o, stream);
-    case 64: return launch_fwd<64, In>(p, o, stream);
-    case 128: return launch_fwd<128, In>(p, o, stream);
-    default: throw ValueError("flash_attention_forward: unsupported head dim " + std::to_string(p.d));
+    case 16:
+      return launch_fwd<16, In>(p, o, stream);
+    case 32:
+      return launch_fwd<32, In>(p, o, stream);
+    case 64:
+      return launch_fwd<64, In>(p, o, stream);
+    case 128:
+      return launch_fwd<128, In>(p, o, stream);
+    default:
+      throw ValueError("flash_attention_forward: unsupported head dim " + std::to_string(p.d));
   }
 }
 

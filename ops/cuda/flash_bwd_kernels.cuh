@@ -33,11 +33,12 @@ namespace gattn::cuda::flash {
 constexpr int kBlockRows = 64;  // keys per dK/dV block, queries per dQ block (16 per warp)
 // The inner tile the block walks (queries for dK/dV, keys for dQ): 32 for d = 128, whose two
 // 16×128 f32 accumulators per warp already take 128 registers a lane.
-template <int D> constexpr int kInnerTile = D == 128 ? 32 : 64;
+template <int D>
+constexpr int kInnerTile = D == 128 ? 32 : 64;
 
 template <int D>
 constexpr int bwd_smem_bytes() {
-  return 2 * (kBlockRows + kInnerTile<D>) * (D + kPad) * 2 + 6 * kInnerTile<D> * 4;
+  return 2 * (kBlockRows + kInnerTile<D>)*(D + kPad) * 2 + 6 * kInnerTile<D> * 4;
 }
 
 // D_i = rowsum(dO ∘ O) in f32, one warp per row (0 on skipped rows, whose dO is not read).
@@ -62,11 +63,11 @@ __global__ void flash_bwd_rowdot_kernel(const In* out, const In* d_out, FlashBac
 }
 
 template <int D, class In>
-__global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(FlashParams p, FlashBackwardInputs in,
-                                                                   FlashBackwardOutputs g, const float* Drow) {
+__global__ void __launch_bounds__(kThreads)
+    flash_bwd_dkdv_kernel(FlashParams p, FlashBackwardInputs in, FlashBackwardOutputs g, const float* Drow) {
   constexpr int kStride = D + kPad;
   constexpr int kQ = kInnerTile<D>;  // queries per inner tile
-  constexpr int kNT = kQ / 8;          // n-tiles of Sᵀ per warp
+  constexpr int kNT = kQ / 8;        // n-tiles of Sᵀ per warp
   constexpr int kDT = D / 8;
   GATTN_FLASH_DYNAMIC_SMEM(smem_u4);
   std::uint16_t* sK = reinterpret_cast<std::uint16_t*>(smem_u4);
@@ -176,7 +177,7 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(FlashParams p,
         st[t][c] = a;
         dat[t][c] = ds;
       }
-    // dV += Aᵀ·dO, dK += dSᵀ·Q (scale applied at the end).
+      // dV += Aᵀ·dO, dK += dSᵀ·Q (scale applied at the end).
 #pragma unroll
     for (int kk = 0; kk < kQ / 16; ++kk) {
       std::uint32_t aa[4], as[4];
@@ -224,8 +225,8 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(FlashParams p,
 }
 
 template <int D, class In>
-__global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(FlashParams p, FlashBackwardInputs in,
-                                                                 FlashBackwardOutputs g, const float* Drow) {
+__global__ void __launch_bounds__(kThreads)
+    flash_bwd_dq_kernel(FlashParams p, FlashBackwardInputs in, FlashBackwardOutputs g, const float* Drow) {
   constexpr int kStride = D + kPad;
   constexpr int kK = kInnerTile<D>;  // keys per inner tile
   constexpr int kNT = kK / 8;
@@ -341,7 +342,7 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(FlashParams p, F
         }
         s[t][c] = ds;
       }
-    // dQ += dS·K (scale applied at the end).
+      // dQ += dS·K (scale applied at the end).
 #pragma unroll
     for (int kk = 0; kk < kK / 16; ++kk) {
       std::uint32_t a[4];

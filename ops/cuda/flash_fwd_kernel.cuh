@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
     for (int h = 0; h < 2; ++h) {
       const float m_new = fmaxf(m[h], quad_max(tile_max[h]));
       m_use[h] = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing visible yet stays at zero
-      corr[h] = expf(m[h] - m_use[h]);              // 0 on the row's first visible tile
+      corr[h] = expf(m[h] - m_use[h]);               // 0 on the row's first visible tile
       if (stats) {
         // e1 is relative to the running max: moving it from m to m' shifts each (S − m) by m − m'.
         e1[h] = corr[h] == 0.0f ? 0.0f : corr[h] * (e1[h] + (m[h] - m_use[h]) * e0[h]);
@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
     for (int t = 0; t < kDT; ++t)
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[t][c] *= corr[c >> 1];
-    // acc += W·V: W's C fragments are the A fragments of this product.
+        // acc += W·V: W's C fragments are the A fragments of this product.
 #pragma unroll
     for (int kk = 0; kk < kBlockK / 16; ++kk) {
       std::uint32_t a[4];

@@ -13,7 +13,6 @@
 #include <string>
 
 #include "framework/tensor/error.h"
-
 #include "ops/cuda/flash_layout.h"
 
 // GATTN_CUDA_EMULATE: the emulation build compiles the kernels as host C++; emulation/kernel_model.h
@@ -60,7 +59,9 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)
 #endif
 }
 
-__device__ __forceinline__ std::uint32_t lds32(const std::uint16_t* s) { return *reinterpret_cast<const std::uint32_t*>(s); }
+__device__ __forceinline__ std::uint32_t lds32(const std::uint16_t* s) {
+  return *reinterpret_cast<const std::uint32_t*>(s);
+}
 
 // A fragment of the 16×16 block at (row0, col0) of a row-major shared tile.
 __device__ __forceinline__ void load_a(const std::uint16_t* s, int stride, int row0, int col0, int lane,
@@ -102,8 +103,10 @@ __device__ __forceinline__ void a_from_c(const float (&c)[NT][4], int kk, std::u
 }
 
 // Global element types: bf16 (raw bits) or f32, rounded to bf16 when staged.
-template <class In> struct Io;
-template <> struct Io<std::uint16_t> {
+template <class In>
+struct Io;
+template <>
+struct Io<std::uint16_t> {
   // 8 consecutive elements as 8 bf16 (16 bytes).
   static __device__ __forceinline__ uint4 load8(const std::uint16_t* g) { return *reinterpret_cast<const uint4*>(g); }
   static __device__ __forceinline__ float load1(const std::uint16_t* g) { return bf16_bits_to_float(*g); }
@@ -111,7 +114,8 @@ template <> struct Io<std::uint16_t> {
     *reinterpret_cast<std::uint32_t*>(g) = pack_bf16x2(lo, hi);
   }
 };
-template <> struct Io<float> {
+template <>
+struct Io<float> {
   static __device__ __forceinline__ uint4 load8(const float* g) {
     const float4 x = reinterpret_cast<const float4*>(g)[0], y = reinterpret_cast<const float4*>(g)[1];
     return make_uint4(pack_bf16x2(x.x, x.y), pack_bf16x2(x.z, x.w), pack_bf16x2(y.x, y.y), pack_bf16x2(y.z, y.w));
@@ -155,7 +159,8 @@ __device__ __forceinline__ float quad_max(float x) {
 
 // Host: the grid is (T blocks, B·H); refuses what does not fit the grid's y dimension.
 inline void check_grid(long long B, long long H, long long T, const char* op) {
-  if (B * H > 65535) throw ValueError(std::string(op) + ": B*H = " + std::to_string(B * H) + " exceeds 65535 heads per launch");
+  if (B * H > 65535)
+    throw ValueError(std::string(op) + ": B*H = " + std::to_string(B * H) + " exceeds 65535 heads per launch");
   if (T <= 0) throw ValueError(std::string(op) + ": empty sequence");
 }
 

@@ -59,16 +59,17 @@ cublasComputeType_t compute_type(GemmType t) {
 
 // C_i = alpha op(A_i) op(B_i) + beta C_i for i < batch (batch 1: a plain GEMM).
 void gemm_strided(GemmType t, long long batch, bool ta, bool tb, long long M, long long N, long long K, float alpha,
-                  const void* A, long long lda, long long sa, const void* B, long long ldb, long long sb, float beta, void* C,
-                  long long ldc, long long sc, CUstream_st* stream) {
+                  const void* A, long long lda, long long sa, const void* B, long long ldb, long long sb, float beta,
+                  void* C, long long ldc, long long sc, CUstream_st* stream) {
   if (batch <= 0 || M <= 0 || N <= 0) return;
   if (K == 0) {
     // An empty inner sum: make C = beta·C ourselves (only beta 0 occurs; scale by a GEMM otherwise is not needed).
     if (beta != 0.0f) return;  // beta·C + 0 with beta = 1 leaves C as it is
     for (long long i = 0; i < (sc == 0 ? 1 : batch); ++i)
       for (long long r = 0; r < M; ++r)
-        GATTN_CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(C) + static_cast<std::size_t>(i * sc + r * ldc) * result_size(t), 0,
-                                         static_cast<std::size_t>(N) * result_size(t), stream));
+        GATTN_CUDA_CHECK(
+            cudaMemsetAsync(static_cast<char*>(C) + static_cast<std::size_t>(i * sc + r * ldc) * result_size(t), 0,
+                            static_cast<std::size_t>(N) * result_size(t), stream));
     return;
   }
   cublasHandle_t h = handle_for_current_device();
@@ -82,8 +83,8 @@ void gemm_strided(GemmType t, long long batch, bool ta, bool tb, long long M, lo
     GATTN_CUBLAS_CHECK(cublasGemmEx(h, op_b, op_a, m, n, k, &alpha, B, dt, lb, A, dt, la, &beta, C, ctype, lc, ct,
                                     CUBLAS_GEMM_DEFAULT));
   } else {
-    GATTN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, op_b, op_a, m, n, k, &alpha, B, dt, lb, sb, A, dt, la, sa, &beta, C,
-                                                  ctype, lc, sc, dim32(batch, "batch"), ct, CUBLAS_GEMM_DEFAULT));
+    GATTN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, op_b, op_a, m, n, k, &alpha, B, dt, lb, sb, A, dt, la, sa, &beta,
+                                                  C, ctype, lc, sc, dim32(batch, "batch"), ct, CUBLAS_GEMM_DEFAULT));
   }
 }
 
@@ -101,8 +102,9 @@ void gemm(GemmType type, bool trans_a, bool trans_b, long long M, long long N, l
   gemm_strided(type, 1, trans_a, trans_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, stream);
 }
 
-void batched_gemm(GemmType type, long long batch, bool tx, bool ty, long long M, long long N, long long K, const void* X,
-                  long long sx, const void* Y, long long sy, void* C, long long sc, CUstream_st* stream) {
+void batched_gemm(GemmType type, long long batch, bool tx, bool ty, long long M, long long N, long long K,
+                  const void* X, long long sx, const void* Y, long long sy, void* C, long long sc,
+                  CUstream_st* stream) {
   if (batch <= 0 || M <= 0 || N <= 0) return;
   const long long ldx = tx ? M : K, ldy = ty ? K : N;
   const bool x_full = sx == M * K, y_full = sy == K * N, c_full = sc == M * N;
@@ -124,8 +126,8 @@ void batched_gemm(GemmType type, long long batch, bool tx, bool ty, long long M,
   if (sc == 0) {
     // Accumulate into the one C in batch order (a strided batch writing one C would race).
     for (long long i = 0; i < batch; ++i)
-      gemm(type, tx, ty, M, N, K, 1.0f, offset(X, i * sx, type), ldx, offset(Y, i * sy, type), ldy, i == 0 ? 0.0f : 1.0f, C,
-           N, stream);
+      gemm(type, tx, ty, M, N, K, 1.0f, offset(X, i * sx, type), ldx, offset(Y, i * sy, type), ldy,
+           i == 0 ? 0.0f : 1.0f, C, N, stream);
     return;
   }
   gemm_strided(type, batch, tx, ty, M, N, K, 1.0f, X, ldx, sx, Y, ldy, sy, 0.0f, C, N, sc, stream);

@@ -24,7 +24,7 @@ void gemm(GemmType type, bool trans_a, bool trans_b, long long M, long long N, l
 
 // For i < batch: C_i = op(X_i) · op(Y_i), X_i = X + i·sx elements etc., every matrix dense. A stride
 // of 0 shares that matrix; sc = 0 means C = Σ_i op(X_i) op(Y_i) (accumulated in batch order).
-void batched_gemm(GemmType type, long long batch, bool tx, bool ty, long long M, long long N, long long K, const void* X,
-                  long long sx, const void* Y, long long sy, void* C, long long sc, CUstream_st* stream);
+void batched_gemm(GemmType type, long long batch, bool tx, bool ty, long long M, long long N, long long K,
+                  const void* X, long long sx, const void* Y, long long sy, void* C, long long sc, CUstream_st* stream);
 
 }  // namespace gattn::cuda

@@ -65,10 +65,12 @@ struct Descriptors {
   }
 };
 
-template <class V> void set_desc(cublasLtMatmulDesc_t op, cublasLtMatmulDescAttributes_t attr, const V& value) {
+template <class V>
+void set_desc(cublasLtMatmulDesc_t op, cublasLtMatmulDescAttributes_t attr, const V& value) {
   GATTN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, attr, &value, sizeof value));
 }
-template <class V> void set_pref(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t attr, const V& value) {
+template <class V>
+void set_pref(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t attr, const V& value) {
   GATTN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p, attr, &value, sizeof value));
 }
 
@@ -96,8 +98,10 @@ bool linear_lt(GemmType type, long long rows, long long out, long long in, const
   const cublasComputeType_t compute =
       type == GemmType::f32 && tf32_enabled() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  if (epi.gelu) epilogue = epi.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
-  else if (epi.bias) epilogue = CUBLASLT_EPILOGUE_BIAS;
+  if (epi.gelu)
+    epilogue = epi.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+  else if (epi.bias)
+    epilogue = CUBLASLT_EPILOGUE_BIAS;
 
   Descriptors desc;
   GATTN_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc.op, compute, CUDA_R_32F));
@@ -118,9 +122,20 @@ bool linear_lt(GemmType type, long long rows, long long out, long long in, const
                                                 static_cast<std::uint64_t>(rows), out));
 
   const std::uint32_t align_w = alignment(w), align_x = alignment(x), align_y = alignment(y);
-  const std::uint32_t align_aux = std::min(epi.bias ? alignment(epi.bias) : 256u, epi.gelu ? alignment(epi.pre_gelu) : 256u);
-  const ProblemKey key{device, static_cast<int>(type), rows, out, in, static_cast<int>(compute), epi.bias != nullptr,
-                       epi.gelu, align_w, align_x, align_y, align_aux};
+  const std::uint32_t align_aux =
+      std::min(epi.bias ? alignment(epi.bias) : 256u, epi.gelu ? alignment(epi.pre_gelu) : 256u);
+  const ProblemKey key{device,
+                       static_cast<int>(type),
+                       rows,
+                       out,
+                       in,
+                       static_cast<int>(compute),
+                       epi.bias != nullptr,
+                       epi.gelu,
+                       align_w,
+                       align_x,
+                       align_y,
+                       align_aux};
   static std::mutex cache_mu;
   static std::map<ProblemKey, CachedAlgo> cache;
   CachedAlgo chosen;
@@ -138,8 +153,8 @@ bool linear_lt(GemmType type, long long rows, long long out, long long in, const
     set_pref(desc.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_y);
     cublasLtMatmulHeuristicResult_t result{};
     int returned = 0;
-    const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt.handle, desc.op, desc.a, desc.b, desc.d, desc.d, desc.pref,
-                                                            1, &result, &returned);
+    const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt.handle, desc.op, desc.a, desc.b, desc.d, desc.d,
+                                                            desc.pref, 1, &result, &returned);
     chosen.found = s == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS;
     if (chosen.found) chosen.algo = result.algo;
     std::lock_guard<std::mutex> lock(cache_mu);

@@ -19,11 +19,12 @@ constexpr int kThreads = 256;
 // kernel<<<grid, block, shared_bytes, stream>>>(args…), written as a call so that the emulation
 // build, whose compiler has no launch syntax, runs the same line through its fiber scheduler.
 template <class... P, class... A>
-inline void launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t stream, A&&... args) {
+inline void launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t stream,
+                   A&&... args) {
 #ifdef GATTN_CUDA_EMULATE
   ::gattn::emu::launch(kernel, grid, block, shared_bytes, stream, std::forward<A>(args)...);
 #else
-  kernel<<<grid, block, shared_bytes, stream>>>(std::forward<A>(args)...);
+  kernel<<<grid, block, shared_bytes, stream> > >(std::forward<A>(args)...);
 #endif
 }
 
@@ -39,16 +40,16 @@ inline unsigned grid_for(long long n, int threads = kThreads) {
 
 // Raises a launch's configuration error (bad grid, too much shared memory) as a CudaError whose
 // call is the kernel's name, with the launching file:line.
-#define GATTN_CUDA_LAUNCH_CHECK(kernel_name)                                                        \
-  do {                                                                                             \
-    const cudaError_t gattn_launch_status_ = cudaGetLastError();                                   \
-    if (gattn_launch_status_ != cudaSuccess)                                                       \
+#define GATTN_CUDA_LAUNCH_CHECK(kernel_name)                                                                    \
+  do {                                                                                                          \
+    const cudaError_t gattn_launch_status_ = cudaGetLastError();                                                \
+    if (gattn_launch_status_ != cudaSuccess)                                                                    \
       ::gattn::cuda::throw_cuda_error(static_cast<int>(gattn_launch_status_), kernel_name, __FILE__, __LINE__); \
   } while (0)
 
 // Grid-stride loop over [0, n).
-#define GATTN_GRID_STRIDE(i, n)                                                                   \
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < (n);      \
+#define GATTN_GRID_STRIDE(i, n)                                                              \
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<long long>(gridDim.x) * blockDim.x)
 
 namespace gattn::cuda {

@@ -42,8 +42,8 @@ __global__ void forward_kernel(const float* x, const float* w, const float* b, f
 }
 
 // dx = rstd · (ĝ − mean(ĝ) − x̂ · mean(ĝ ⊙ x̂)), ĝ = g ⊙ w.
-__global__ void dx_kernel(const float* x, const float* w, const float* mean, const float* rstd, const float* g, float* dx,
-                          long long rows, long long C) {
+__global__ void dx_kernel(const float* x, const float* w, const float* mean, const float* rstd, const float* g,
+                          float* dx, long long rows, long long C) {
   __shared__ float scratch[kMaxRowThreads];
   const float inv_c = 1.0f / static_cast<float>(C);
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -66,8 +66,8 @@ __global__ void dx_kernel(const float* x, const float* w, const float* mean, con
 }
 
 // partial[ch][0][j] = Σ_{r in chunk ch} g·x̂, partial[ch][1][j] = Σ g.
-__global__ void param_partial_kernel(const float* x, const float* mean, const float* rstd, const float* g, float* partial,
-                                     long long rows, long long C, long long chunks) {
+__global__ void param_partial_kernel(const float* x, const float* mean, const float* rstd, const float* g,
+                                     float* partial, long long rows, long long C, long long chunks) {
   GATTN_GRID_STRIDE(k, chunks * C) {
     const long long ch = k / C, j = k % C;
     const long long r0 = ch * rows / chunks, r1 = (ch + 1) * rows / chunks;
@@ -106,7 +106,8 @@ long long param_chunks(long long rows, long long C) {
 void layer_norm_forward_f32(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
                             long long rows, long long C, double eps, CUstream_st* stream) {
   if (rows <= 0 || C <= 0) return;
-  launch(forward_kernel, row_grid(rows), row_threads(C), 0, stream, x, w, b, y, mean, rstd, rows, C, static_cast<float>(eps));
+  launch(forward_kernel, row_grid(rows), row_threads(C), 0, stream, x, w, b, y, mean, rstd, rows, C,
+         static_cast<float>(eps));
   GATTN_CUDA_LAUNCH_CHECK("layer_norm forward_kernel");
 }
 
@@ -127,8 +128,8 @@ void layer_norm_backward_f32(const float* x, const float* w, const float* mean, 
   if (dw || db) {
     const long long chunks = param_chunks(rows, C);
     Scratch partial(static_cast<std::size_t>(2 * chunks * C) * sizeof(float));
-    launch(param_partial_kernel, grid_for(chunks * C), kThreads, 0, stream, x, mean, rstd, g, partial.as<float>(), rows, C,
-           chunks);
+    launch(param_partial_kernel, grid_for(chunks * C), kThreads, 0, stream, x, mean, rstd, g, partial.as<float>(), rows,
+           C, chunks);
     GATTN_CUDA_LAUNCH_CHECK("layer_norm param_partial_kernel");
     launch(param_finish_kernel, grid_for(C), kThreads, 0, stream, partial.as<float>(), dw, db, C, chunks);
     GATTN_CUDA_LAUNCH_CHECK("layer_norm param_finish_kernel");

@@ -18,7 +18,7 @@ namespace gattn::cuda {
 
 namespace {
 
-constexpr long long kMinChunkRows = 64;   // a piece shorter than this is not worth its own partial
+constexpr long long kMinChunkRows = 64;  // a piece shorter than this is not worth its own partial
 constexpr long long kMaxChunks = 1024;
 constexpr long long kTargetWork = 1 << 16;  // aim for at least this many independent partial sums
 
@@ -156,7 +156,8 @@ void gate_moments_f32(const float* g, long long n, double out[4], CUstream_st* s
   launch(gate_moments_kernel, blocks, kThreads, 0, stream, g, n, partial.as<double>());
   GATTN_CUDA_LAUNCH_CHECK("gate_moments_kernel");
   std::vector<double> host(static_cast<std::size_t>(blocks) * 4);
-  GATTN_CUDA_CHECK(cudaMemcpyAsync(host.data(), partial.as<double>(), host.size() * sizeof(double), cudaMemcpyDeviceToHost, stream));
+  GATTN_CUDA_CHECK(
+      cudaMemcpyAsync(host.data(), partial.as<double>(), host.size() * sizeof(double), cudaMemcpyDeviceToHost, stream));
   GATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
   for (unsigned b = 0; b < blocks; ++b)
     for (int k = 0; k < 4; ++k) out[k] += host[b * 4 + static_cast<unsigned>(k)];

@@ -5,10 +5,10 @@
 
 namespace gattn::cuda {
 
-bool compiled_in();              // true when the build compiled the CUDA sources
-std::string toolkit_version();   // "13.0", or "no"
-std::string nccl_version();      // "2.27.7", or "no"
-std::string cublas_version();    // "13.1.0", or "no"
-int device_count();              // 0 when there is no device or no driver
+bool compiled_in();             // true when the build compiled the CUDA sources
+std::string toolkit_version();  // "13.0", or "no"
+std::string nccl_version();     // "2.27.7", or "no"
+std::string cublas_version();   // "13.1.0", or "no"
+int device_count();             // 0 when there is no device or no driver
 
 }  // namespace gattn::cuda

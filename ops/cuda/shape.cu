@@ -29,7 +29,8 @@ __global__ void gather_kernel(const U* in, U* out, StridedIndex p, long long n) 
 // dst[r·dst_row + c] = src[r·src_row + c] for r < rows, c < row: the 2-D copy as a kernel, for rows
 // wider than the copy engine's maximum pitch.
 template <class U>
-__global__ void copy_rows_kernel(const U* src, long long src_row, U* dst, long long dst_row, long long rows, long long row) {
+__global__ void copy_rows_kernel(const U* src, long long src_row, U* dst, long long dst_row, long long rows,
+                                 long long row) {
   GATTN_GRID_STRIDE(i, rows * row) {
     const long long r = i / row, c = i % row;
     dst[r * dst_row + c] = src[r * src_row + c];
@@ -66,18 +67,24 @@ void copy_axis_block(const void* src, long long src_len, long long src_off, void
     GATTN_CUDA_CHECK(cudaMemcpyAsync(d, s, width, cudaMemcpyDeviceToDevice, stream));
     return;
   }
-  const std::size_t dpitch = static_cast<std::size_t>(dst_len * inner) * es, spitch = static_cast<std::size_t>(src_len * inner) * es;
+  const std::size_t dpitch = static_cast<std::size_t>(dst_len * inner) * es,
+                    spitch = static_cast<std::size_t>(src_len * inner) * es;
   if (std::max(dpitch, spitch) > max_copy_pitch()) {
     // Rows past the copy engine's pitch limit (cudaMemcpy2D would fail): the same copy as a kernel.
     const long long src_row = src_len * inner, dst_row = dst_len * inner, row = len * inner;
     switch (elem_size) {
-      case 2: return copy_rows<std::uint16_t>(s, src_row, d, dst_row, outer, row, stream);
-      case 4: return copy_rows<std::uint32_t>(s, src_row, d, dst_row, outer, row, stream);
-      case 8: return copy_rows<std::uint64_t>(s, src_row, d, dst_row, outer, row, stream);
-      default: throw DTypeError("copy_axis_block: unsupported element size " + std::to_string(elem_size));
+      case 2:
+        return copy_rows<std::uint16_t>(s, src_row, d, dst_row, outer, row, stream);
+      case 4:
+        return copy_rows<std::uint32_t>(s, src_row, d, dst_row, outer, row, stream);
+      case 8:
+        return copy_rows<std::uint64_t>(s, src_row, d, dst_row, outer, row, stream);
+      default:
+        throw DTypeError("copy_axis_block: unsupported element size " + std::to_string(elem_size));
     }
   }
-  GATTN_CUDA_CHECK(cudaMemcpy2DAsync(d, dpitch, s, spitch, width, static_cast<std::size_t>(outer), cudaMemcpyDeviceToDevice, stream));
+  GATTN_CUDA_CHECK(cudaMemcpy2DAsync(d, dpitch, s, spitch, width, static_cast<std::size_t>(outer),
+                                     cudaMemcpyDeviceToDevice, stream));
 }
 
 void strided_gather(const void* in, void* out, const StridedIndex& index, long long numel, int elem_size,
@@ -86,17 +93,18 @@ void strided_gather(const void* in, void* out, const StridedIndex& index, long l
   switch (elem_size) {
     case 2:
       launch(gather_kernel<std::uint16_t>, grid_for(numel), kThreads, 0, stream, static_cast<const std::uint16_t*>(in),
-                                                              static_cast<std::uint16_t*>(out), index, numel);
+             static_cast<std::uint16_t*>(out), index, numel);
       break;
     case 4:
       launch(gather_kernel<std::uint32_t>, grid_for(numel), kThreads, 0, stream, static_cast<const std::uint32_t*>(in),
-                                                              static_cast<std::uint32_t*>(out), index, numel);
+             static_cast<std::uint32_t*>(out), index, numel);
       break;
     case 8:
       launch(gather_kernel<std::uint64_t>, grid_for(numel), kThreads, 0, stream, static_cast<const std::uint64_t*>(in),
-                                                              static_cast<std::uint64_t*>(out), index, numel);
+             static_cast<std::uint64_t*>(out), index, numel);
       break;
-    default: throw DTypeError("strided_gather: unsupported element size " + std::to_string(elem_size));
+    default:
+      throw DTypeError("strided_gather: unsupported element size " + std::to_string(elem_size));
   }
   GATTN_CUDA_LAUNCH_CHECK("gather_kernel");
 }

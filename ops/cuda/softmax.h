@@ -10,6 +10,7 @@ namespace gattn::cuda {
 void softmax_forward_f32(const float* x, float* y, long long rows, long long C, CUstream_st* stream);
 void log_softmax_forward_f32(const float* x, float* y, long long rows, long long C, CUstream_st* stream);
 void softmax_backward_f32(const float* y, const float* g, float* dx, long long rows, long long C, CUstream_st* stream);
-void log_softmax_backward_f32(const float* y, const float* g, float* dx, long long rows, long long C, CUstream_st* stream);
+void log_softmax_backward_f32(const float* y, const float* g, float* dx, long long rows, long long C,
+                              CUstream_st* stream);
 
 }  // namespace gattn::cuda

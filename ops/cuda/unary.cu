@@ -70,15 +70,33 @@ __global__ void backward_kernel(const float* g, const float* s, float* dx, long 
 template <class Fn>
 void with_op(UnaryOp op, Fn&& fn) {
   switch (op) {
-    case UnaryOp::exp: fn.template operator()<UnaryOp::exp>(); break;
-    case UnaryOp::log: fn.template operator()<UnaryOp::log>(); break;
-    case UnaryOp::tanh: fn.template operator()<UnaryOp::tanh>(); break;
-    case UnaryOp::sigmoid: fn.template operator()<UnaryOp::sigmoid>(); break;
-    case UnaryOp::log_sigmoid: fn.template operator()<UnaryOp::log_sigmoid>(); break;
-    case UnaryOp::relu: fn.template operator()<UnaryOp::relu>(); break;
-    case UnaryOp::gelu: fn.template operator()<UnaryOp::gelu>(); break;
-    case UnaryOp::square: fn.template operator()<UnaryOp::square>(); break;
-    case UnaryOp::sqrt: fn.template operator()<UnaryOp::sqrt>(); break;
+    case UnaryOp::exp:
+      fn.template operator()<UnaryOp::exp>();
+      break;
+    case UnaryOp::log:
+      fn.template operator()<UnaryOp::log>();
+      break;
+    case UnaryOp::tanh:
+      fn.template operator()<UnaryOp::tanh>();
+      break;
+    case UnaryOp::sigmoid:
+      fn.template operator()<UnaryOp::sigmoid>();
+      break;
+    case UnaryOp::log_sigmoid:
+      fn.template operator()<UnaryOp::log_sigmoid>();
+      break;
+    case UnaryOp::relu:
+      fn.template operator()<UnaryOp::relu>();
+      break;
+    case UnaryOp::gelu:
+      fn.template operator()<UnaryOp::gelu>();
+      break;
+    case UnaryOp::square:
+      fn.template operator()<UnaryOp::square>();
+      break;
+    case UnaryOp::sqrt:
+      fn.template operator()<UnaryOp::sqrt>();
+      break;
   }
 }
 

@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cmath>
-#include <cstdio>
 #include <chrono>
+#include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -23,8 +23,8 @@
 #include "framework/io/run_files.h"
 #include "recipes/ablate/ablation.h"
 #include "recipes/ablate/ablation_summary.h"
-#include "recipes/common/recipe.h"
 #include "recipes/ablate/report.h"
+#include "recipes/common/recipe.h"
 
 extern char** environ;
 
@@ -73,7 +73,8 @@ class ForwardSignals {
   ForwardSignals& operator=(const ForwardSignals&) = delete;
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  struct sigaction old_int_ {
+  }, old_term_{};
 };
 
 // Runs `gattn train` (this same binary) with `args`, stdout and stderr appended to `log`; returns its
@@ -142,7 +143,8 @@ int run_ablate(const AblateArgs& args) {
       dir = ov.substr(eq + 1);
       if (dir.empty()) throw ConfigError("override 'run.dir=': give the ablation's directory");
     } else if (key == "run.name") {
-      throw ConfigError("override '" + ov + "': gattn ablate names each cell's run; use run.dir=DIR for the ablation's directory");
+      throw ConfigError("override '" + ov +
+                        "': gattn ablate names each cell's run; use run.dir=DIR for the ablation's directory");
     } else {
       extra.push_back(ov);
     }
@@ -188,7 +190,8 @@ int run_ablate(const AblateArgs& args) {
   const std::size_t n = plan.size();
   for (std::size_t i = 0; i < n; ++i) {
     const PlannedCell& p = plan[i];
-    const std::string tag = std::string("[").append(std::to_string(i + 1)) + "/" + std::to_string(n) + "] " + p.cell.name;
+    const std::string tag =
+        std::string("[").append(std::to_string(i + 1)) + "/" + std::to_string(n) + "] " + p.cell.name;
     if (run_finished(p.dir, p.max_steps)) {
       std::cout << tag << ": finished, skipped\n" << std::flush;
       continue;
@@ -207,11 +210,13 @@ int run_ablate(const AblateArgs& args) {
     const int rc = run_child(child, log);
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (rc != 0) {
-      std::cerr << "gattn: ablate: cell " << p.cell.name << " failed (gattn train exit " << rc << "); see " << log << "\n";
+      std::cerr << "gattn: ablate: cell " << p.cell.name << " failed (gattn train exit " << rc << "); see " << log
+                << "\n";
       return rc;  // the exit codes of docs/cli.md, or 130/143 after a second signal
     }
     if (!run_finished(p.dir, p.max_steps)) {
-      std::cout << "ablate: stopped during cell " << p.cell.name << " (checkpointed); run the same command again to resume\n";
+      std::cout << "ablate: stopped during cell " << p.cell.name
+                << " (checkpointed); run the same command again to resume\n";
       return 0;
     }
     const RunRecord r = read_run(p.dir);
@@ -239,7 +244,8 @@ int run_ablate(const AblateArgs& args) {
   report.options.title = "gattn ablation: " + args.config;
   report.options.heads = parse_heads("0:0,-1:0");
   write_report(report);
-  std::cout << "\n" << md << "\nsummary: " << (fs::path(dir) / "summary.md").string() << ", "
+  std::cout << "\n"
+            << md << "\nsummary: " << (fs::path(dir) / "summary.md").string() << ", "
             << (fs::path(dir) / "summary.csv").string() << "\nreport: " << report.output << "\n";
   return 0;
 }

@@ -30,7 +30,8 @@ std::string flow(const YAML::Node& n) {
 // name and directory, which ablate sets for each cell.
 void check_key(const std::string& key, const std::string& where, const std::string& what) {
   if (key == "run.dir" || key == "run.name" || key == "run")
-    throw ConfigError(where + ": " + what + " '" + key + "' is set by gattn ablate for each cell (cells/<name>); remove it");
+    throw ConfigError(where + ": " + what + " '" + key +
+                      "' is set by gattn ablate for each cell (cells/<name>); remove it");
   if (config::find_key(key) || config::is_section(key)) return;
   std::string msg = where + ": " + what + " '" + key + "' is not a config key";
   const std::string near = config::closest_key(key);
@@ -41,8 +42,8 @@ void check_key(const std::string& key, const std::string& where, const std::stri
 std::string sanitize(const std::string& text) {
   std::string out;
   for (char c : text) {
-    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                      c == '+' || c == '-';
+    const bool keep =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '+' || c == '-';
     out.push_back(keep ? c : '-');
   }
   // Lists ("[0, 16]") leave runs of '-' at the ends and between items: trim and collapse them.
@@ -91,7 +92,8 @@ AblationSpec parse_ablation(const std::string& yaml_text, const std::string& ori
   for (const auto& item : root) {
     const std::string key = item.first.as<std::string>();
     if (key != "base" && key != "overrides" && key != "grid")
-      throw ConfigError(at(origin, item.first) + ": unknown key '" + key + "' (an ablation file has base, overrides, grid)");
+      throw ConfigError(at(origin, item.first) + ": unknown key '" + key +
+                        "' (an ablation file has base, overrides, grid)");
   }
   const YAML::Node base = root["base"];
   if (!base || !base.IsScalar() || base.Scalar().empty())
@@ -100,7 +102,8 @@ AblationSpec parse_ablation(const std::string& yaml_text, const std::string& ori
 
   const YAML::Node overrides = root["overrides"];
   if (overrides && !overrides.IsNull()) {
-    if (!overrides.IsMap()) throw ConfigError(at(origin, overrides) + ": 'overrides' must map dotted config keys to values");
+    if (!overrides.IsMap())
+      throw ConfigError(at(origin, overrides) + ": 'overrides' must map dotted config keys to values");
     for (const auto& item : overrides) {
       const std::string key = item.first.as<std::string>();
       check_key(key, at(origin, item.first), "override");
@@ -110,7 +113,8 @@ AblationSpec parse_ablation(const std::string& yaml_text, const std::string& ori
 
   const YAML::Node grid = root["grid"];
   if (!grid || grid.IsNull() || (grid.IsMap() && grid.size() == 0))
-    throw ConfigError(origin + ": the grid is empty: give at least one config key with a list of values (e.g. "
+    throw ConfigError(origin +
+                      ": the grid is empty: give at least one config key with a list of values (e.g. "
                       "model.gate.kind: [none, output])");
   if (!grid.IsMap()) throw ConfigError(at(origin, grid) + ": 'grid' must map dotted config keys to lists of values");
   for (const auto& item : grid) {

@@ -39,13 +39,15 @@ bool is_seed(const GridAxis& axis) { return axis.key == "seed"; }
 std::string summary_csv(const std::vector<GridAxis>& grid, const std::vector<CellResult>& cells) {
   std::string out = "cell";
   for (const GridAxis& a : grid) out += std::string(",").append(csv_field(a.key));
-  out += ",val_loss,val_accuracy,gate_mean,gate_frac_lt_0.1,attn_entropy,sink_ratio,tokens_per_s,parameters,steps,elapsed_s\n";
+  out +=
+      ",val_loss,val_accuracy,gate_mean,gate_frac_lt_0.1,attn_entropy,sink_ratio,tokens_per_s,parameters,steps,elapsed_"
+      "s\n";
   for (const CellResult& c : cells) {
     out += csv_field(c.cell.name);
     for (const auto& [key, value] : c.cell.point) out += std::string(",").append(csv_field(value));
     const RunRecord& r = c.run;
-    for (const auto& v : {r.val_loss, r.val_accuracy, r.gate_mean, r.gate_frac_lt_0_1, r.attn_entropy, r.sink_ratio,
-                          r.tokens_per_s})
+    for (const auto& v :
+         {r.val_loss, r.val_accuracy, r.gate_mean, r.gate_frac_lt_0_1, r.attn_entropy, r.sink_ratio, r.tokens_per_s})
       out += std::string(",").append(csv_number(v));
     out.push_back(',');
     if (r.parameters) out += std::to_string(*r.parameters);

@@ -48,7 +48,7 @@ std::vector<std::string> expand_dirs(const std::vector<std::string>& dirs) {
 int run_report(const ReportArgs& args) {
   ReportRequest request;
   request.run_dirs = expand_dirs(args.dirs);
-  request.output = !args.output.empty() ? args.output
+  request.output = !args.output.empty()    ? args.output
                    : args.dirs.size() == 1 ? (fs::path(args.dirs[0]) / "report.html").string()
                                            : std::string("report.html");
   request.options.heads = parse_heads(args.heads);

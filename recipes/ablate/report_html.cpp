@@ -53,15 +53,17 @@ int n_layers(const RunRecord& r) {
 }
 
 std::string summary_table(const std::vector<ReportRun>& runs) {
-  std::string s = "<table><tr><th>run</th><th>steps</th><th>val loss</th><th>val accuracy (%)</th><th>gate mean</th>"
-                  "<th>gate &lt; 0.1</th><th>attn entropy</th><th>sink ratio</th><th>tokens/s</th><th>parameters</th></tr>";
+  std::string s =
+      "<table><tr><th>run</th><th>steps</th><th>val loss</th><th>val accuracy (%)</th><th>gate mean</th>"
+      "<th>gate &lt; 0.1</th><th>attn entropy</th><th>sink ratio</th><th>tokens/s</th><th>parameters</th></tr>";
   for (const ReportRun& run : runs) {
     const RunRecord& r = run.record;
     s += std::string("<tr><td>").append(escape_xml(r.name)) + "</td><td>" + std::to_string(r.last_step) + "</td><td>" +
          opt_text(r.val_loss, 4) + "</td><td>" + opt_text(r.val_accuracy, 1, 100) + "</td><td>" +
          opt_text(r.gate_mean, 3) + "</td><td>" + opt_text(r.gate_frac_lt_0_1, 3) + "</td><td>" +
          opt_text(r.attn_entropy, 3) + "</td><td>" + opt_text(r.sink_ratio, 3) + "</td><td>" +
-         opt_text(r.tokens_per_s, 0) + "</td><td>" + (r.parameters ? std::to_string(*r.parameters) : "–") + "</td></tr>";
+         opt_text(r.tokens_per_s, 0) + "</td><td>" + (r.parameters ? std::to_string(*r.parameters) : "–") +
+         "</td></tr>";
   }
   return s + "</table>";
 }
@@ -105,7 +107,8 @@ std::string gate_over_training(const std::vector<ReportRun>& runs) {
     if (!has_gates(run)) continue;
     std::vector<Series> series;
     for (int l = 0; l < n_layers(run.record); ++l)
-      series.push_back(series_of(std::string("layer ").append(std::to_string(l)), metric_series(run.record, "train", "gate_mean_by_layer", l)));
+      series.push_back(series_of(std::string("layer ").append(std::to_string(l)),
+                                 metric_series(run.record, "train", "gate_mean_by_layer", l)));
     ChartOptions o;
     o.id = std::string("gate-mean-run").append(std::to_string(k));
     o.title = run.record.name + ": gate mean per layer";
@@ -134,7 +137,8 @@ std::string gate_histograms(const std::vector<ReportRun>& runs) {
       if (layer.gate_values.empty()) continue;  // a layer outside model.gate.layers
       ChartOptions o;
       o.id = std::string("gate-hist-run").append(std::to_string(k)) + "-layer" + std::to_string(l);
-      o.title = std::string("layer ").append(std::to_string(l)) + " (" + std::to_string(layer.gate_values.size()) + " values)";
+      o.title = std::string("layer ").append(std::to_string(l)) + " (" + std::to_string(layer.gate_values.size()) +
+                " values)";
       o.x_label = "gate value";
       o.y_label = "fraction";
       o.width = 300;
@@ -184,12 +188,14 @@ std::string sample_section(const std::vector<ReportRun>& runs, const ReportOptio
       s += std::string("<div class=\"sample-gates\" id=\"tokens-run").append(std::to_string(k)) + "\">";
       for (std::size_t l = 0; l < layers.size(); ++l) {
         if (layers[l].gate_by_token.empty()) continue;
-        s += std::string("<div class=\"layer-label\">layer ").append(std::to_string(l)) + "</div><div class=\"tokens\" data-layer=\"" +
-             std::to_string(l) + "\">" + coloured_tokens(run.probe, layers[l].gate_by_token) + "</div>";
+        s += std::string("<div class=\"layer-label\">layer ").append(std::to_string(l)) +
+             "</div><div class=\"tokens\" data-layer=\"" + std::to_string(l) + "\">" +
+             coloured_tokens(run.probe, layers[l].gate_by_token) + "</div>";
       }
       s += "</div>";
     } else {
-      s += "<div class=\"tokens\">" + coloured_tokens(run.probe, {}) + "</div>"
+      s += "<div class=\"tokens\">" + coloured_tokens(run.probe, {}) +
+           "</div>"
            "<p class=\"note\">no gates (kind none): the text uncoloured</p>";
     }
     s += "<div class=\"charts\">";
@@ -205,7 +211,8 @@ std::string sample_section(const std::vector<ReportRun>& runs, const ReportOptio
       std::vector<double> map(layer.attention.begin() + choice.head * T * T,
                               layer.attention.begin() + (choice.head + 1) * T * T);
       ChartOptions o;
-      o.id = std::string("attn-run").append(std::to_string(k)) + "-l" + std::to_string(l) + "-h" + std::to_string(choice.head);
+      o.id = std::string("attn-run").append(std::to_string(k)) + "-l" + std::to_string(l) + "-h" +
+             std::to_string(choice.head);
       o.title = std::string("layer ").append(std::to_string(l)) + ", head " + std::to_string(choice.head);
       o.width = 280;
       o.height = 310;
@@ -250,7 +257,8 @@ std::string report_html(const std::vector<ReportRun>& runs, const ReportOptions&
     any_accuracy = any_accuracy || r.record.val_accuracy.has_value();
     any_gates = any_gates || has_gates(r);
   }
-  std::string s = std::string("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>").append(escape_xml(options.title)) +
+  std::string s = std::string("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>")
+                      .append(escape_xml(options.title)) +
                   "</title><style>" + kStyle + "</style></head><body>\n";
   s += std::string("<h1>").append(escape_xml(options.title)) + "</h1>\n";
   s += std::string("<p class=\"note\">").append(std::to_string(runs.size())) + " run(s): ";
@@ -263,7 +271,8 @@ std::string report_html(const std::vector<ReportRun>& runs, const ReportOptions&
   s += "<section id=\"loss-curves\"><h2>Loss curves</h2><div class=\"charts\">";
   s += curves_chart(runs, "train", "loss", "loss-train", "training loss", "loss");
   s += curves_chart(runs, "val", "loss", "loss-val", "validation loss", "loss");
-  if (any_accuracy) s += curves_chart(runs, "val", "accuracy", "accuracy-val", "validation answer accuracy", "accuracy");
+  if (any_accuracy)
+    s += curves_chart(runs, "val", "accuracy", "accuracy-val", "validation answer accuracy", "accuracy");
   s += "</div></section>\n";
 
   s += "<section id=\"attention-stats\"><h2>Attention entropy and sink ratio</h2>"
@@ -271,7 +280,8 @@ std::string report_html(const std::vector<ReportRun>& runs, const ReportOptions&
        "token 0, both on training batches.</p><div class=\"charts\">";
   s += final_bars(runs, &RunRecord::attn_entropy, "attn-entropy-final", "final attention entropy");
   s += final_bars(runs, &RunRecord::sink_ratio, "sink-ratio-final", "final sink ratio");
-  s += curves_chart(runs, "train", "attn_entropy", "attn-entropy-curves", "attention entropy over training", "entropy (nats)");
+  s += curves_chart(runs, "train", "attn_entropy", "attn-entropy-curves", "attention entropy over training",
+                    "entropy (nats)");
   s += curves_chart(runs, "train", "sink_ratio", "sink-ratio-curves", "sink ratio over training", "sink ratio");
   s += "</div></section>\n";
 

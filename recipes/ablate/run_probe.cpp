@@ -44,7 +44,8 @@ RunProbe probe_run(const std::string& run_dir, std::int64_t windows, std::int64_
     probe.text = vocab.has_value();
     for (double id : ids) {
       const auto t = static_cast<std::int32_t>(id);
-      probe.tokens.push_back(vocab ? show_byte(static_cast<unsigned char>(vocab->decode({t}).at(0))) : std::to_string(t));
+      probe.tokens.push_back(vocab ? show_byte(static_cast<unsigned char>(vocab->decode({t}).at(0)))
+                                   : std::to_string(t));
     }
   } catch (const std::exception& e) {
     probe = RunProbe{};

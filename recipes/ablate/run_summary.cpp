@@ -41,10 +41,12 @@ RunRecord read_run(const std::string& dir) {
   RunRecord run;
   run.dir = dir;
   run.name = fs::path(dir).lexically_normal().filename().string();
-  if (run.name.empty() || run.name == ".") run.name = fs::path(dir).lexically_normal().parent_path().filename().string();
+  if (run.name.empty() || run.name == ".")
+    run.name = fs::path(dir).lexically_normal().parent_path().filename().string();
   const fs::path metrics = fs::path(dir) / "metrics.jsonl";
   if (!fs::is_regular_file(metrics))
-    throw UsageError(dir + " is not a run directory: it has no metrics.jsonl (give directories that gattn train wrote)");
+    throw UsageError(dir +
+                     " is not a run directory: it has no metrics.jsonl (give directories that gattn train wrote)");
   run.metrics = read_metrics(metrics.string());
   const fs::path config = fs::path(dir) / "config.yaml";
   if (fs::is_regular_file(config)) {

@@ -55,8 +55,8 @@ std::string open_svg(const std::string& kind, const ChartOptions& o) {
        "\" height=\"" + std::to_string(o.height) + "\" viewBox=\"0 0 " + std::to_string(o.width) + " " +
        std::to_string(o.height) + "\" font-family=\"sans-serif\" font-size=\"11\">";
   s += std::string("<title>").append(escape_xml(o.title)) + "</title>";
-  s += std::string("<text x=\"").append(std::to_string(o.width / 2)) + "\" y=\"16\" text-anchor=\"middle\" font-size=\"13\">" +
-       escape_xml(o.title) + "</text>";
+  s += std::string("<text x=\"").append(std::to_string(o.width / 2)) +
+       "\" y=\"16\" text-anchor=\"middle\" font-size=\"13\">" + escape_xml(o.title) + "</text>";
   return s;
 }
 
@@ -65,24 +65,25 @@ std::string axes(const Frame& f, const ChartOptions& o, bool x_ticks = true) {
   std::string s;
   for (double t : nice_ticks(f.yr.lo, f.yr.hi)) {
     const double y = f.py(t);
-    s += std::string("<line x1=\"").append(num(f.x0)) + "\" x2=\"" + num(f.x1) + "\" y1=\"" + num(y) + "\" y2=\"" + num(y) +
-         "\" stroke=\"#e3e3e3\"/>";
-    s += std::string("<text x=\"").append(num(f.x0 - 4)) + "\" y=\"" + num(y + 4) + "\" text-anchor=\"end\">" + format_number(t) + "</text>";
+    s += std::string("<line x1=\"").append(num(f.x0)) + "\" x2=\"" + num(f.x1) + "\" y1=\"" + num(y) + "\" y2=\"" +
+         num(y) + "\" stroke=\"#e3e3e3\"/>";
+    s += std::string("<text x=\"").append(num(f.x0 - 4)) + "\" y=\"" + num(y + 4) + "\" text-anchor=\"end\">" +
+         format_number(t) + "</text>";
   }
   if (x_ticks)
     for (double t : nice_ticks(f.xr.lo, f.xr.hi)) {
       const double x = f.px(t);
-      s += std::string("<line x1=\"").append(num(x)) + "\" x2=\"" + num(x) + "\" y1=\"" + num(f.y1) + "\" y2=\"" + num(f.y1 + 4) +
-           "\" stroke=\"#888\"/>";
-      s += std::string("<text x=\"").append(num(x)) + "\" y=\"" + num(f.y1 + 16) + "\" text-anchor=\"middle\">" + format_number(t) +
-           "</text>";
+      s += std::string("<line x1=\"").append(num(x)) + "\" x2=\"" + num(x) + "\" y1=\"" + num(f.y1) + "\" y2=\"" +
+           num(f.y1 + 4) + "\" stroke=\"#888\"/>";
+      s += std::string("<text x=\"").append(num(x)) + "\" y=\"" + num(f.y1 + 16) + "\" text-anchor=\"middle\">" +
+           format_number(t) + "</text>";
     }
-  s += std::string("<rect x=\"").append(num(f.x0)) + "\" y=\"" + num(f.y0) + "\" width=\"" + num(f.x1 - f.x0) + "\" height=\"" +
-       num(f.y1 - f.y0) + "\" fill=\"none\" stroke=\"#888\"/>";
-  s += std::string("<text x=\"").append(num((f.x0 + f.x1) / 2)) + "\" y=\"" + num(f.y1 + 34) + "\" text-anchor=\"middle\">" +
-       escape_xml(o.x_label) + "</text>";
-  s += std::string("<text transform=\"translate(13 ").append(num((f.y0 + f.y1) / 2)) + ") rotate(-90)\" text-anchor=\"middle\">" +
-       escape_xml(o.y_label) + "</text>";
+  s += std::string("<rect x=\"").append(num(f.x0)) + "\" y=\"" + num(f.y0) + "\" width=\"" + num(f.x1 - f.x0) +
+       "\" height=\"" + num(f.y1 - f.y0) + "\" fill=\"none\" stroke=\"#888\"/>";
+  s += std::string("<text x=\"").append(num((f.x0 + f.x1) / 2)) + "\" y=\"" + num(f.y1 + 34) +
+       "\" text-anchor=\"middle\">" + escape_xml(o.x_label) + "</text>";
+  s += std::string("<text transform=\"translate(13 ").append(num((f.y0 + f.y1) / 2)) +
+       ") rotate(-90)\" text-anchor=\"middle\">" + escape_xml(o.y_label) + "</text>";
   return s;
 }
 
@@ -93,12 +94,23 @@ std::string escape_xml(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -156,15 +168,17 @@ std::string line_chart(const std::vector<Series>& series, const ChartOptions& o)
         xr.add(s.x[i]);
         yr.add(s.y[i]);
       }
-  Frame f{kLeft, static_cast<double>(o.width - kLegend), kTop, static_cast<double>(o.height - kBottom), xr.padded(),
-          yr.padded()};
+  Frame f{kLeft,       static_cast<double>(o.width - kLegend),
+          kTop,        static_cast<double>(o.height - kBottom),
+          xr.padded(), yr.padded()};
   std::string s = open_svg("line", o) + axes(f, o);
   for (std::size_t k = 0; k < series.size(); ++k) {
     const Series& se = series[k];
     std::string points;
     auto flush = [&] {
       if (!points.empty())
-        s += std::string("<polyline fill=\"none\" stroke-width=\"1.6\" stroke=\"").append(series_color(k)) + "\" points=\"" + points + "\"/>";
+        s += std::string("<polyline fill=\"none\" stroke-width=\"1.6\" stroke=\"").append(series_color(k)) +
+             "\" points=\"" + points + "\"/>";
       points.clear();
     };
     std::size_t n = 0;
@@ -185,15 +199,15 @@ std::string line_chart(const std::vector<Series>& series, const ChartOptions& o)
                "\" fill=\"" + series_color(k) + "\"/>";
     const double ly = kTop + 6 + 15.0 * static_cast<double>(k);
     if (ly > o.height - 10) continue;  // more series than the legend holds
-    s += std::string("<rect x=\"").append(num(o.width - kLegend + 8)) + "\" y=\"" + num(ly - 8) + "\" width=\"12\" height=\"3\" fill=\"" +
-         series_color(k) + "\"/>";
-    s += std::string("<text x=\"").append(num(o.width - kLegend + 24)) + "\" y=\"" + num(ly - 3) + "\">" + escape_xml(se.label) + "</text>";
+    s += std::string("<rect x=\"").append(num(o.width - kLegend + 8)) + "\" y=\"" + num(ly - 8) +
+         "\" width=\"12\" height=\"3\" fill=\"" + series_color(k) + "\"/>";
+    s += std::string("<text x=\"").append(num(o.width - kLegend + 24)) + "\" y=\"" + num(ly - 3) + "\">" +
+         escape_xml(se.label) + "</text>";
   }
   return s + "</svg>";
 }
 
-std::string histogram_chart(const std::vector<double>& values, double lo, double hi, int bins,
-                            const ChartOptions& o) {
+std::string histogram_chart(const std::vector<double>& values, double lo, double hi, int bins, const ChartOptions& o) {
   std::vector<double> frac(static_cast<std::size_t>(std::max(bins, 1)), 0.0);
   std::size_t n = 0;
   for (double v : values) {
@@ -205,15 +219,15 @@ std::string histogram_chart(const std::vector<double>& values, double lo, double
   }
   double top = 0;
   for (double& c : frac) top = std::max(top, c /= std::max<double>(static_cast<double>(n), 1.0));
-  Frame f{kLeft, static_cast<double>(o.width - 12), kTop, static_cast<double>(o.height - kBottom), Range{lo, hi},
-          Range{0, top > 0 ? top * 1.08 : 1.0}};
+  Frame f{kLeft,         static_cast<double>(o.width - 12),   kTop, static_cast<double>(o.height - kBottom),
+          Range{lo, hi}, Range{0, top > 0 ? top * 1.08 : 1.0}};
   std::string s = open_svg("histogram", o) + axes(f, o);
   const double w = (f.x1 - f.x0) / static_cast<double>(frac.size());
   for (std::size_t b = 0; b < frac.size(); ++b) {
     if (frac[b] <= 0) continue;
     const double y = f.py(frac[b]);
-    s += std::string("<rect class=\"bin\" x=\"").append(num(f.x0 + w * static_cast<double>(b))) + "\" y=\"" + num(y) + "\" width=\"" +
-         num(std::max(w - 1, 0.5)) + "\" height=\"" + num(f.y1 - y) + "\" fill=\"#4878b0\"/>";
+    s += std::string("<rect class=\"bin\" x=\"").append(num(f.x0 + w * static_cast<double>(b))) + "\" y=\"" + num(y) +
+         "\" width=\"" + num(std::max(w - 1, 0.5)) + "\" height=\"" + num(f.y1 - y) + "\" fill=\"#4878b0\"/>";
   }
   return s + "</svg>";
 }
@@ -224,41 +238,46 @@ std::string bar_chart(const std::vector<std::string>& labels, const std::vector<
   yr.add(0);
   for (double v : values) yr.add(v);
   if (!yr.empty() && yr.hi > 0) yr.hi *= 1.1;
-  Frame f{kLeft, static_cast<double>(o.width - 12), kTop, static_cast<double>(o.height - kBottom - 40),
-          Range{0, static_cast<double>(std::max<std::size_t>(labels.size(), 1))}, yr.padded()};
+  Frame f{kLeft,
+          static_cast<double>(o.width - 12),
+          kTop,
+          static_cast<double>(o.height - kBottom - 40),
+          Range{0, static_cast<double>(std::max<std::size_t>(labels.size(), 1))},
+          yr.padded()};
   f.yr.lo = std::min(0.0, yr.lo);
   std::string s = open_svg("bars", o) + axes(f, o, false);
   const double w = (f.x1 - f.x0) / static_cast<double>(std::max<std::size_t>(labels.size(), 1));
   for (std::size_t i = 0; i < labels.size() && i < values.size(); ++i) {
     const double x = f.x0 + w * static_cast<double>(i);
     const double cx = x + w / 2;
-    s += std::string("<text transform=\"translate(").append(num(cx)) + " " + num(f.y1 + 10) + ") rotate(30)\">" + escape_xml(labels[i]) +
-         "</text>";
+    s += std::string("<text transform=\"translate(").append(num(cx)) + " " + num(f.y1 + 10) + ") rotate(30)\">" +
+         escape_xml(labels[i]) + "</text>";
     if (!std::isfinite(values[i])) continue;
     const double y = f.py(values[i]), y0 = f.py(0);
-    s += std::string("<rect class=\"bar\" x=\"").append(num(x + w * 0.15)) + "\" y=\"" + num(std::min(y, y0)) + "\" width=\"" +
-         num(w * 0.7) + "\" height=\"" + num(std::abs(y0 - y)) + "\" fill=\"" + series_color(i) + "\"/>";
-    s += std::string("<text x=\"").append(num(cx)) + "\" y=\"" + num(std::min(y, y0) - 3) + "\" text-anchor=\"middle\" font-size=\"10\">" +
-         format_number(values[i], 3) + "</text>";
+    s += std::string("<rect class=\"bar\" x=\"").append(num(x + w * 0.15)) + "\" y=\"" + num(std::min(y, y0)) +
+         "\" width=\"" + num(w * 0.7) + "\" height=\"" + num(std::abs(y0 - y)) + "\" fill=\"" + series_color(i) +
+         "\"/>";
+    s += std::string("<text x=\"").append(num(cx)) + "\" y=\"" + num(std::min(y, y0) - 3) +
+         "\" text-anchor=\"middle\" font-size=\"10\">" + format_number(values[i], 3) + "</text>";
   }
   return s + "</svg>";
 }
 
-std::string heatmap(const std::vector<double>& values, std::int64_t rows, std::int64_t cols,
-                    const ChartOptions& o) {
+std::string heatmap(const std::vector<double>& values, std::int64_t rows, std::int64_t cols, const ChartOptions& o) {
   // The matrix in its own coordinates (one unit per cell), scaled into the box under the title.
   const double box = std::min(o.width - 8, o.height - kTop - 4);
   const double cell = box / static_cast<double>(std::max<std::int64_t>(std::max(rows, cols), 1));
   std::string s = open_svg("heatmap", o);
-  s += std::string("<g transform=\"translate(4 ").append(num(kTop)) + ") scale(" + num(cell) + ")\" shape-rendering=\"crispEdges\">";
-  s += std::string("<rect x=\"0\" y=\"0\" width=\"").append(std::to_string(cols)) + "\" height=\"" + std::to_string(rows) +
-       "\" fill=\"#ffffff\" stroke=\"#888\" stroke-width=\"" + num(1.0 / cell) + "\"/>";
+  s += std::string("<g transform=\"translate(4 ").append(num(kTop)) + ") scale(" + num(cell) +
+       ")\" shape-rendering=\"crispEdges\">";
+  s += std::string("<rect x=\"0\" y=\"0\" width=\"").append(std::to_string(cols)) + "\" height=\"" +
+       std::to_string(rows) + "\" fill=\"#ffffff\" stroke=\"#888\" stroke-width=\"" + num(1.0 / cell) + "\"/>";
   for (std::int64_t i = 0; i < rows; ++i)
     for (std::int64_t j = 0; j < cols; ++j) {
       const double v = values[static_cast<std::size_t>(i * cols + j)];
       if (!(v > 0)) continue;
-      s += std::string("<rect x=\"").append(std::to_string(j)) + "\" y=\"" + std::to_string(i) + "\" width=\"1\" height=\"1\" fill=\"" +
-           ramp_color(std::sqrt(std::min(v, 1.0))) + "\"/>";
+      s += std::string("<rect x=\"").append(std::to_string(j)) + "\" y=\"" + std::to_string(i) +
+           "\" width=\"1\" height=\"1\" fill=\"" + ramp_color(std::sqrt(std::min(v, 1.0))) + "\"/>";
     }
   return s + "</g></svg>";
 }

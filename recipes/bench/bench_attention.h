@@ -36,9 +36,9 @@ struct AttentionBenchResult {
   // ran on f32 tensors inside an ops::AutocastScope(bf16), the trainer's bf16 path (whether the
   // products then run in bf16 is up to the op honouring the scope).
   std::string precision;
-  double fwd_ms = 0, bwd_ms = 0;           // medians over the timed iterations
+  double fwd_ms = 0, bwd_ms = 0;  // medians over the timed iterations
   double fwd_tflops = 0, fwd_bwd_tflops = 0;
-  std::int64_t peak_bytes = -1;            // the caching allocator's peak during the case; -1 on the CPU
+  std::int64_t peak_bytes = -1;  // the caching allocator's peak during the case; -1 on the CPU
 };
 
 // The FLOP convention of the report (FlashAttention's): forward 4·B·H·T²·d halved for the causal

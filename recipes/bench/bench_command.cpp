@@ -24,7 +24,7 @@ namespace {
 struct BenchAttentionArgs {
   std::string device;  // empty: cuda when available, else cpu
   std::string dtype;   // empty: bf16 on cuda, f32 on cpu
-  std::string kinds;  // empty: every kind bench_kinds() lists
+  std::string kinds;   // empty: every kind bench_kinds() lists
   std::string T = "1024,4096,16384";
   std::string heads_dim = "16x64,8x128";
   std::int64_t tokens = 16384;
@@ -107,13 +107,15 @@ AttentionBenchSettings settings_from(const BenchAttentionArgs& a) {
 // naming the options that make it. Counted: q, k, v, the output gradient and their gradients (8
 // tensors of B·H·T·d) on the CPU; on CUDA the f32 host tensors they are drawn into (2 at a time).
 void check_case_memory(const AttentionBenchCase& c, const BenchAttentionArgs& a, const AttentionBenchSettings& s) {
-  const double elements = static_cast<double>(c.B) * static_cast<double>(c.H) * static_cast<double>(c.T) *
-                          static_cast<double>(c.d);
-  const double bytes = s.device == Device::cpu ? 8.0 * elements * static_cast<double>(dtype_size(s.dtype)) : 2.0 * elements * 4.0;
+  const double elements =
+      static_cast<double>(c.B) * static_cast<double>(c.H) * static_cast<double>(c.T) * static_cast<double>(c.d);
+  const double bytes =
+      s.device == Device::cpu ? 8.0 * elements * static_cast<double>(dtype_size(s.dtype)) : 2.0 * elements * 4.0;
   const std::string shortfall = memory_shortfall(bytes, "the attention inputs and their gradients");
   if (shortfall.empty()) return;
-  throw UsageError("--T " + std::to_string(c.T) + " with --heads-dim " + std::to_string(c.H) + "x" + std::to_string(c.d) +
-                   " and --tokens " + std::to_string(a.tokens) + ": the case B=" + std::to_string(c.B) + " " + shortfall);
+  throw UsageError("--T " + std::to_string(c.T) + " with --heads-dim " + std::to_string(c.H) + "x" +
+                   std::to_string(c.d) + " and --tokens " + std::to_string(a.tokens) +
+                   ": the case B=" + std::to_string(c.B) + " " + shortfall);
 }
 
 std::vector<AttentionBenchCase> cases_from(const BenchAttentionArgs& a, const AttentionBenchSettings& s) {
@@ -137,9 +139,9 @@ std::vector<AttentionBenchCase> cases_from(const BenchAttentionArgs& a, const At
 }
 
 nlohmann::json to_json(const AttentionBenchResult& r, const AttentionBenchSettings& s) {
-  nlohmann::json j = {{"kind", r.shape.kind},   {"B", r.shape.B},
-                      {"T", r.shape.T},         {"H", r.shape.H},
-                      {"d", r.shape.d},         {"dtype", dtype_name(s.dtype)},
+  nlohmann::json j = {{"kind", r.shape.kind},     {"B", r.shape.B},
+                      {"T", r.shape.T},           {"H", r.shape.H},
+                      {"d", r.shape.d},           {"dtype", dtype_name(s.dtype)},
                       {"precision", r.precision}, {"device", device_name(s.device)},
                       {"status", r.status}};
   if (r.status == "ok") {
@@ -155,8 +157,8 @@ nlohmann::json to_json(const AttentionBenchResult& r, const AttentionBenchSettin
 void print_header(const AttentionBenchSettings& s) {
   std::printf("gattn bench attention on %s, %s; medians of %d iterations after %d warm-up\n", device_name(s.device),
               dtype_name(s.dtype), s.iters, s.warmup);
-  std::printf("%-7s %4s %6s %5s  %10s %10s %9s %12s %9s  %s\n", "kind", "B", "T", "HxD", "fwd ms", "bwd ms",
-              "fwd TF/s", "fwd+bwd TF/s", "peak MiB", "status");
+  std::printf("%-7s %4s %6s %5s  %10s %10s %9s %12s %9s  %s\n", "kind", "B", "T", "HxD", "fwd ms", "bwd ms", "fwd TF/s",
+              "fwd+bwd TF/s", "peak MiB", "status");
 }
 
 void print_row(const AttentionBenchResult& r) {
@@ -195,13 +197,15 @@ Action add_bench(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "time gattn's kernels");
   bench->require_subcommand(1);
   auto args = std::make_shared<BenchAttentionArgs>();
-  CLI::App* cmd = bench->add_subcommand(
-      "attention", "time ops::flash_attention forward and backward per gate kind (TFLOP/s: 4·B·H·T²·d/2 forward, 2.5× that backward)");
+  CLI::App* cmd = bench->add_subcommand("attention",
+                                        "time ops::flash_attention forward and backward per gate kind (TFLOP/s: "
+                                        "4·B·H·T²·d/2 forward, 2.5× that backward)");
   cmd->add_option("--device", args->device, "cpu or cuda (default: cuda when a device is usable, else cpu)");
   cmd->add_option("--dtype", args->dtype, "bf16 (CUDA only), f32 or f64 (default: bf16 on cuda, f32 on cpu)");
   cmd->add_option("--kinds", args->kinds, "gate kinds, comma-separated (default: none and every registered kind)");
   cmd->add_option("--T", args->T, "sequence lengths, comma-separated")->capture_default_str();
-  cmd->add_option("--heads-dim", args->heads_dim, "head count x head dim pairs, comma-separated")->capture_default_str();
+  cmd->add_option("--heads-dim", args->heads_dim, "head count x head dim pairs, comma-separated")
+      ->capture_default_str();
   cmd->add_option("--tokens", args->tokens, "tokens per case: batch = max(1, tokens / T)")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed iterations per case")->capture_default_str();
   cmd->add_option("--iters", args->iters, "timed iterations per case (the median is reported)")->capture_default_str();

@@ -2,7 +2,6 @@
 #include "recipes/common/checkpoint_model.h"
 
 #include <filesystem>
-
 #include <optional>
 
 #include "framework/config/errors.h"
@@ -51,13 +50,14 @@ CheckpointModel load_checkpoint_model(const std::string& dir, const std::vector<
     if (Config::from_string(config_it->second, {}, origin).model_config().vocab_size <= 0)
       throw ConfigError(origin + ": model.vocab_size is not set");
   } catch (const Error& e) {  // ConfigError from parsing and validation, ValueError from the model's rules
-    throw CheckpointError(who + ": " + model_path + ": its 'config' metadata is not a valid gattn config (damaged?): " +
-                          e.what());
+    throw CheckpointError(who + ": " + model_path +
+                          ": its 'config' metadata is not a valid gattn config (damaged?): " + e.what());
   }
   CheckpointModel out{model_path, Config::from_string(config_it->second, overrides, origin), nullptr, ""};
   apply_thread_setting(out.config);
   check_model_memory(out.config, ModelUse::inference, Device::cpu);
-  out.model = std::make_unique<models::GPT>(out.config.model_config(), static_cast<std::uint64_t>(out.config.get_int("seed")));
+  out.model =
+      std::make_unique<models::GPT>(out.config.model_config(), static_cast<std::uint64_t>(out.config.get_int("seed")));
   load_module(file, *out.model);
   auto vocab_it = file.metadata.find("vocab");
   if (vocab_it != file.metadata.end()) out.vocab_json = vocab_it->second;

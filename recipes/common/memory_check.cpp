@@ -32,13 +32,18 @@ void check_model_memory(const Config& cfg, ModelUse use, Device device) {
   const double per_param = host_trains ? 16.0 : 4.0;
   std::vector<Term> terms = {
       {per_param * V * C, "the token embedding, model.vocab_size x model.n_embd", {"model.vocab_size", "model.n_embd"}},
-      {per_param * T * C, "the position embedding, model.block_size x model.n_embd", {"model.block_size", "model.n_embd"}},
-      {per_param * L * 12.0 * C * C, "the blocks, model.n_layer x 12 x model.n_embd^2", {"model.n_embd", "model.n_layer"}},
+      {per_param * T * C,
+       "the position embedding, model.block_size x model.n_embd",
+       {"model.block_size", "model.n_embd"}},
+      {per_param * L * 12.0 * C * C,
+       "the blocks, model.n_layer x 12 x model.n_embd^2",
+       {"model.n_embd", "model.n_layer"}},
   };
   if (device == Device::cpu) {
     const double logits = 4.0 * B * T * V * (use == ModelUse::train ? 2.0 : 1.0);  // and their gradient
     const double layers = use == ModelUse::train ? 4.0 * B * T * 8.0 * C * L : 0.0;
-    terms.push_back({logits + layers, "one batch's activations, train.batch_size x model.block_size x (model.vocab_size + ...)",
+    terms.push_back({logits + layers,
+                     "one batch's activations, train.batch_size x model.block_size x (model.vocab_size + ...)",
                      {"train.batch_size", "model.block_size", "model.vocab_size"}});
   }
   double total = 0;

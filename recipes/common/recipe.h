@@ -2,7 +2,6 @@
 // returns the action main() runs when that sub-command was chosen.
 #pragma once
 #include <CLI/CLI.hpp>
-
 #include <functional>
 
 namespace gattn::recipes {

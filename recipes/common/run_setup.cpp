@@ -83,7 +83,8 @@ ops::ComputePrecision resolve_precision(const Config& cfg, Device device) {
   // bf16 is mixed precision on tensor cores; the CPU kernels compute in f32/f64 only, and training
   // silently in fp32 under a bf16 config would mislabel every number the run reports.
   if (device != Device::cuda)
-    throw ConfigError(cfg.where("train.precision") + ": train.precision 'bf16' needs device cuda (the CPU kernels compute "
+    throw ConfigError(cfg.where("train.precision") +
+                      ": train.precision 'bf16' needs device cuda (the CPU kernels compute "
                       "in f32); use fp32 on the CPU");
   return ops::ComputePrecision::bf16;
 }
@@ -190,8 +191,8 @@ std::string format_eval(std::int64_t step, const EvalResult& e) {
     std::snprintf(buf, sizeof buf, "eval at step %lld: val loss %.4f, answer accuracy %.1f%% (%lld answers)",
                   static_cast<long long>(step), e.loss, 100.0 * *e.accuracy, static_cast<long long>(e.tokens));
   else
-    std::snprintf(buf, sizeof buf, "eval at step %lld: val loss %.4f (%lld tokens)", static_cast<long long>(step), e.loss,
-                  static_cast<long long>(e.tokens));
+    std::snprintf(buf, sizeof buf, "eval at step %lld: val loss %.4f (%lld tokens)", static_cast<long long>(step),
+                  e.loss, static_cast<long long>(e.tokens));
   return buf;
 }
 
@@ -209,7 +210,8 @@ CheckpointWritten save_checkpoint_directory(const RunSetup& run, const Optimizer
 
 void publish_checkpoint(const RunSetup& run, std::int64_t step) {
   gattn::publish_checkpoint(run.dir, step);
-  prune_checkpoints(run.dir, step, run.config.get_int("checkpoint.keep_last"), run.config.get_int("checkpoint.keep_every"));
+  prune_checkpoints(run.dir, step, run.config.get_int("checkpoint.keep_last"),
+                    run.config.get_int("checkpoint.keep_every"));
 }
 
 std::string sample_text(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t n) {

@@ -9,8 +9,8 @@
 #include "framework/config/config.h"
 #include "framework/data/dataset.h"
 #include "framework/dist/communicator.h"
-#include "framework/io/run_lock.h"
 #include "framework/io/checkpoint.h"
+#include "framework/io/run_lock.h"
 #include "framework/io/train_state.h"
 #include "framework/optim/adamw.h"
 #include "models/gpt.h"
@@ -23,8 +23,8 @@ struct RunSetup {
   std::string dir;
   std::unique_ptr<Dataset> data;
   std::unique_ptr<models::GPT> model;
-  std::unique_ptr<RunDirectoryLock> lock;  // held from start_run_directory until the run ends
-  Device device = Device::cpu;             // where the model trains (`device`, auto resolved)
+  std::unique_ptr<RunDirectoryLock> lock;                         // held from start_run_directory until the run ends
+  Device device = Device::cpu;                                    // where the model trains (`device`, auto resolved)
   ops::ComputePrecision precision = ops::ComputePrecision::fp32;  // train.precision
 };
 
@@ -56,7 +56,7 @@ DataOptions data_options(const Config& cfg);
 
 struct EvalResult {
   double loss = 0;
-  std::int64_t tokens = 0;  // predicted tokens the loss averages over
+  std::int64_t tokens = 0;         // predicted tokens the loss averages over
   std::optional<double> accuracy;  // synthetic tasks: answer-token accuracy
 };
 

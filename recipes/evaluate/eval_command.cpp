@@ -37,7 +37,9 @@ int run_eval(const EvalArgs& args) {
 Action add_eval(CLI::App& app) {
   auto args = std::make_shared<EvalArgs>();
   CLI::App* cmd = app.add_subcommand("eval", "print a checkpoint's validation loss as one JSON line");
-  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory (holds model.safetensors), or a run directory for its latest checkpoint")->required();
+  cmd->add_option("--checkpoint", args->checkpoint,
+                  "checkpoint directory (holds model.safetensors), or a run directory for its latest checkpoint")
+      ->required();
   cmd->add_option("overrides", args->overrides, "key.path=value overrides (e.g. eval.max_windows=50)");
   return [args] { return run_eval(*args); };
 }

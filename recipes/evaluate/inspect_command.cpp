@@ -44,8 +44,9 @@ std::pair<double, double> moments(const Tensor& t) {
 // The sample the statistics are measured on: the start of the validation split of the run's text
 // when the config names a readable text file and the checkpoint has its vocabulary, else a fixed
 // pseudo-random token sequence (Philox seed 0).
-std::pair<Tensor, std::string> sample_tokens(const nlohmann::json& config, const std::map<std::string, std::string>& meta,
-                                             std::int64_t vocab_size, std::int64_t n) {
+std::pair<Tensor, std::string> sample_tokens(const nlohmann::json& config,
+                                             const std::map<std::string, std::string>& meta, std::int64_t vocab_size,
+                                             std::int64_t n) {
   Tensor idx = Tensor::empty({1, n}, DType::i32);
   auto vocab_it = meta.find("vocab");
   if (vocab_it != meta.end() && config.contains("data") && config["data"].value("kind", "") == "text") {
@@ -57,7 +58,8 @@ std::pair<Tensor, std::string> sample_tokens(const nlohmann::json& config, const
       std::array<int, 256> id{};
       id.fill(-1);
       for (std::size_t t = 0; t < vocab.size(); ++t)
-        if (vocab[t].is_number_integer() && vocab[t].get<int>() >= 0 && vocab[t].get<int>() < 256) id[vocab[t].get<int>()] = static_cast<int>(t);
+        if (vocab[t].is_number_integer() && vocab[t].get<int>() >= 0 && vocab[t].get<int>() < 256)
+          id[vocab[t].get<int>()] = static_cast<int>(t);
       std::size_t start = text.size() * 9 / 10;
       if (text.size() >= start + static_cast<std::size_t>(n)) {
         bool ok = true;
@@ -84,8 +86,8 @@ void print_training_state(const std::filesystem::path& dir) {
     std::cout << "state: (no " << kStateFile << ": a weights-only checkpoint)\n";
   } else {
     const TrainState st = read_train_state(state_path.string());
-    std::cout << "state: step " << st.step << ", world size " << st.world_size << ", trained for "
-              << st.elapsed_s << " s, config hash " << st.config_hash << "\n";
+    std::cout << "state: step " << st.step << ", world size " << st.world_size << ", trained for " << st.elapsed_s
+              << " s, config hash " << st.config_hash << "\n";
     std::cout << "  lr at step " << st.step << ":";
     for (const auto& [group, lr] : st.lr) std::cout << " " << group << " " << lr;
     std::cout << (st.lr.empty() ? " (none)\n" : "\n");
@@ -110,7 +112,8 @@ void print_training_state(const std::filesystem::path& dir) {
     std::map<std::string, std::pair<std::int64_t, std::int64_t>> range;  // group -> (min t, max t)
     for (const auto& [param, t] : steps.items()) {
       if (!t.is_number_integer()) continue;
-      const std::string group = groups.contains(param) && groups[param].is_string() ? groups[param].get<std::string>() : "?";
+      const std::string group =
+          groups.contains(param) && groups[param].is_string() ? groups[param].get<std::string>() : "?";
       auto [it, fresh] = range.try_emplace(group, t.get<std::int64_t>(), t.get<std::int64_t>());
       it->second.first = std::min(it->second.first, t.get<std::int64_t>());
       it->second.second = std::max(it->second.second, t.get<std::int64_t>());
@@ -127,7 +130,8 @@ void print_training_state(const std::filesystem::path& dir) {
 int run_inspect(const InspectArgs& args) {
   namespace fs = std::filesystem;
   if (args.sample_tokens < 0)
-    throw ValueError("--sample-tokens must be >= 0 (0: the model's block size), got " + std::to_string(args.sample_tokens));
+    throw ValueError("--sample-tokens must be >= 0 (0: the model's block size), got " +
+                     std::to_string(args.sample_tokens));
   fs::path model_path = fs::path(args.checkpoint) / "model.safetensors";
   if (!fs::exists(model_path)) throw CheckpointError("inspect: " + model_path.string() + " does not exist");
   SafetensorsFile file = load_safetensors(model_path.string());
@@ -143,8 +147,8 @@ int run_inspect(const InspectArgs& args) {
   std::cout << "tensors: " << file.tensors.size() << " (" << total << " values)\n";
   for (const auto& [name, t] : file.tensors) {
     auto [m, s] = moments(t);
-    std::cout << "  " << std::left << std::setw(36) << name << " " << std::setw(16) << t.str() << " mean " << std::setw(11)
-              << m << " std " << s << "\n";
+    std::cout << "  " << std::left << std::setw(36) << name << " " << std::setw(16) << t.str() << " mean "
+              << std::setw(11) << m << " std " << s << "\n";
   }
   print_training_state(args.checkpoint);
 
@@ -155,7 +159,8 @@ int run_inspect(const InspectArgs& args) {
   }
   nlohmann::json config = nlohmann::json::parse(config_it->second, nullptr, false);
   if (config.is_discarded() || !config.is_object() || !config.contains("model"))
-    throw CheckpointError("inspect: " + model_path.string() + ": metadata 'config' is not a JSON object with a 'model' key");
+    throw CheckpointError("inspect: " + model_path.string() +
+                          ": metadata 'config' is not a JSON object with a 'model' key");
   std::cout << "config: " << config.dump() << "\n";
 
   // The config comes from the file: one that does not describe a model is damage (exit 3).
@@ -163,8 +168,8 @@ int run_inspect(const InspectArgs& args) {
   try {
     built.emplace(models::model_config_from_json(config["model"]), 0);
   } catch (const Error& e) {
-    throw CheckpointError("inspect: " + model_path.string() + ": metadata 'config' does not describe a model: " +
-                          e.what());
+    throw CheckpointError("inspect: " + model_path.string() +
+                          ": metadata 'config' does not describe a model: " + e.what());
   }
   models::GPT& model = *built;
   const models::ModelConfig& mc = model.config();
@@ -185,8 +190,10 @@ int run_inspect(const InspectArgs& args) {
       std::cout << "  " << std::setw(9) << s.gate.mean() << "  " << std::setw(8) << s.gate.std() << "  " << std::setw(8)
                 << s.gate.frac_below_0_1() << "  " << std::setw(8) << s.gate.frac_above_0_9();
     else
-      std::cout << "  " << std::setw(9) << "-" << "  " << std::setw(8) << "-" << "  " << std::setw(8) << "-" << "  "
-                << std::setw(8) << "-";
+      std::cout << "  " << std::setw(9) << "-"
+                << "  " << std::setw(8) << "-"
+                << "  " << std::setw(8) << "-"
+                << "  " << std::setw(8) << "-";
     std::cout << "  " << std::setw(12) << s.attn_entropy() << "  " << std::setw(10) << s.sink_ratio() << "\n";
     std::cout << std::defaultfloat << std::setprecision(6);
   }

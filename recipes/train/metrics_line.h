@@ -14,7 +14,7 @@ namespace gattn::recipes {
 struct TrainLine {
   std::int64_t step = 0;  // optimizer steps done
   double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, elapsed_s = 0;
-  std::vector<models::LayerStats> stats;        // empty when not collected
+  std::vector<models::LayerStats> stats;       // empty when not collected
   std::map<std::string, double> regularizers;  // name -> mean over the step's micro-batches
 };
 

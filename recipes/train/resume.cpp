@@ -42,8 +42,9 @@ CheckpointFiles newest_complete_checkpoint(const std::string& run_dir, const std
 
 // A shell word for `s`: as is when it is plain, else single-quoted.
 std::string shell_quote(const std::string& s) {
-  const bool plain = !s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                       "0123456789_./=:,+-@%") == std::string::npos;
+  const bool plain = !s.empty() && s.find_first_not_of(
+                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                       "0123456789_./=:,+-@%") == std::string::npos;
   if (plain) return s;
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);

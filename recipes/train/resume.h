@@ -14,9 +14,9 @@
 namespace gattn::recipes {
 
 struct Resumed {
-  std::string dir;                      // the checkpoint directory
-  std::string note;                     // a line to print about how it was found ("" when by `latest` or by name)
-  TrainState state;                     // its state.json (step, generators, counters)
+  std::string dir;                          // the checkpoint directory
+  std::string note;                         // a line to print about how it was found ("" when by `latest` or by name)
+  TrainState state;                         // its state.json (step, generators, counters)
   std::vector<std::string> config_changes;  // "train.max_steps: 20 -> 40", keys allowed to change
 };
 

@@ -28,8 +28,8 @@ Action add_train(CLI::App& app) {
   cmd->add_option("--config", args->config, "YAML config file")->required();
   cmd->add_option("overrides", args->overrides, "key.path=value overrides (value parsed as YAML)");
   cmd->add_option("--resume", args->resume,
-                   "continue from a checkpoint: 'auto' (the run directory's latest; the newest complete one when "
-                   "`latest` is lost; a fresh start when it has none) or a checkpoint directory");
+                  "continue from a checkpoint: 'auto' (the run directory's latest; the newest complete one when "
+                  "`latest` is lost; a fresh start when it has none) or a checkpoint directory");
   cmd->add_option("--stop-after", args->stop_after,
                   "stop as if interrupted once this many optimizer steps are done: checkpoint, exit 0")
       ->check([](const std::string& v) {

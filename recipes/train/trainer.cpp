@@ -21,9 +21,9 @@
 #include "models/layer_stats_io.h"
 #include "ops/autocast.h"
 #include "ops/elementwise.h"
+#include "recipes/common/stop_signal.h"
 #include "recipes/train/batch_upload.h"
 #include "recipes/train/fault_injection.h"
-#include "recipes/common/stop_signal.h"
 #include "recipes/train/metrics_line.h"
 
 namespace gattn::recipes {
@@ -217,12 +217,15 @@ void Trainer::announce() {
     say(msg);
     if (resumed_->state.world_size != world_) {
       std::string w = "  the checkpoint was written by ";
-      w.append(std::to_string(resumed_->state.world_size)).append(" rank(s); continuing on ").append(std::to_string(world_));
+      w.append(std::to_string(resumed_->state.world_size))
+          .append(" rank(s); continuing on ")
+          .append(std::to_string(world_));
       say(w + (zero == 1 ? " (optimizer state re-sharded)" : ""));
     }
     for (const std::string& change : resumed_->config_changes) say("  config changed: " + change);
   } else if (!args_.resume.empty()) {
-    say("--resume auto: no checkpoint in " + (fs::path(run_.dir) / "checkpoints").string() + " yet; starting from step 0");
+    say("--resume auto: no checkpoint in " + (fs::path(run_.dir) / "checkpoints").string() +
+        " yet; starting from step 0");
   }
 }
 
@@ -270,14 +273,15 @@ void Trainer::reduce_across_ranks(StepResult& r) {
   // the map's order.
   std::vector<double> values{r.loss_sum};
   for (const auto& [name, sum] : r.regularizers) values.push_back(sum);
-  const std::vector<double> sums = comm_.all_reduce_host(values, dist::ReduceOp::sum, "all-reduce of the step's losses");
+  const std::vector<double> sums =
+      comm_.all_reduce_host(values, dist::ReduceOp::sum, "all-reduce of the step's losses");
   r.loss_sum = sums[0] / world_;
   std::size_t at = 1;
   for (auto& [name, sum] : r.regularizers) sum = sums[at++] / world_;
   if (!r.stats.empty())
-    models::unflatten_stats(comm_.all_reduce_host(models::flatten_stats(r.stats), dist::ReduceOp::sum,
-                                                  "all-reduce of the gate statistics"),
-                            r.stats);
+    models::unflatten_stats(
+        comm_.all_reduce_host(models::flatten_stats(r.stats), dist::ReduceOp::sum, "all-reduce of the gate statistics"),
+        r.stats);
 }
 
 bool Trainer::update_or_skip(std::int64_t step, double loss, double grad_norm) {
@@ -369,8 +373,8 @@ int Trainer::agreed_stop_signal() {
   // which any of them has seen one.
   const int signo = StopSignals::received();
   if (world_ == 1) return signo;
-  return static_cast<int>(comm_.all_reduce_host({static_cast<double>(signo)}, dist::ReduceOp::max,
-                                                "all-reduce of the stop signal")[0]);
+  return static_cast<int>(
+      comm_.all_reduce_host({static_cast<double>(signo)}, dist::ReduceOp::max, "all-reduce of the stop signal")[0]);
 }
 
 // ---------------------------------------------------------------- the end
@@ -378,7 +382,8 @@ int Trainer::agreed_stop_signal() {
 int Trainer::stop_early(std::int64_t done, int signo) {
   progress_->finish();
   std::string how;  // a multi-rank run resumes under a launcher, on this or any other world size
-  if (world_ > 1) how.append(" (on any number of ranks, e.g. scripts/launch.sh -n ").append(std::to_string(world_)).append(")");
+  if (world_ > 1)
+    how.append(" (on any number of ranks, e.g. scripts/launch.sh -n ").append(std::to_string(world_)).append(")");
   if (lead_)
     std::cout << "stopped at step " << done << " of " << max_steps_ << " ("
               << (signo != 0 ? signal_name(signo) : std::string("--stop-after")) << "); resume with" << how << ":\n  "

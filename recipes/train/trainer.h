@@ -25,10 +25,10 @@
 #include "framework/runtime/progress.h"
 #include "framework/tensor/random.h"
 #include "models/attention.h"
-#include "recipes/train/resume.h"
 #include "recipes/common/run_setup.h"
 #include "recipes/train/checkpoint_policy.h"
 #include "recipes/train/nan_guard.h"
+#include "recipes/train/resume.h"
 
 namespace gattn::recipes {
 

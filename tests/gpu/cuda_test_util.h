@@ -17,10 +17,10 @@
 #include "test_util.h"
 
 // Skips the test, saying why, in a CPU-only build or on a machine without a GPU.
-#define GATTN_REQUIRE_DEVICE()                                                 \
-  do {                                                                         \
-    if (!::gattn::cuda::compiled_in()) GTEST_SKIP() << "built without CUDA";   \
-    if (!::gattn::cuda::available()) GTEST_SKIP() << "no CUDA device";         \
+#define GATTN_REQUIRE_DEVICE()                                               \
+  do {                                                                       \
+    if (!::gattn::cuda::compiled_in()) GTEST_SKIP() << "built without CUDA"; \
+    if (!::gattn::cuda::available()) GTEST_SKIP() << "no CUDA device";       \
   } while (0)
 
 namespace gattn::test {
@@ -50,7 +50,8 @@ inline ::testing::AssertionResult cuda_matches_cpu(const std::function<Tensor(co
   }
   Tensor y_cpu = f(cpu_in), y_gpu = f(gpu_in);
   if (y_gpu.device() != Device::cuda) return ::testing::AssertionFailure() << "the CUDA graph's output is on the CPU";
-  if (auto r = all_close(y_gpu, y_cpu, out_tol.atol, out_tol.rtol); !r) return ::testing::AssertionFailure() << "output: " << r.message();
+  if (auto r = all_close(y_gpu, y_cpu, out_tol.atol, out_tol.rtol); !r)
+    return ::testing::AssertionFailure() << "output: " << r.message();
   Tensor go = rand(y_cpu.shape(), grad_seed, -1.0, 1.0, DType::f32);
   y_cpu.backward(go);
   y_gpu.backward(go.to(Device::cuda));
@@ -64,7 +65,8 @@ inline ::testing::AssertionResult cuda_matches_cpu(const std::function<Tensor(co
       const Tensor& g = gc.defined() ? gc : gg;
       for (double x : g.to_vector())
         if (x != 0.0)
-          return ::testing::AssertionFailure() << "input " << i << ": gradient defined on one device only, and not zero";
+          return ::testing::AssertionFailure()
+                 << "input " << i << ": gradient defined on one device only, and not zero";
       continue;
     }
     if (gg.device() != Device::cuda) return ::testing::AssertionFailure() << "input " << i << ": gradient left the GPU";

@@ -90,8 +90,8 @@ TEST(CudaAttention, OutputsAndGradientsMatchTheCpuKernel) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.name);
     const std::vector<Tensor> in = case_inputs(c, seed += 10);
-    EXPECT_TRUE(cuda_matches_cpu([&](const std::vector<Tensor>& x) { return run_case(c, x, 0); }, in, Tolerance{2e-5, 1e-5},
-                                 Tolerance{5e-5, 1e-4}));
+    EXPECT_TRUE(cuda_matches_cpu([&](const std::vector<Tensor>& x) { return run_case(c, x, 0); }, in,
+                                 Tolerance{2e-5, 1e-5}, Tolerance{5e-5, 1e-4}));
   }
 }
 
@@ -102,8 +102,8 @@ TEST(CudaAttention, RowEntropyAndItsGradientsMatchTheCpuKernel) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.name);
     const std::vector<Tensor> in = case_inputs(c, seed += 10);
-    EXPECT_TRUE(cuda_matches_cpu([&](const std::vector<Tensor>& x) { return run_case(c, x, 1); }, in, Tolerance{5e-5, 1e-4},
-                                 Tolerance{2e-4, 1e-3}));
+    EXPECT_TRUE(cuda_matches_cpu([&](const std::vector<Tensor>& x) { return run_case(c, x, 1); }, in,
+                                 Tolerance{5e-5, 1e-4}, Tolerance{2e-4, 1e-3}));
   }
 }
 

@@ -142,7 +142,8 @@ double max_abs(const Tensor& t) {
                                  const std::string& what, double scale = -1) {
   if (got.defined() != want.defined()) return ::testing::AssertionFailure() << what << ": defined on one side only";
   if (!want.defined()) return ::testing::AssertionSuccess();
-  if (got.shape() != want.shape()) return ::testing::AssertionFailure() << what << ": shape " << got.str() << " vs " << want.str();
+  if (got.shape() != want.shape())
+    return ::testing::AssertionFailure() << what << ": shape " << got.str() << " vs " << want.str();
   const std::vector<double> g = got.to_vector(), w = want.to_vector();
   const double bound = atol + rel * (scale >= 0 ? scale : max_abs(want));
   double worst = 0;
@@ -155,8 +156,8 @@ double max_abs(const Tensor& t) {
     }
   }
   if (worst <= bound) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << what << ": max |diff| " << worst << " at " << at << " (got " << g[at] << ", want "
-                                       << w[at] << ") exceeds " << bound;
+  return ::testing::AssertionFailure() << what << ": max |diff| " << worst << " at " << at << " (got " << g[at]
+                                       << ", want " << w[at] << ") exceeds " << bound;
 }
 
 // Gradient i of `got` against `want` with the bound above. d_row_bias (i = 3) is a row sum of dS,
@@ -279,7 +280,8 @@ TEST(CudaFlashAttention, RowEntropyOutputAndItsGradientsMatchTheCpuOp) {
           options.window = c.window;
           options.entropy_output = true;
           const ops::AttentionResult r = ops::flash_attention(x.q, x.k, x.v, terms, options);
-          const Tensor loss = ops::sum(r.out * g_out.to(dtype).to(device)) + ops::sum(r.row_entropy * g_ent.to(dtype).to(device));
+          const Tensor loss =
+              ops::sum(r.out * g_out.to(dtype).to(device)) + ops::sum(r.row_entropy * g_ent.to(dtype).to(device));
           loss.backward();
           std::vector<Tensor> grads;
           for (Tensor* t : x.all()) grads.push_back(t->defined() ? t->grad() : Tensor());

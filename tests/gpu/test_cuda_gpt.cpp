@@ -57,12 +57,14 @@ TEST(CudaGpt, LossRegularisersAndGradientsMatchTheCpuForEveryGateKind) {
     EXPECT_TRUE(close(rg.loss.item(), rc.loss.item(), 1e-5, "loss"));
     Tensor total_c = rc.loss, total_g = rg.loss;
     if (rc.regularizer("gate_entropy").defined()) {
-      EXPECT_TRUE(close(rg.regularizer("gate_entropy").item(), rc.regularizer("gate_entropy").item(), 1e-4, "gate entropy"));
+      EXPECT_TRUE(
+          close(rg.regularizer("gate_entropy").item(), rc.regularizer("gate_entropy").item(), 1e-4, "gate entropy"));
       total_c = total_c + rc.regularizer("gate_entropy") * 0.1;
       total_g = total_g + rg.regularizer("gate_entropy") * 0.1;
     }
     if (rc.regularizer("attn_entropy").defined()) {
-      EXPECT_TRUE(close(rg.regularizer("attn_entropy").item(), rc.regularizer("attn_entropy").item(), 1e-4, "attention entropy"));
+      EXPECT_TRUE(close(rg.regularizer("attn_entropy").item(), rc.regularizer("attn_entropy").item(), 1e-4,
+                        "attention entropy"));
       total_c = total_c + rc.regularizer("attn_entropy") * 0.1;
       total_g = total_g + rg.regularizer("attn_entropy") * 0.1;
     }

@@ -22,11 +22,18 @@ struct MatmulCase {
   bool ta, tb;
 };
 
-const std::vector<MatmulCase> kCases = {
-    {{1, 1}, {1, 1}, false, false},        {{7, 33}, {33, 5}, false, false},       {{33, 7}, {33, 5}, true, false},
-    {{7, 33}, {5, 33}, false, true},        {{33, 7}, {5, 33}, true, true},         {{3, 17, 65}, {65, 9}, false, false},
-    {{3, 65, 17}, {9, 65}, true, true},     {{4, 17, 33}, {4, 33, 19}, false, false}, {{4, 33, 17}, {4, 19, 33}, true, true},
-    {{2, 3, 31, 16}, {2, 3, 31, 16}, false, true}, {{2, 3, 31, 16}, {2, 3, 31, 16}, true, false}, {{129, 257}, {257, 65}, false, false}};
+const std::vector<MatmulCase> kCases = {{{1, 1}, {1, 1}, false, false},
+                                        {{7, 33}, {33, 5}, false, false},
+                                        {{33, 7}, {33, 5}, true, false},
+                                        {{7, 33}, {5, 33}, false, true},
+                                        {{33, 7}, {5, 33}, true, true},
+                                        {{3, 17, 65}, {65, 9}, false, false},
+                                        {{3, 65, 17}, {9, 65}, true, true},
+                                        {{4, 17, 33}, {4, 33, 19}, false, false},
+                                        {{4, 33, 17}, {4, 19, 33}, true, true},
+                                        {{2, 3, 31, 16}, {2, 3, 31, 16}, false, true},
+                                        {{2, 3, 31, 16}, {2, 3, 31, 16}, true, false},
+                                        {{129, 257}, {257, 65}, false, false}};
 
 TEST(CudaMatmul, MatchesCpuWithExactF32) {
   GATTN_REQUIRE_DEVICE();
@@ -56,7 +63,8 @@ TEST(CudaMatmul, Bf16OperandsAccumulateInF32) {
   // bf16 inputs carry 8 mantissa bits (relative rounding 2^-9 each); the products are summed in f32.
   // Compared with the f32 product of the same (rounded) values, only the output's bf16 rounding
   // remains: |err| ≤ 2^-8 relative, plus a small absolute floor for results near 0.
-  const Tensor a = frand({33, 200}, 92).to(DType::bf16).to(DType::f32), b = frand({200, 17}, 93).to(DType::bf16).to(DType::f32);
+  const Tensor a = frand({33, 200}, 92).to(DType::bf16).to(DType::f32),
+               b = frand({200, 17}, 93).to(DType::bf16).to(DType::f32);
   const Tensor got = ops::matmul(a.to(DType::bf16).to(Device::cuda), b.to(DType::bf16).to(Device::cuda));
   EXPECT_EQ(got.dtype(), DType::bf16);
   EXPECT_TRUE(test::all_close(got.to(Device::cpu).to(DType::f32), ops::matmul(a, b), 1e-2, 4e-3));
@@ -65,14 +73,15 @@ TEST(CudaMatmul, Bf16OperandsAccumulateInF32) {
 TEST(CudaMatmul, LinearMatchesCpuWithAndWithoutBias) {
   GATTN_REQUIRE_DEVICE();
   ExactF32 exact;
-  for (const auto& [xs, out_f] : std::vector<std::pair<Shape, std::int64_t>>{{{1, 1}, 1}, {{7, 33}, 5}, {{2, 9, 65}, 130}, {{4097, 16}, 3}}) {
+  for (const auto& [xs, out_f] :
+       std::vector<std::pair<Shape, std::int64_t>>{{{1, 1}, 1}, {{7, 33}, 5}, {{2, 9, 65}, 130}, {{4097, 16}, 3}}) {
     const std::int64_t in_f = xs.back();
     const Tensor x = frand(xs, 94), w = frand({out_f, in_f}, 95), b = frand({out_f}, 96);
-    EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::linear(in[0], in[1], in[2]); }, {x, w, b}, {1e-5, 1e-5},
-                                 {2e-5, 1e-5}))
+    EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::linear(in[0], in[1], in[2]); }, {x, w, b},
+                                 {1e-5, 1e-5}, {2e-5, 1e-5}))
         << shape_str(xs) << " -> " << out_f;
-    EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::linear(in[0], in[1]); }, {x, w}, {1e-5, 1e-5},
-                                 {2e-5, 1e-5}))
+    EXPECT_TRUE(
+        cuda_matches_cpu([](const auto& in) { return ops::linear(in[0], in[1]); }, {x, w}, {1e-5, 1e-5}, {2e-5, 1e-5}))
         << shape_str(xs) << " -> " << out_f << " without bias";
   }
 }
@@ -84,7 +93,8 @@ TEST(CudaMatmul, LinearMatchesCpuWithAndWithoutBias) {
 TEST(CudaMatmul, LinearGeluMatchesTheCpuComposition) {
   GATTN_REQUIRE_DEVICE();
   ExactF32 exact;
-  for (const auto& [xs, out_f] : std::vector<std::pair<Shape, std::int64_t>>{{{7, 33}, 5}, {{2, 9, 64}, 256}, {{2, 9, 65}, 130}, {{300, 48}, 3072}}) {
+  for (const auto& [xs, out_f] : std::vector<std::pair<Shape, std::int64_t>>{
+           {{7, 33}, 5}, {{2, 9, 64}, 256}, {{2, 9, 65}, 130}, {{300, 48}, 3072}}) {
     const std::int64_t in_f = xs.back();
     const Tensor x = frand(xs, 97, -2, 2), w = frand({out_f, in_f}, 98), b = frand({out_f}, 99);
     // cuBLASLt's GELU epilogue is the tanh form, and the hardware may evaluate tanh with
@@ -99,8 +109,8 @@ TEST(CudaMatmul, LinearGeluMatchesTheCpuComposition) {
     EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::linear_gelu(in[0], in[1], in[2]); }, {x, w, b},
                                  out_tol(b), {2e-5, 1e-5}))
         << shape_str(xs) << " -> " << out_f;
-    EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::linear_gelu(in[0], in[1]); }, {x, w}, out_tol(Tensor()),
-                                 {2e-5, 1e-5}))
+    EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::linear_gelu(in[0], in[1]); }, {x, w},
+                                 out_tol(Tensor()), {2e-5, 1e-5}))
         << shape_str(xs) << " -> " << out_f << " without bias";
   }
 }

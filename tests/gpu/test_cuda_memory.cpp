@@ -26,10 +26,10 @@
 namespace gattn {
 namespace {
 
-#define GATTN_REQUIRE_DEVICE()                                                 \
-  do {                                                                         \
-    if (!cuda::compiled_in()) GTEST_SKIP() << "built without CUDA";            \
-    if (!cuda::available()) GTEST_SKIP() << "no CUDA device";                  \
+#define GATTN_REQUIRE_DEVICE()                                      \
+  do {                                                              \
+    if (!cuda::compiled_in()) GTEST_SKIP() << "built without CUDA"; \
+    if (!cuda::available()) GTEST_SKIP() << "no CUDA device";       \
   } while (0)
 
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
@@ -79,7 +79,7 @@ TEST(CudaMemory, FactoriesAndConversionsWorkOnDeviceTensors) {
   EXPECT_EQ(as_f64.device(), Device::cuda);
   EXPECT_EQ(as_f64.to_vector(), (std::vector<double>{1, 2, 3}));
   EXPECT_EQ(d.alias_rows(1, 3).to_vector(), (std::vector<double>{2, 3}));  // views keep their offset
-  EXPECT_THROW(d.data<float>(), DeviceError);                               // no host access by pointer
+  EXPECT_THROW(d.data<float>(), DeviceError);                              // no host access by pointer
 }
 
 #ifdef GATTN_WITH_CUDA

@@ -27,8 +27,15 @@ TEST(CudaMixedPrecision, DeviceConversionRoundsLikeTheHost) {
   GATTN_REQUIRE_DEVICE();
   Tensor x = frand({1000}, 3, -50.0, 50.0);
   // Ties, tiny and huge values, infinities and NaN.
-  const float specials[] = {1.0f + 1.0f / 256, 1.0f + 3.0f / 256, 1e-40f, -3e38f, std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 0.0f, -0.0f};
+  const float specials[] = {1.0f + 1.0f / 256,
+                            1.0f + 3.0f / 256,
+                            1e-40f,
+                            -3e38f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            0.0f,
+                            -0.0f};
   for (std::size_t i = 0; i < std::size(specials); ++i) x.data<float>()[i] = specials[i];
   const Tensor gpu = x.to(Device::cuda);
   EXPECT_TRUE(test::same_bits(gpu.to(DType::bf16), x.to(DType::bf16)));
@@ -45,7 +52,8 @@ TEST(CudaMixedPrecision, DeviceConversionRoundsLikeTheHost) {
 TEST(CudaMixedPrecision, LinearUnderAutocastIsTheProductOfBf16Operands) {
   GATTN_REQUIRE_DEVICE();
   const Tensor x = frand({5, 37, 70}, 11), w = frand({29, 70}, 12), b = frand({29}, 13), g = frand({5, 37, 29}, 14);
-  Tensor xg = x.to(Device::cuda).detach().set_requires_grad(true), wg = w.to(Device::cuda).detach().set_requires_grad(true);
+  Tensor xg = x.to(Device::cuda).detach().set_requires_grad(true),
+         wg = w.to(Device::cuda).detach().set_requires_grad(true);
   Tensor bg = b.to(Device::cuda).detach().set_requires_grad(true);
   Tensor y;
   {
@@ -75,7 +83,8 @@ TEST(CudaMixedPrecision, LinearUnderAutocastIsTheProductOfBf16Operands) {
 TEST(CudaMixedPrecision, BatchedMatmulUnderAutocastIsTheProductOfBf16Operands) {
   GATTN_REQUIRE_DEVICE();
   const Tensor a = frand({3, 40, 17}, 21), bm = frand({3, 9, 40}, 22), g = frand({3, 17, 9}, 23);
-  Tensor ag = a.to(Device::cuda).detach().set_requires_grad(true), bg = bm.to(Device::cuda).detach().set_requires_grad(true);
+  Tensor ag = a.to(Device::cuda).detach().set_requires_grad(true),
+         bg = bm.to(Device::cuda).detach().set_requires_grad(true);
   Tensor y;
   {
     ops::AutocastScope bf16(ops::ComputePrecision::bf16);

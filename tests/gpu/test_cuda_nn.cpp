@@ -49,9 +49,11 @@ TEST(CudaNn, LayerNormMatchesCpuWithAndWithoutAffine) {
     const Tensor x = frand(s, 62, -3.0, 3.0), w = frand({C}, 63, 0.5, 1.5), b = frand({C}, 64);
     // dx has cancellations (ĝ − mean ĝ − …): an absolute floor as well as the relative bound.
     const test::Tolerance tol{2e-5, 1e-5};
-    EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::layer_norm(in[0], in[1], in[2]); }, {x, w, b}, tol, tol))
+    EXPECT_TRUE(
+        cuda_matches_cpu([](const auto& in) { return ops::layer_norm(in[0], in[1], in[2]); }, {x, w, b}, tol, tol))
         << shape_str(s);
-    EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::layer_norm(in[0], Tensor(), Tensor()); }, {x}, tol, tol))
+    EXPECT_TRUE(
+        cuda_matches_cpu([](const auto& in) { return ops::layer_norm(in[0], Tensor(), Tensor()); }, {x}, tol, tol))
         << shape_str(s) << " without affine";
   }
 }
@@ -67,7 +69,8 @@ TEST(CudaNn, LayerNormOfNoRowsGivesZeroParameterGradients) {
 
 TEST(CudaNn, CrossEntropyMatchesCpuWithIgnoredRows) {
   GATTN_REQUIRE_DEVICE();
-  for (const auto& [rows, V] : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {7, 33}, {64, 1000}, {3, 50257}}) {
+  for (const auto& [rows, V] :
+       std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {7, 33}, {64, 1000}, {3, 50257}}) {
     const Tensor logits = frand({rows, V}, 65, -4.0, 4.0);
     std::vector<std::int32_t> t(static_cast<std::size_t>(rows));
     for (std::int64_t r = 0; r < rows; ++r) t[static_cast<std::size_t>(r)] = static_cast<std::int32_t>((r * 7919) % V);
@@ -115,9 +118,11 @@ TEST(CudaNn, MaskedFillMatchesCpu) {
   const Tensor x = frand({3, 7, 33}, 70);
   std::vector<std::int32_t> m(7 * 33);
   for (std::size_t i = 0; i < m.size(); ++i) m[i] = (i % 3) == 0;
-  EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::masked_fill(in[0], in[1], -1e4); }, {x, ints(m, {7, 33})}));
+  EXPECT_TRUE(
+      cuda_matches_cpu([](const auto& in) { return ops::masked_fill(in[0], in[1], -1e4); }, {x, ints(m, {7, 33})}));
   std::vector<std::int32_t> col = {1, 0, 0, 1, 0, 1, 0};
-  EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::masked_fill(in[0], in[1], 2.5); }, {x, ints(col, {7, 1})}));
+  EXPECT_TRUE(
+      cuda_matches_cpu([](const auto& in) { return ops::masked_fill(in[0], in[1], 2.5); }, {x, ints(col, {7, 1})}));
 }
 
 TEST(CudaNn, DropoutDrawsTheCpuMaskBitForBit) {

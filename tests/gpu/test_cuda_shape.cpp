@@ -20,10 +20,11 @@ TEST(CudaShape, TransposeAndPermuteMatchCpu) {
   GATTN_REQUIRE_DEVICE();
   const Tensor x = frand({2, 7, 3, 33}, 100);
   for (const auto& [d0, d1] : std::vector<std::pair<int, int>>{{0, 1}, {1, 2}, {0, 3}, {-1, -2}, {2, 2}})
-    EXPECT_TRUE(cuda_matches_cpu([d0 = d0, d1 = d1](const auto& in) { return ops::transpose(in[0], d0, d1); }, {x}, kExact,
-                                 kExact))
+    EXPECT_TRUE(cuda_matches_cpu([d0 = d0, d1 = d1](const auto& in) { return ops::transpose(in[0], d0, d1); }, {x},
+                                 kExact, kExact))
         << d0 << "," << d1;
-  for (const std::vector<std::int64_t>& p : {std::vector<std::int64_t>{0, 2, 1, 3}, {3, 1, 0, 2}, {1, 2, 3, 0}, {0, 1, 2, 3}})
+  for (const std::vector<std::int64_t>& p :
+       {std::vector<std::int64_t>{0, 2, 1, 3}, {3, 1, 0, 2}, {1, 2, 3, 0}, {0, 1, 2, 3}})
     EXPECT_TRUE(cuda_matches_cpu([p](const auto& in) { return ops::permute(in[0], p); }, {x}, kExact, kExact));
 }
 
@@ -38,9 +39,16 @@ TEST(CudaShape, SliceSplitConcatMatchCpu) {
         return ops::concat({parts[2] * 2.0, parts[0], parts[1]}, 1);
       },
       {x}, kExact, kExact));
-  EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::concat({in[0], in[1], in[0]}, 1); }, {x, y}, kExact, kExact));
-  EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::reshape(ops::unsqueeze(in[0], 0), {-1, 3}); }, {y}, kExact,
-                               kExact));
+  EXPECT_TRUE(cuda_matches_cpu(
+      [](const auto& in) {
+        return ops::concat({in[0], in[1], in[0]}, 1);
+      },
+      {x, y}, kExact, kExact));
+  EXPECT_TRUE(cuda_matches_cpu(
+      [](const auto& in) {
+        return ops::reshape(ops::unsqueeze(in[0], 0), {-1, 3});
+      },
+      {y}, kExact, kExact));
 }
 
 // Rows wider than the copy engine's maximum pitch take the copy kernel instead of cudaMemcpy2D.

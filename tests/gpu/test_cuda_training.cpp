@@ -26,8 +26,8 @@ struct TinyLm {
   std::vector<Tensor> params;  // wte, wpe, ln_w, ln_b, wq, wk, wv, w1, b1, w2, b2, head
 
   static TinyLm init(std::uint64_t seed) {
-    const std::vector<Shape> shapes = {{kV, kC}, {kT, kC},      {kC}, {kC},      {kC, kC}, {kC, kC},
-                                       {kC, kC}, {4 * kC, kC}, {4 * kC}, {kC, 4 * kC}, {kC}, {kV, kC}};
+    const std::vector<Shape> shapes = {{kV, kC}, {kT, kC},     {kC},     {kC},         {kC, kC}, {kC, kC},
+                                       {kC, kC}, {4 * kC, kC}, {4 * kC}, {kC, 4 * kC}, {kC},     {kV, kC}};
     TinyLm m;
     for (const Shape& s : shapes) m.params.push_back(test::randn(s, ++seed, 0.2, DType::f32));
     m.params[2].fill(1.0);

@@ -36,11 +36,11 @@ const auto* const kFinalizer = ::testing::AddGlobalTestEnvironment(new MpiFinali
 #else
 #define GATTN_SKIP_WITHOUT_NCCL() GTEST_SKIP() << "built without NCCL"
 #endif
-#define GATTN_REQUIRE_NCCL_DEVICE()                                          \
-  do {                                                                       \
-    if (!cuda::compiled_in()) GTEST_SKIP() << "built without CUDA";          \
-    GATTN_SKIP_WITHOUT_NCCL();                                               \
-    if (!cuda::available()) GTEST_SKIP() << "no CUDA device";                \
+#define GATTN_REQUIRE_NCCL_DEVICE()                                 \
+  do {                                                              \
+    if (!cuda::compiled_in()) GTEST_SKIP() << "built without CUDA"; \
+    GATTN_SKIP_WITHOUT_NCCL();                                      \
+    if (!cuda::available()) GTEST_SKIP() << "no CUDA device";       \
   } while (0)
 
 struct NcclWorld {
@@ -124,7 +124,8 @@ TEST(NcclCommunicator, ZeroAdamWOnDeviceBuffersMatchesTheCpuAdamW) {
   o.schedule.kind = "constant";
   o.weight_decay = 0.1;
   o.grad_clip = 0.5;
-  const std::vector<std::pair<std::string, Shape>> shapes = {{"w", {13, 7}}, {"b", {5}}};  // 96 elements: padding for most worlds
+  const std::vector<std::pair<std::string, Shape>> shapes = {{"w", {13, 7}},
+                                                             {"b", {5}}};  // 96 elements: padding for most worlds
   optim::AdamW::NamedParameters cpu_params, gpu_params;
   std::uint64_t seed = 500;
   for (const auto& [name, shape] : shapes) {
@@ -136,7 +137,8 @@ TEST(NcclCommunicator, ZeroAdamWOnDeviceBuffersMatchesTheCpuAdamW) {
   dist::ZeroAdamW zero(gpu_params, o, *world.nccl);
   for (std::int64_t step = 0; step < 3; ++step) {
     for (std::size_t i = 0; i < shapes.size(); ++i) {
-      const Tensor g = test::rand(shapes[i].second, 600 + static_cast<std::uint64_t>(step * 10 + i), -1.0, 1.0, DType::f32);
+      const Tensor g =
+          test::rand(shapes[i].second, 600 + static_cast<std::uint64_t>(step * 10 + i), -1.0, 1.0, DType::f32);
       cpu_params[i].second.set_grad(g.clone());
       gpu_params[i].second.set_grad(g.to(Device::cuda));
     }
@@ -146,7 +148,8 @@ TEST(NcclCommunicator, ZeroAdamWOnDeviceBuffersMatchesTheCpuAdamW) {
     zero.clip_grad_norm();
     zero.step(step);
     for (std::size_t i = 0; i < shapes.size(); ++i)
-      EXPECT_TRUE(test::all_close(gpu_params[i].second, cpu_params[i].second, 1e-6, 1e-5)) << shapes[i].first << " step " << step;
+      EXPECT_TRUE(test::all_close(gpu_params[i].second, cpu_params[i].second, 1e-6, 1e-5))
+          << shapes[i].first << " step " << step;
   }
 }
 

@@ -13,6 +13,8 @@ inline ops::AttentionResult reference_attention(const Tensor& q, const Tensor& k
   return ops::composed_attention(q, k, v, terms, options);
 }
 
-inline Tensor attention_hidden_mask(std::int64_t T, std::int64_t window) { return ops::attention_hidden_mask(T, window); }
+inline Tensor attention_hidden_mask(std::int64_t T, std::int64_t window) {
+  return ops::attention_hidden_mask(T, window);
+}
 
 }  // namespace gattn::test

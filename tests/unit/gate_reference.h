@@ -35,7 +35,8 @@ inline std::string gate_prefix(const ModelConfig& c, std::int64_t layer, const s
   const std::string attn = "blocks." + std::to_string(layer) + ".attn.";
   if (spec.module_name != "gate") return attn + spec.module_name + ".";
   int under_gate = 0;
-  for (const models::GateConfig& g : c.layer_gates(layer)) under_gate += models::gate_kind(g.kind).module_name == "gate";
+  for (const models::GateConfig& g : c.layer_gates(layer))
+    under_gate += models::gate_kind(g.kind).module_name == "gate";
   return under_gate >= 2 ? attn + "gate." + kind + "." : attn + "gate.";
 }
 
@@ -87,7 +88,8 @@ struct RefGate {
   Tensor key_bias, forget_cum, pair_g, pair_alpha;  // [B,H,T], [B,H,T], [B,H,T,T], [1]
 };
 
-inline Tensor naive_attention(const Tensor& q, const Tensor& k, const Tensor& v, const RefGate& g, std::int64_t window) {
+inline Tensor naive_attention(const Tensor& q, const Tensor& k, const Tensor& v, const RefGate& g,
+                              std::int64_t window) {
   const std::int64_t T = q.size(2);
   Tensor S = ops::mul_scalar(ops::matmul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(q.size(3))));
   if (g.key_bias.defined()) S = S + ops::unsqueeze(g.key_bias, 2);
@@ -136,7 +138,8 @@ inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
   if (has("pair")) {
     const models::GateConfig& pg = gates.at("pair");
     const double inv_tau = pg.activation == "gumbel_sigmoid" ? 1.0 / pg.temperature : 1.0;
-    Tensor a = ops::sum(q * ops::reshape(G("pair", "wq"), {1, H, 1, d}), {3}) + ops::reshape(G("pair", "bias"), {1, H, 1});
+    Tensor a =
+        ops::sum(q * ops::reshape(G("pair", "wq"), {1, H, 1, d}), {3}) + ops::reshape(G("pair", "bias"), {1, H, 1});
     Tensor b = ops::sum(k * ops::reshape(G("pair", "wk"), {1, H, 1, d}), {3});
     g.pair_g = ops::sigmoid(ops::mul_scalar(ops::unsqueeze(a, 3) + ops::unsqueeze(b, 2), inv_tau));
     g.pair_alpha = ops::sigmoid(G("pair", "alpha"));
@@ -155,7 +158,8 @@ inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
       std::stable_sort(order.begin(), order.end(), [&](std::int64_t e1, std::int64_t e2) {
         return zv[static_cast<std::size_t>(t * E + e1)] > zv[static_cast<std::size_t>(t * E + e2)];
       });
-      for (std::int64_t s = 0; s < top_k; ++s) mask[static_cast<std::size_t>(t * E + order[static_cast<std::size_t>(s)])] = 1;
+      for (std::int64_t s = 0; s < top_k; ++s)
+        mask[static_cast<std::size_t>(t * E + order[static_cast<std::size_t>(s)])] = 1;
     }
     Tensor kept = r * Tensor::from(mask, z.shape(), z.dtype());
     // top_k 1: the chosen expert keeps its probability (Switch); top_k ≥ 2: renormalised.

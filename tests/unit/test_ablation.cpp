@@ -47,7 +47,8 @@ TEST(AblationFile, BadFilesNameTheProblem) {
   EXPECT_NE(error_of_parse(base + "grid:\n  seed: []\n").find("non-empty list"), std::string::npos);
   EXPECT_NE(error_of_parse(base + "grid:\n  seed: 3\n").find("non-empty list"), std::string::npos);
   EXPECT_NE(error_of_parse(base + "grid:\n  run.dir: [a, b]\n").find("set by gattn ablate"), std::string::npos);
-  EXPECT_NE(error_of_parse(base + "overrides:\n  optim.lrr: 1\ngrid:\n  seed: [0]\n").find("abl.yaml:3: override 'optim.lrr'"),
+  EXPECT_NE(error_of_parse(base + "overrides:\n  optim.lrr: 1\ngrid:\n  seed: [0]\n")
+                .find("abl.yaml:3: override 'optim.lrr'"),
             std::string::npos);
   EXPECT_NE(error_of_parse("grid:\n  seed: [0]\n").find("'base' is missing"), std::string::npos);
   EXPECT_NE(error_of_parse(base + "grdi:\n  seed: [0]\n").find("abl.yaml:2: unknown key 'grdi'"), std::string::npos);
@@ -119,10 +120,14 @@ TEST(RunRecord, ReadsFinalValuesAndSeries) {
   test::TempDir tmp;
   {
     std::ofstream f(tmp.file("metrics.jsonl"));
-    f << R"({"step":1,"split":"train","loss":3.0,"tokens_per_s":10,"elapsed_s":1,"attn_entropy":1.5,"sink_ratio":0.5,"gate_mean":0.5,"gate_mean_by_layer":[0.4,null]})" "\n"
-      << R"({"step":2,"split":"train","loss":2.5,"tokens_per_s":30,"elapsed_s":2,"attn_entropy":1.2,"sink_ratio":0.4,"gate_mean":0.45,"gate_frac_lt_0.1":0.1,"gate_mean_by_layer":[0.3,0.6]})" "\n"
-      << R"({"step":2,"split":"val","loss":2.7,"accuracy":0.25})" "\n"
-      << R"({"step":3,"split":"train","loss":2.0,"tokens_per_s":20,"elapsed_s":3,"attn_entropy":1.1,"sink_ratio":0.3,"gate_mean":0.4,"gate_frac_lt_0.1":0.2,"gate_mean_by_layer":[0.2,0.6]})" "\n";
+    f << R"({"step":1,"split":"train","loss":3.0,"tokens_per_s":10,"elapsed_s":1,"attn_entropy":1.5,"sink_ratio":0.5,"gate_mean":0.5,"gate_mean_by_layer":[0.4,null]})"
+         "\n"
+      << R"({"step":2,"split":"train","loss":2.5,"tokens_per_s":30,"elapsed_s":2,"attn_entropy":1.2,"sink_ratio":0.4,"gate_mean":0.45,"gate_frac_lt_0.1":0.1,"gate_mean_by_layer":[0.3,0.6]})"
+         "\n"
+      << R"({"step":2,"split":"val","loss":2.7,"accuracy":0.25})"
+         "\n"
+      << R"({"step":3,"split":"train","loss":2.0,"tokens_per_s":20,"elapsed_s":3,"attn_entropy":1.1,"sink_ratio":0.3,"gate_mean":0.4,"gate_frac_lt_0.1":0.2,"gate_mean_by_layer":[0.2,0.6]})"
+         "\n";
   }
   const RunRecord r = read_run(tmp.path().string());
   EXPECT_EQ(r.last_step, 3);
@@ -132,7 +137,7 @@ TEST(RunRecord, ReadsFinalValuesAndSeries) {
   EXPECT_DOUBLE_EQ(*r.gate_frac_lt_0_1, 0.2);
   EXPECT_DOUBLE_EQ(*r.attn_entropy, 1.1);
   EXPECT_DOUBLE_EQ(*r.sink_ratio, 0.3);
-  EXPECT_DOUBLE_EQ(*r.tokens_per_s, 20);  // the median
+  EXPECT_DOUBLE_EQ(*r.tokens_per_s, 20);   // the median
   EXPECT_FALSE(r.parameters.has_value());  // no config.yaml
   const StepSeries layer1 = metric_series(r, "train", "gate_mean_by_layer", 1);
   EXPECT_EQ(layer1.step, (std::vector<double>{2, 3}));  // the null is skipped

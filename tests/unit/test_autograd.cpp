@@ -22,8 +22,8 @@ TEST(Autograd, ProductRuleOnScalars) {
 
 TEST(Autograd, SharedSubexpressionSumsBothPaths) {
   Tensor x = Tensor::scalar(2.0, DType::f64).set_requires_grad(true);
-  Tensor a = x * x;        // used twice below
-  Tensor z = a * a + a;    // z = x⁴ + x², dz/dx = 4x³ + 2x = 36
+  Tensor a = x * x;      // used twice below
+  Tensor z = a * a + a;  // z = x⁴ + x², dz/dx = 4x³ + 2x = 36
   z.backward();
   EXPECT_DOUBLE_EQ(x.grad().item(), 36.0);
 }
@@ -88,7 +88,7 @@ TEST(Autograd, SavedBuffersAreReleasedByBackward) {
   big = Tensor();
   EXPECT_FALSE(saved.expired());  // the mul node keeps it for backward
   z.backward(Tensor::ones({1000}, DType::f64));
-  EXPECT_TRUE(saved.expired());   // released as soon as the node ran
+  EXPECT_TRUE(saved.expired());  // released as soon as the node ran
 }
 
 TEST(Autograd, NonScalarRootNeedsAGradient) {
@@ -140,10 +140,12 @@ TEST(Autograd, MultiOutputNodeGetsEachOutputsGradient) {
   Tensor y = Tensor::from({2}, {1}, DType::f64).set_requires_grad(true);
   twice_and_square(y)[1].backward(Tensor::ones({1}, DType::f64));
   EXPECT_EQ(y.grad().item(), 4.0);
-  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& in) {
-    auto o = twice_and_square(in[0]);
-    return o[0] * o[1] + o[1];
-  }, {test::rand({3}, 5)}));
+  EXPECT_TRUE(test::grads_ok(
+      [](const std::vector<Tensor>& in) {
+        auto o = twice_and_square(in[0]);
+        return o[0] * o[1] + o[1];
+      },
+      {test::rand({3}, 5)}));
 }
 
 struct BroadcastCase {

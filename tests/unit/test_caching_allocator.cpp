@@ -49,7 +49,8 @@ TEST(CachingAllocator, BinsRoundTo512BytesThenToEightClassesPerPowerOfTwo) {
   EXPECT_EQ(CachingAllocator::bin_size(65537), 65536u + 8192u);
   EXPECT_EQ(CachingAllocator::bin_size(std::size_t{1} << 20), std::size_t{1} << 20);
   EXPECT_EQ(CachingAllocator::bin_size((std::size_t{1} << 20) + 1), (std::size_t{1} << 20) + (std::size_t{1} << 17));
-  for (std::size_t bytes : {std::size_t{1}, std::size_t{1000}, std::size_t{70000}, std::size_t{3000000}, std::size_t{123456789}}) {
+  for (std::size_t bytes :
+       {std::size_t{1}, std::size_t{1000}, std::size_t{70000}, std::size_t{3000000}, std::size_t{123456789}}) {
     const std::size_t bin = CachingAllocator::bin_size(bytes);
     EXPECT_GE(bin, bytes);
     EXPECT_EQ(bin % 512, 0u);
@@ -152,7 +153,7 @@ TEST(CachingAllocator, FreeingAForeignPointerIsAnError) {
   void* p = alloc.allocate(10, kStreamA);
   alloc.free(p);
   EXPECT_THROW(alloc.free(p), ValueError);  // double free
-  alloc.free(nullptr);                       // like free(): a no-op
+  alloc.free(nullptr);                      // like free(): a no-op
 }
 
 TEST(CachingAllocator, ReleasesItsCacheWhenDestroyed) {

@@ -4,19 +4,19 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <cstring>
 #include <limits>
 #include <random>
 
 #include "framework/io/checkpoint.h"
 #include "framework/io/checksums.h"
-#include "framework/io/safetensors.h"
 #include "framework/io/metrics_rewind.h"
 #include "framework/io/module_io.h"
 #include "framework/io/optimizer_io.h"
+#include "framework/io/safetensors.h"
 #include "framework/io/train_state.h"
 #include "model_test_util.h"
 #include "models/gpt.h"
@@ -589,8 +589,9 @@ TEST(MetricsRewind, DropsLaterAndTornLines) {
              "{\"step\":1,\"split\":\"train\"}\n{\"step\":2,\"split\":\"train\"}\n{\"step\":2,\"split\":\"val\"}\n"
              "{\"step\":3,\"split\":\"train\"}\n{\"step\":4,\"split\":\"train\"}\n{\"step\":5,\"spl");
   EXPECT_EQ(rewind_metrics(path, 2), 3);
-  EXPECT_EQ(test::read_file(path), "{\"step\":1,\"split\":\"train\"}\n{\"step\":2,\"split\":\"train\"}\n"
-                                   "{\"step\":2,\"split\":\"val\"}\n");
+  EXPECT_EQ(test::read_file(path),
+            "{\"step\":1,\"split\":\"train\"}\n{\"step\":2,\"split\":\"train\"}\n"
+            "{\"step\":2,\"split\":\"val\"}\n");
   EXPECT_EQ(rewind_metrics(path, 2), 0);  // nothing to drop: untouched
   EXPECT_EQ(rewind_metrics(path, 0), 3);
   EXPECT_EQ(test::read_file(path), "");

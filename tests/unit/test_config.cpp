@@ -161,10 +161,10 @@ TEST(ConfigLoad, QuickstartLoads) {
 TEST(ConfigOverrides, WinOverTheFile) {
   test::TempDir dir;
   write_file(dir.file("config.yaml"), kFull);
-  Config c = Config::load(dir.file("config.yaml"),
-                          {"model.n_layer=5", "optim.lr=1e-2", "model.gate.temperature=0.25",
-                           "model.gate.kind=output", "model.gate={granularity: headwise, layers: all}",
-                           "run.name=other", "model.gate.init_bias=null"});
+  Config c =
+      Config::load(dir.file("config.yaml"),
+                   {"model.n_layer=5", "optim.lr=1e-2", "model.gate.temperature=0.25", "model.gate.kind=output",
+                    "model.gate={granularity: headwise, layers: all}", "run.name=other", "model.gate.init_bias=null"});
   EXPECT_EQ(c.get_int("model.n_layer"), 5);
   EXPECT_DOUBLE_EQ(c.get_double("optim.lr"), 1e-2);
   EXPECT_DOUBLE_EQ(c.get_double("model.gate.temperature"), 0.25);
@@ -238,8 +238,9 @@ TEST(ConfigErrors, WrongTypeNamesLineAndKey) {
 
 TEST(ConfigErrors, BadChoiceListsTheValidOnes) {
   EXPECT_TRUE(rejects("device: gpu\n", {"config.yaml:1", "device must be one of auto, cpu, cuda, got gpu"}));
-  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: outptu\n", {"config.yaml:3", "model.gate.kind: unknown gate kind 'outptu'",
-                                                            "expected one of none, ", "did you mean 'output'?"}));
+  EXPECT_TRUE(
+      rejects("model:\n  gate:\n    kind: outptu\n", {"config.yaml:3", "model.gate.kind: unknown gate kind 'outptu'",
+                                                      "expected one of none, ", "did you mean 'output'?"}));
 }
 
 TEST(ConfigErrors, CrossKeyRulesNameTheLine) {
@@ -398,8 +399,8 @@ TEST(ConfigModel, ModelConfigMatches) {
   EXPECT_DOUBLE_EQ(m.gate.init_bias, -1.5);
   EXPECT_EQ(m.gate.init_weight, "zero");
   EXPECT_EQ(m.gate.string_option("granularity"), "headwise");
-  EXPECT_EQ(m.gate.set_keys,
-            (std::vector<std::string>{"kind", "granularity", "layers", "activation", "temperature", "init_bias", "init_weight"}));
+  EXPECT_EQ(m.gate.set_keys, (std::vector<std::string>{"kind", "granularity", "layers", "activation", "temperature",
+                                                       "init_bias", "init_weight"}));
   EXPECT_NO_THROW(m.validate());
   // The JSON of the model section is what models/config.cpp writes.
   EXPECT_EQ(models::to_json(m), c.to_json()["model"]);
@@ -456,8 +457,9 @@ TEST(ConfigGates, BadGateEntriesNameTheKey) {
   const std::string head = "model:\n  n_layer: 2\n  gates:\n";
   EXPECT_TRUE(rejects("model:\n  gate:\n    kind: output\n  gates:\n    - kind: score\n",
                       {"config.yaml:3", "model.gate and model.gates are both given"}));
-  EXPECT_TRUE(rejects(head + "    - kind: output\n    - {kind: output, layers: [1]}\n",
-                      {"config.yaml:3", "model.gates[1].layers", "block 1 already has a 'output' gate from model.gates[0]"}));
+  EXPECT_TRUE(
+      rejects(head + "    - kind: output\n    - {kind: output, layers: [1]}\n",
+              {"config.yaml:3", "model.gates[1].layers", "block 1 already has a 'output' gate from model.gates[0]"}));
   EXPECT_TRUE(rejects(head + "    - {kind: output, layers: [2]}\n",
                       {"model.gates[0].layers", "block index 2 out of range [0, 2)"}));
   EXPECT_TRUE(rejects(head + "    - kind: sideways\n",
@@ -486,7 +488,8 @@ TEST(ConfigGates, SettingsThatDoNothingAreErrors) {
                       {"model.gates[0].top_k: means nothing for gate kind 'score'"}));
   // The same keys where they mean something are fine.
   EXPECT_NO_THROW(Config::from_string("model:\n  gate:\n    kind: output\n    granularity: headwise\n"));
-  EXPECT_NO_THROW(Config::from_string("model:\n  gate:\n    kind: pair\n    activation: gumbel_sigmoid\n    temperature: 0.5\n"));
+  EXPECT_NO_THROW(
+      Config::from_string("model:\n  gate:\n    kind: pair\n    activation: gumbel_sigmoid\n    temperature: 0.5\n"));
   EXPECT_NO_THROW(Config::from_string("model:\n  gate:\n    kind: routed\n    windows: [0, 8, 16]\n    top_k: 2\n"));
 }
 

@@ -13,17 +13,20 @@ namespace gattn::cuda {
 namespace {
 
 TEST(CudaErrors, MessageNamesLibraryStatusCallAndRepositoryFileLine) {
-  const std::string msg = format_cuda_error("CUDA", "cudaErrorInvalidValue", "invalid argument",
-                                            "cudaMemcpyAsync(dst, src, n, kind, s)", "/home/me/gattn/framework/cuda/copy.cpp", 42);
-  EXPECT_EQ(msg, "CUDA error cudaErrorInvalidValue (invalid argument) in cudaMemcpyAsync(dst, src, n, kind, s) at "
-                 "framework/cuda/copy.cpp:42");
+  const std::string msg =
+      format_cuda_error("CUDA", "cudaErrorInvalidValue", "invalid argument", "cudaMemcpyAsync(dst, src, n, kind, s)",
+                        "/home/me/gattn/framework/cuda/copy.cpp", 42);
+  EXPECT_EQ(msg,
+            "CUDA error cudaErrorInvalidValue (invalid argument) in cudaMemcpyAsync(dst, src, n, kind, s) at "
+            "framework/cuda/copy.cpp:42");
 }
 
 TEST(CudaErrors, MessageKeepsUnknownPathsWholeAndSkipsARepeatedDescription) {
   EXPECT_EQ(format_cuda_error("NCCL", "ncclResult 3", "internal error", "ncclAllReduce(...)", "x.cu", 7),
             "NCCL error ncclResult 3 (internal error) in ncclAllReduce(...) at x.cu:7");
-  EXPECT_EQ(format_cuda_error("cuBLAS", "CUBLAS_STATUS_X", "CUBLAS_STATUS_X", "cublasSgemm(h)", "/a/ops/cuda/gemm.cu", 1),
-            "cuBLAS error CUBLAS_STATUS_X in cublasSgemm(h) at ops/cuda/gemm.cu:1");
+  EXPECT_EQ(
+      format_cuda_error("cuBLAS", "CUBLAS_STATUS_X", "CUBLAS_STATUS_X", "cublasSgemm(h)", "/a/ops/cuda/gemm.cu", 1),
+      "cuBLAS error CUBLAS_STATUS_X in cublasSgemm(h) at ops/cuda/gemm.cu:1");
 }
 
 TEST(CudaErrors, CudaErrorIsADeviceErrorCarryingTheCall) {

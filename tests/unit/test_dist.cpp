@@ -58,7 +58,8 @@ TEST(LaunchEnv, OpenMpi) {
 }
 
 TEST(LaunchEnv, PmiPmixAndSrun) {
-  dist::LaunchInfo pmi = detect({{"PMI_SIZE", "8"}, {"PMI_RANK", "5"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "4"}});
+  dist::LaunchInfo pmi =
+      detect({{"PMI_SIZE", "8"}, {"PMI_RANK", "5"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "4"}});
   EXPECT_EQ(pmi.launcher, "pmi");
   EXPECT_EQ(pmi.size, 8);
   EXPECT_EQ(pmi.rank, 5);
@@ -145,9 +146,12 @@ TEST(SingleCommunicator, CollectivesOfOneRank) {
 std::vector<std::pair<std::string, Tensor>> make_params(std::uint64_t seed) {
   std::vector<std::pair<std::string, Tensor>> params;
   Generator gen(seed, 0);
-  const std::vector<std::pair<std::string, Shape>> specs = {
-      {"blocks.0.attn.gate.weight", {3, 3}}, {"blocks.0.attn.gate.bias", {3}}, {"blocks.0.mlp.fc.weight", {4, 3}},
-      {"blocks.0.mlp.fc.bias", {4}},         {"ln_f.weight", {1}},              {"wte.weight", {5, 2}}};
+  const std::vector<std::pair<std::string, Shape>> specs = {{"blocks.0.attn.gate.weight", {3, 3}},
+                                                            {"blocks.0.attn.gate.bias", {3}},
+                                                            {"blocks.0.mlp.fc.weight", {4, 3}},
+                                                            {"blocks.0.mlp.fc.bias", {4}},
+                                                            {"ln_f.weight", {1}},
+                                                            {"wte.weight", {5, 2}}};
   for (const auto& [name, shape] : specs) {
     Tensor p = Tensor::empty(shape, DType::f32);
     gen.normal_(p, 0.0, 1.0);
@@ -225,7 +229,8 @@ Reference reference_run(int world, std::int64_t steps) {
 void expect_close(const Tensor& a, const Tensor& b, const std::string& what) {
   ASSERT_EQ(a.shape(), b.shape()) << what;
   const auto x = a.to_vector(), y = b.to_vector();
-  for (std::size_t k = 0; k < x.size(); ++k) EXPECT_NEAR(x[k], y[k], 1e-5 * (1.0 + std::abs(y[k]))) << what << "[" << k << "]";
+  for (std::size_t k = 0; k < x.size(); ++k)
+    EXPECT_NEAR(x[k], y[k], 1e-5 * (1.0 + std::abs(y[k]))) << what << "[" << k << "]";
 }
 
 class DataParallel : public ::testing::TestWithParam<std::tuple<int, int>> {};
@@ -309,7 +314,8 @@ TEST(ZeroAdamW, StateGathersFullAndReshardsOntoAnotherWorld) {
     opt.clip_grad_norm();
     opt.step(kSteps);
     std::lock_guard<std::mutex> lock(mu);
-    for (std::size_t i = 0; i < params.size(); ++i) expect_close(params[i].second, ref.params[i].second, params[i].first);
+    for (std::size_t i = 0; i < params.size(); ++i)
+      expect_close(params[i].second, ref.params[i].second, params[i].first);
   });
 }
 

@@ -122,8 +122,8 @@ TEST(GateComposition, GradientsOfCombinations) {
 }
 
 TEST(GateComposition, KvCacheEqualsTheFullForward) {
-  for (const std::vector<std::string>& kinds :
-       {registered_kinds(), std::vector<std::string>{"score", "forget"}, std::vector<std::string>{"forget", "routed"}}) {
+  for (const std::vector<std::string>& kinds : {registered_kinds(), std::vector<std::string>{"score", "forget"},
+                                                std::vector<std::string>{"forget", "routed"}}) {
     for (std::int64_t top_k : {1, 2}) {
       ModelConfig c = combined(kinds, top_k);
       c.block_size = 9;

@@ -24,15 +24,15 @@
 
 namespace gattn {
 
-using std::string;
 using models::GPT;
 using models::ModelConfig;
+using std::string;
 
 namespace {
 
-using test::ShapeMap;
 using test::expect_matches_reference;
 using test::reference_logits;
+using test::ShapeMap;
 using test::spec_parameters;
 
 ShapeMap model_parameters(GPT& model) {
@@ -115,8 +115,7 @@ TEST(GateParams, InitialValues) {
   }
   for (std::string kind : {"output", "score", "pair", "context"}) {
     GPT m(test::tiny_config(kind), 0);  // the others' default: 0
-    for (double b : m.parameter("blocks.0.attn.gate.bias").to_vector())
-      EXPECT_EQ(b, 0.0) << std::string(kind);
+    for (double b : m.parameter("blocks.0.attn.gate.bias").to_vector()) EXPECT_EQ(b, 0.0) << std::string(kind);
   }
   ModelConfig c = test::tiny_config("pair");
   c.gate.init_bias = -1.5;
@@ -264,8 +263,7 @@ TEST(GateGumbel, NoisyInTrainingDeterministicInEval) {
     model.train();
     const GeneratorState start = model.noise_generator().state();
     Tensor a = model.forward(idx).logits;
-    EXPECT_NE(model.noise_generator().state().offset, start.offset)
-        << "no noise drawn for " << std::string(kind);
+    EXPECT_NE(model.noise_generator().state().offset, start.offset) << "no noise drawn for " << std::string(kind);
     Tensor b = model.forward(idx).logits;
     EXPECT_FALSE(test::all_close(a, b, 1e-7, 0)) << std::string(kind) << ": training forwards should differ";
     model.noise_generator().set_state(start);
@@ -298,7 +296,8 @@ TEST(GateStats, ValuesInRangeForEveryKind) {
     test::perturb_gate_parameters(model, 1);
     model.eval();
     models::ForwardOptions opt;
-    opt.collect_stats = true; opt.regularizers = {"attn_entropy", "gate_entropy"};
+    opt.collect_stats = true;
+    opt.regularizers = {"attn_entropy", "gate_entropy"};
     const std::int64_t B = 2, T = 6;
     auto r = model.forward(test::tokens(B, T, 5, 4), Tensor(), opt);
     ASSERT_EQ(r.stats.size(), 2u);
@@ -351,15 +350,15 @@ TEST(GateStats, GateValueCountsPerKind) {
 }
 
 TEST(GateStats, HalfOpenGatesHaveEntropyLn2AndMeanHalf) {
-  for (std::string kind :
-       {"output", "score", "forget", "pair", "context", "routed"}) {
+  for (std::string kind : {"output", "score", "forget", "pair", "context", "routed"}) {
     ModelConfig c = test::tiny_config(kind);
     c.gate.init_weight = "zero";
     c.gate.init_bias = 0.0;  // σ(0) = 1/2; routed: a zero router with top-2 of 2 gives r̃ = 1/2
     c.gate.options["top_k"] = 2;
     GPT model(c, 0);
     models::ForwardOptions opt;
-    opt.collect_stats = true; opt.regularizers = {"gate_entropy"};
+    opt.collect_stats = true;
+    opt.regularizers = {"gate_entropy"};
     auto r = model.forward(test::tokens(2, 6, 5, 3), Tensor(), opt);
     EXPECT_NEAR(r.regularizer("gate_entropy").item(), std::log(2.0), 1e-12) << std::string(kind);
     EXPECT_NEAR(r.stats[1].gate.mean(), 0.5, 1e-12) << std::string(kind);
@@ -460,7 +459,8 @@ TEST(GateRouted, NanRouterDoesNotCrash) {
   GPT model(c, 0);
   model.parameter("blocks.0.attn.router.weight").fill(NAN);
   models::ForwardOptions opt;
-  opt.collect_stats = true; opt.regularizers = {"gate_entropy", "attn_entropy", "router_balance"};
+  opt.collect_stats = true;
+  opt.regularizers = {"gate_entropy", "attn_entropy", "router_balance"};
   auto r = model.forward(test::tokens(2, 6, 5, 1), Tensor(), opt);
   EXPECT_TRUE(std::isnan(r.logits.at(0)));
 }

@@ -20,9 +20,9 @@
 
 namespace gattn {
 
-using std::string;
 using models::GPT;
 using models::ModelConfig;
+using std::string;
 
 namespace {
 
@@ -65,7 +65,8 @@ Tensor full_objective(GPT& model, const Tensor& idx, const Tensor& targets) {
   opt.regularizers = {"gate_entropy", "attn_entropy", "router_balance"};
   models::ForwardResult r = model.forward(idx, targets, opt);
   Tensor total = r.loss;
-  for (const Tensor& t : {r.regularizer("gate_entropy"), r.regularizer("attn_entropy"), r.regularizer("router_balance")})
+  for (const Tensor& t :
+       {r.regularizer("gate_entropy"), r.regularizer("attn_entropy"), r.regularizer("router_balance")})
     if (t.defined()) total = total + t;
   return total;
 }
@@ -103,8 +104,9 @@ TEST(ModelConfig, GateKindNamesAreTheRegistered) {
       EXPECT_EQ(models::gate_kind(k).name, k);
     }
   }
-  EXPECT_TRUE(throws_naming<ValueError>([] { models::gate_kind("foo"); },
-                                        {"model.gate.kind", "'foo'", "none, ", "score", "forget", "pair", "routed", "context", "output"}));
+  EXPECT_TRUE(throws_naming<ValueError>(
+      [] { models::gate_kind("foo"); },
+      {"model.gate.kind", "'foo'", "none, ", "score", "forget", "pair", "routed", "context", "output"}));
 }
 
 TEST(ModelConfig, ErrorsNameTheKey) {
@@ -120,13 +122,41 @@ TEST(ModelConfig, ErrorsNameTheKey) {
   EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.n_layer = -1; }), "model.n_layer"));
   EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.block_size = 0; }), "model.block_size"));
   EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.vocab_size = -3; }), "model.vocab_size"));
-  EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.gate.kind = "output"; c.gate.options["granularity"] = "rowwise"; }), "model.gate.granularity"));
-  EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.gate.kind = "output"; c.gate.activation = "relu"; }), "model.gate.activation"));
-  EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.gate.kind = "output"; c.gate.temperature = 0; }), "model.gate.temperature"));
-  EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.gate.kind = "output"; c.gate.temperature = -1; }), "model.gate.temperature"));
-  EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.gate.kind = "output"; c.gate.temperature = NAN; }), "model.gate.temperature"));
-  EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.gate.kind = "output"; c.gate.init_weight = "xavier"; }), "model.gate.init_weight"));
-  EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.gate.kind = "output"; c.gate.init_bias = INFINITY; }), "model.gate.init_bias"));
+  EXPECT_TRUE(rejects(with([](ModelConfig& c) {
+                        c.gate.kind = "output";
+                        c.gate.options["granularity"] = "rowwise";
+                      }),
+                      "model.gate.granularity"));
+  EXPECT_TRUE(rejects(with([](ModelConfig& c) {
+                        c.gate.kind = "output";
+                        c.gate.activation = "relu";
+                      }),
+                      "model.gate.activation"));
+  EXPECT_TRUE(rejects(with([](ModelConfig& c) {
+                        c.gate.kind = "output";
+                        c.gate.temperature = 0;
+                      }),
+                      "model.gate.temperature"));
+  EXPECT_TRUE(rejects(with([](ModelConfig& c) {
+                        c.gate.kind = "output";
+                        c.gate.temperature = -1;
+                      }),
+                      "model.gate.temperature"));
+  EXPECT_TRUE(rejects(with([](ModelConfig& c) {
+                        c.gate.kind = "output";
+                        c.gate.temperature = NAN;
+                      }),
+                      "model.gate.temperature"));
+  EXPECT_TRUE(rejects(with([](ModelConfig& c) {
+                        c.gate.kind = "output";
+                        c.gate.init_weight = "xavier";
+                      }),
+                      "model.gate.init_weight"));
+  EXPECT_TRUE(rejects(with([](ModelConfig& c) {
+                        c.gate.kind = "output";
+                        c.gate.init_bias = INFINITY;
+                      }),
+                      "model.gate.init_bias"));
   EXPECT_TRUE(rejects(with([](ModelConfig& c) {
                         c.gate.all_layers = false;
                         c.gate.layers = {0, 4};
@@ -142,10 +172,26 @@ TEST(ModelConfig, ErrorsNameTheKey) {
                         c.gate.layers = {1, 1};
                       }),
                       "model.gate.layers"));
-  EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.gate.kind = "routed"; c.gate.options["windows"] = nlohmann::json::array(); }), "model.gate.windows"));
-  EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.gate.kind = "routed"; c.gate.options["windows"] = {0, -2}; }), "model.gate.windows"));
-  EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.gate.kind = "routed"; c.gate.options["top_k"] = 3; }), "model.gate.top_k"));
-  EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.gate.kind = "routed"; c.gate.options["top_k"] = 0; }), "model.gate.top_k"));
+  EXPECT_TRUE(rejects(with([](ModelConfig& c) {
+                        c.gate.kind = "routed";
+                        c.gate.options["windows"] = nlohmann::json::array();
+                      }),
+                      "model.gate.windows"));
+  EXPECT_TRUE(rejects(with([](ModelConfig& c) {
+                        c.gate.kind = "routed";
+                        c.gate.options["windows"] = {0, -2};
+                      }),
+                      "model.gate.windows"));
+  EXPECT_TRUE(rejects(with([](ModelConfig& c) {
+                        c.gate.kind = "routed";
+                        c.gate.options["top_k"] = 3;
+                      }),
+                      "model.gate.top_k"));
+  EXPECT_TRUE(rejects(with([](ModelConfig& c) {
+                        c.gate.kind = "routed";
+                        c.gate.options["top_k"] = 0;
+                      }),
+                      "model.gate.top_k"));
   EXPECT_TRUE(rejects(with([](ModelConfig& c) { c.dtype = DType::i32; }), "model.dtype"));
   ModelConfig ok;
   ok.gate.all_layers = false;
@@ -215,8 +261,18 @@ TEST(ModelConfig, JsonErrorsNameTheKey) {
   EXPECT_TRUE(fails([](nlohmann::json& j) { j["gate"]["layers"] = "some"; }, "model.gate.layers"));
   EXPECT_TRUE(fails([](nlohmann::json& j) { j["gate"]["layers"] = {0, "x"}; }, "model.gate.layers"));
   // A kind's own keys are checked where the kind reads them.
-  EXPECT_TRUE(fails([](nlohmann::json& j) { j["gate"]["kind"] = "routed"; j["gate"]["windows"] = 3; }, "model.gate.windows"));
-  EXPECT_TRUE(fails([](nlohmann::json& j) { j["gate"]["kind"] = "routed"; j["gate"]["top_k"] = 5; }, "model.gate.top_k"));
+  EXPECT_TRUE(fails(
+      [](nlohmann::json& j) {
+        j["gate"]["kind"] = "routed";
+        j["gate"]["windows"] = 3;
+      },
+      "model.gate.windows"));
+  EXPECT_TRUE(fails(
+      [](nlohmann::json& j) {
+        j["gate"]["kind"] = "routed";
+        j["gate"]["top_k"] = 5;
+      },
+      "model.gate.top_k"));
   EXPECT_TRUE(fails([](nlohmann::json& j) { j["gates"] = 3; }, "model.gates"));
   EXPECT_TRUE(fails([](nlohmann::json& j) { j["gates"] = {{{"kind", "output"}}}; }, "model.gates[0].layers"));
   EXPECT_TRUE(fails([](nlohmann::json& j) { j["gate"].erase("temperature"); }, "model.gate.temperature"));
@@ -450,8 +506,7 @@ TEST(Gpt, SavedThenLoadedModelGivesIdenticalLogits) {
     load_module(path, loaded);
     loaded.eval();
     Tensor idx = test::tokens(2, 6, 5, 3);
-    EXPECT_TRUE(test::all_close(loaded.forward(idx).logits, model.forward(idx).logits, 0, 0))
-        << std::string(kind);
+    EXPECT_TRUE(test::all_close(loaded.forward(idx).logits, model.forward(idx).logits, 0, 0)) << std::string(kind);
     std::filesystem::remove(path);
   }
 }

@@ -69,7 +69,9 @@ TEST_P(Inspection, AgreesWithTheForwardStatistics) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKinds, Inspection, ::testing::ValuesIn(test::all_gate_kinds()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return std::string(std::string(info.param)); });
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return std::string(std::string(info.param));
+                         });
 
 TEST(InspectionHook, NeedsEvalMode) {
   models::GPT model(test::tiny_config("output"), 5);

@@ -29,7 +29,8 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     for (std::int64_t m = 0; m < M; ++m)
       for (std::int64_t n = 0; n < N; ++n) {
         double s = 0;
-        for (std::int64_t k = 0; k < K; ++k) s += (ta ? pa[k * M + m] : pa[m * K + k]) * (tb ? pb[n * K + k] : pb[k * N + n]);
+        for (std::int64_t k = 0; k < K; ++k)
+          s += (ta ? pa[k * M + m] : pa[m * K + k]) * (tb ? pb[n * K + k] : pb[k * N + n]);
         vc[(i * M + m) * N + n] = s;
       }
   }
@@ -48,7 +49,8 @@ using test::error_of;
 TEST(LinearGelu, OnTheCpuIsExactlyGeluOfLinear) {
   const Tensor x = test::rand({3, 5, 7}, 41), w = test::rand({6, 7}, 42), b = test::rand({6}, 43);
   EXPECT_EQ(ops::linear_gelu(x, w, b).to_vector(), ops::gelu(ops::linear(x, w, b)).to_vector());
-  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& in) { return ops::linear_gelu(in[0], in[1], in[2]); }, {x, w, b}));
+  EXPECT_TRUE(
+      test::grads_ok([](const std::vector<Tensor>& in) { return ops::linear_gelu(in[0], in[1], in[2]); }, {x, w, b}));
   EXPECT_THROW(ops::linear_gelu(x, test::rand({6, 8}, 44)), ShapeError);
 }
 
@@ -66,7 +68,8 @@ TEST(Matmul, HandComputed) {
   EXPECT_TRUE(test::all_close(ops::matmul(a, bt, false, true), Tensor::from({58, 64, 139, 154}, {2, 2})));
   EXPECT_TRUE(test::all_close(ops::matmul(at, bt, true, true), Tensor::from({58, 64, 139, 154}, {2, 2})));
   // aᵀ·a = [17 22 27; 22 29 36; 27 36 45]
-  EXPECT_TRUE(test::all_close(ops::matmul(a, a, true, false), Tensor::from({17, 22, 27, 22, 29, 36, 27, 36, 45}, {3, 3})));
+  EXPECT_TRUE(
+      test::all_close(ops::matmul(a, a, true, false), Tensor::from({17, 22, 27, 22, 29, 36, 27, 36, 45}, {3, 3})));
 }
 
 TEST(Matmul, AllTransposeCombinationsBothDtypes) {
@@ -126,7 +129,8 @@ TEST(Matmul, GradcheckEveryTransposeBatchedAndShared) {
       // Plain 2-D.
       EXPECT_TRUE(test::grads_ok(f, {test::randn(stored({}, 3, 4, ta), 10), test::randn(stored({}, 4, 2, tb), 11)}));
       // Equal batch dims.
-      EXPECT_TRUE(test::grads_ok(f, {test::randn(stored({2, 2}, 3, 4, ta), 12), test::randn(stored({2, 2}, 4, 2, tb), 13)}));
+      EXPECT_TRUE(
+          test::grads_ok(f, {test::randn(stored({2, 2}, 3, 4, ta), 12), test::randn(stored({2, 2}, 4, 2, tb), 13)}));
       // Shared b: its gradient sums over the batch.
       EXPECT_TRUE(test::grads_ok(f, {test::randn(stored({3}, 2, 4, ta), 14), test::randn(stored({}, 4, 3, tb), 15)}));
     }
@@ -138,9 +142,9 @@ TEST(Matmul, GradcheckSizeOneDims) {
     std::int64_t M, K, N;
     bool shared;
   };
-  const std::vector<Case> cases = {{{}, 1, 3, 2, true},  {{}, 3, 1, 2, true},   {{}, 2, 3, 1, true},  {{}, 1, 1, 1, true},
-                                   {{1}, 2, 3, 2, false}, {{1}, 1, 1, 1, false}, {{1}, 2, 2, 3, true}, {{2}, 1, 2, 1, true},
-                                   {{2}, 3, 1, 1, false}};
+  const std::vector<Case> cases = {{{}, 1, 3, 2, true},  {{}, 3, 1, 2, true},   {{}, 2, 3, 1, true},
+                                   {{}, 1, 1, 1, true},  {{1}, 2, 3, 2, false}, {{1}, 1, 1, 1, false},
+                                   {{1}, 2, 2, 3, true}, {{2}, 1, 2, 1, true},  {{2}, 3, 1, 1, false}};
   std::uint64_t seed = 20;
   for (const Case& c : cases)
     for (bool ta : {false, true})
@@ -148,8 +152,8 @@ TEST(Matmul, GradcheckSizeOneDims) {
         auto f = [ta, tb](const std::vector<Tensor>& v) { return ops::matmul(v[0], v[1], ta, tb); };
         Tensor a = test::randn(stored(c.batch, c.M, c.K, ta), seed++);
         Tensor b = test::randn(stored(c.shared ? Shape{} : c.batch, c.K, c.N, tb), seed++);
-        EXPECT_TRUE(test::grads_ok(f, {a, b})) << shape_str(a.shape()) << " x " << shape_str(b.shape()) << " ta=" << ta
-                                               << " tb=" << tb;
+        EXPECT_TRUE(test::grads_ok(f, {a, b}))
+            << shape_str(a.shape()) << " x " << shape_str(b.shape()) << " ta=" << ta << " tb=" << tb;
       }
 }
 
@@ -241,8 +245,10 @@ TEST(Linear, Gradcheck) {
   EXPECT_TRUE(test::grads_ok(with_bias, {test::randn({4, 3}, 66), test::randn({1, 3}, 67), test::randn({1}, 68)}));
   EXPECT_TRUE(test::grads_ok(with_bias, {test::randn({3}, 69), test::randn({2, 3}, 70), test::randn({2}, 71)}));
   // Only some inputs differentiated.
-  EXPECT_TRUE(test::grads_ok(with_bias, {test::randn({4, 3}, 72), test::randn({2, 3}, 73), test::randn({2}, 74)}, {}, {0}));
-  EXPECT_TRUE(test::grads_ok(with_bias, {test::randn({4, 3}, 75), test::randn({2, 3}, 76), test::randn({2}, 77)}, {}, {1, 2}));
+  EXPECT_TRUE(
+      test::grads_ok(with_bias, {test::randn({4, 3}, 72), test::randn({2, 3}, 73), test::randn({2}, 74)}, {}, {0}));
+  EXPECT_TRUE(
+      test::grads_ok(with_bias, {test::randn({4, 3}, 75), test::randn({2, 3}, 76), test::randn({2}, 77)}, {}, {1, 2}));
 }
 
 TEST(Linear, BiasGradientIsColumnSumsOverAllRows) {

@@ -610,7 +610,8 @@ TEST(ParamGroupRules, TheSameBoundsForTheConfigAndAdamW) {
   };
   EXPECT_EQ(problem_of([](auto& h) { h.lr = 0.0; }), "lr must be a finite number > 0, got 0");
   EXPECT_EQ(problem_of([](auto& h) { h.lr_scale = -1.0; }), "lr_scale must be a finite number > 0, got -1");
-  EXPECT_NE(problem_of([](auto& h) { h.lr = 1e-3, h.lr_scale = 2.0; }).find("given together with lr"), std::string::npos);
+  EXPECT_NE(problem_of([](auto& h) { h.lr = 1e-3, h.lr_scale = 2.0; }).find("given together with lr"),
+            std::string::npos);
   EXPECT_EQ(problem_of([](auto& h) { h.weight_decay = -0.1; }), "weight_decay must be a finite number >= 0, got -0.1");
   EXPECT_EQ(problem_of([](auto& h) { h.freeze_steps = -2; }), "freeze_steps must be >= 0, got -2");
   EXPECT_EQ(problem_of([](auto& h) { h.match.clear(); }), "match must be a non-empty list of parameter-name globs");

@@ -58,7 +58,7 @@ TEST(Progress, PlainModeWritesWholeLinesLiveModeRedraws) {
   std::string text = test::read_file(path);
   EXPECT_NE(text.find("step  1/10"), std::string::npos);
   EXPECT_NE(text.find("\neval: val loss 1.5\n"), std::string::npos);
-  EXPECT_NE(text.find("\r"), std::string::npos);      // live redraw
+  EXPECT_NE(text.find("\r"), std::string::npos);  // live redraw
   EXPECT_NE(text.find("\r\033[Kdone\n"), std::string::npos);
 }
 

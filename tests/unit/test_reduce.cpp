@@ -70,8 +70,8 @@ TEST(ReduceForward, AllElements) {
 TEST(ReduceForward, AxisSetsMatchReference) {
   Tensor x = test::rand({2, 3, 4, 5}, 1);
   const std::vector<std::vector<std::int64_t>> sets = {
-      {0}, {1}, {2}, {3}, {-1}, {-4}, {0, 1}, {2, 3}, {1, 2}, {0, 2}, {1, 3}, {0, 3}, {3, 1}, {-1, -3},
-      {0, 1, 2}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2, 3}, {3, 2, 1, 0}};
+      {0},    {1},    {2},    {3},      {-1},      {-4},      {0, 1},    {2, 3},       {1, 2},      {0, 2},
+      {1, 3}, {0, 3}, {3, 1}, {-1, -3}, {0, 1, 2}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2, 3}, {3, 2, 1, 0}};
   for (const auto& axes : sets) {
     for (bool keepdim : {false, true}) {
       EXPECT_TRUE(test::all_close(ops::sum(x, axes, keepdim), ref_reduce(x, axes, keepdim, false), 1e-12, 1e-12))
@@ -187,9 +187,9 @@ TEST(ReduceGrad, Gradchecks) {
     bool keepdim;
   };
   const std::vector<Case> cases = {
-      {{4}, {0}, false},        {{3, 4}, {1}, true},         {{3, 4}, {-2}, false},     {{2, 3, 4}, {0, 2}, false},
-      {{2, 3, 4}, {1}, true},   {{2, 1, 3, 1}, {1, 3}, false}, {{2, 1, 3, 1}, {0, 1}, true}, {{2, 3, 4}, {}, false},
-      {{1, 1}, {0, 1}, true},   {{2, 3, 4, 2}, {-1, 1}, true}, {{2, 3, 4}, {2, 1, 0}, false}};
+      {{4}, {0}, false},      {{3, 4}, {1}, true},           {{3, 4}, {-2}, false},        {{2, 3, 4}, {0, 2}, false},
+      {{2, 3, 4}, {1}, true}, {{2, 1, 3, 1}, {1, 3}, false}, {{2, 1, 3, 1}, {0, 1}, true}, {{2, 3, 4}, {}, false},
+      {{1, 1}, {0, 1}, true}, {{2, 3, 4, 2}, {-1, 1}, true}, {{2, 3, 4}, {2, 1, 0}, false}};
   std::uint64_t seed = 50;
   for (const Case& c : cases) {
     Tensor x = test::rand(c.shape, seed++);

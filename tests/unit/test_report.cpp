@@ -34,9 +34,9 @@ TEST(Svg, LineChartDrawsEachSeriesAndBreaksAtGaps) {
   report::ChartOptions o;
   o.id = "c1";
   o.title = "loss <train>";
-  const std::string svg = report::line_chart(
-      {{"a", {1, 2, 3, 4}, {1, 2, std::nan(""), 4}}, {"b", {1, 2}, {3, 3}}}, o);
-  EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart line\" data-chart=\"line\" id=\"c1\"", 0), 0u);
+  const std::string svg = report::line_chart({{"a", {1, 2, 3, 4}, {1, 2, std::nan(""), 4}}, {"b", {1, 2}, {3, 3}}}, o);
+  EXPECT_EQ(
+      svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart line\" data-chart=\"line\" id=\"c1\"", 0), 0u);
   EXPECT_EQ(count(svg, "<polyline"), 3u);  // a: two pieces; b: one
   EXPECT_NE(svg.find("loss &lt;train&gt;"), std::string::npos);
   EXPECT_EQ(svg.substr(svg.size() - 6), "</svg>");
@@ -82,8 +82,8 @@ ReportRun fake_run(const std::string& name, bool gated) {
   run.record.dir = "runs/" + name;
   run.record.config = {{"model", {{"n_layer", 2}}}};
   for (int step = 1; step <= 3; ++step) {
-    nlohmann::json line = {{"step", step}, {"split", "train"}, {"loss", 3.0 - step * 0.1}, {"attn_entropy", 1.0},
-                           {"sink_ratio", 0.2}};
+    nlohmann::json line = {
+        {"step", step}, {"split", "train"}, {"loss", 3.0 - step * 0.1}, {"attn_entropy", 1.0}, {"sink_ratio", 0.2}};
     if (gated) line["gate_mean_by_layer"] = {0.5, 0.4};
     run.record.metrics.push_back(line);
   }
@@ -115,14 +115,15 @@ TEST(ReportPage, HasEveryChart) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   // No network: the only URL is the SVG namespace name.
   EXPECT_EQ(count(html, "http"), count(html, "xmlns=\"http://www.w3.org/2000/svg\""));
-  for (const char* section : {"summary", "loss-curves", "attention-stats", "gate-over-training", "gate-histograms", "sample"})
+  for (const char* section :
+       {"summary", "loss-curves", "attention-stats", "gate-over-training", "gate-histograms", "sample"})
     EXPECT_NE(html.find(std::string("<section id=\"") + section + "\""), std::string::npos) << section;
   EXPECT_NE(html.find("id=\"loss-train\""), std::string::npos);
   EXPECT_NE(html.find("id=\"loss-val\""), std::string::npos);
   EXPECT_EQ(count(html, "data-chart=\"histogram\""), 2u);  // the gated run's two layers
   EXPECT_EQ(count(html, "data-chart=\"heatmap\""), 4u);    // two heads for each run
   EXPECT_EQ(count(html, "id=\"gate-mean-run0\""), 1u);
-  EXPECT_EQ(count(html, "id=\"gate-mean-run1\""), 0u);     // no gates
+  EXPECT_EQ(count(html, "id=\"gate-mean-run1\""), 0u);  // no gates
   EXPECT_EQ(count(html, "class=\"tokens\" data-layer="), 2u);
   EXPECT_NE(html.find("plain&lt;&amp;&gt;"), std::string::npos);
   EXPECT_EQ(html.find("plain<&>"), std::string::npos);

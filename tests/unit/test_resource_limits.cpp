@@ -46,7 +46,8 @@ TEST(InputFile, RefusesWhatIsNotARegularFileBeforeReading) {
 TEST(MemoryCheck, RefusesAModelThatCannotFitNamingTheSetting) {
   // A terabyte of position embedding; 2·10^13 parameters per block.
   const Config long_block = Config::from_string("model: {block_size: 1000000000}\n", {}, "big.yaml");
-  std::string msg = config_error_of([&] { recipes::check_model_memory(long_block, recipes::ModelUse::train, Device::cpu); });
+  std::string msg =
+      config_error_of([&] { recipes::check_model_memory(long_block, recipes::ModelUse::train, Device::cpu); });
   EXPECT_NE(msg.find("big.yaml:1: model.block_size 1000000000: needs about"), std::string::npos) << msg;
   const Config wide = Config::from_string("", {"model.n_embd=2000000"});
   msg = config_error_of([&] { recipes::check_model_memory(wide, recipes::ModelUse::inference, Device::cpu); });

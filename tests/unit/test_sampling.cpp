@@ -150,19 +150,18 @@ TEST_P(ForwardCached, EqualsTheFullForwardPositionByPosition) {
   EXPECT_FALSE(model.parameter("wte.weight").grad().defined());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Gates, ForwardCached,
-    ::testing::Values(ModelCase{"none"}, ModelCase{"output"},
-                      ModelCase{"output", "sigmoid", 1, "headwise"}, ModelCase{"score"},
-                      ModelCase{"forget"}, ModelCase{"pair"}, ModelCase{"context"},
-                      ModelCase{"routed"}, ModelCase{"routed", "sigmoid", 2},
-                      ModelCase{"output", "gumbel_sigmoid"}, ModelCase{"pair", "gumbel_sigmoid"},
-                      ModelCase{"forget", "gumbel_sigmoid"}),
-    [](const ::testing::TestParamInfo<ModelCase>& info) {
-      const ModelCase& c = info.param;
-      return std::string(std::string(c.kind)) + "_" + c.activation + "_top" + std::to_string(c.top_k) +
-             "_" + c.granularity;
-    });
+INSTANTIATE_TEST_SUITE_P(Gates, ForwardCached,
+                         ::testing::Values(ModelCase{"none"}, ModelCase{"output"},
+                                           ModelCase{"output", "sigmoid", 1, "headwise"}, ModelCase{"score"},
+                                           ModelCase{"forget"}, ModelCase{"pair"}, ModelCase{"context"},
+                                           ModelCase{"routed"}, ModelCase{"routed", "sigmoid", 2},
+                                           ModelCase{"output", "gumbel_sigmoid"}, ModelCase{"pair", "gumbel_sigmoid"},
+                                           ModelCase{"forget", "gumbel_sigmoid"}),
+                         [](const ::testing::TestParamInfo<ModelCase>& info) {
+                           const ModelCase& c = info.param;
+                           return std::string(std::string(c.kind)) + "_" + c.activation + "_top" +
+                                  std::to_string(c.top_k) + "_" + c.granularity;
+                         });
 
 TEST(SampleToken, GreedyAndTopOneAreTheArgmax) {
   std::vector<double> logits{0.1, 2.0, -1.0, 2.0, 0.5};
@@ -193,12 +192,18 @@ TEST(SampleToken, FrequenciesFollowTheTemperedSoftmaxOverTheTopK) {
 }
 
 TEST(SampleToken, RejectsBadOptions) {
-  EXPECT_NE(test::error_of([] { models::SamplingOptions o;
-    o.temperature = -1;
-    models::validate(o); }).find("--temperature"), std::string::npos);
-  EXPECT_NE(test::error_of([] { models::SamplingOptions o;
-    o.top_k = -2;
-    models::validate(o); }).find("--top-k"), std::string::npos);
+  EXPECT_NE(test::error_of([] {
+              models::SamplingOptions o;
+              o.temperature = -1;
+              models::validate(o);
+            }).find("--temperature"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] {
+              models::SamplingOptions o;
+              o.top_k = -2;
+              models::validate(o);
+            }).find("--top-k"),
+            std::string::npos);
 }
 
 models::ModelConfig sampling_config(std::string kind) {

@@ -47,7 +47,11 @@ TEST(ShapeReshape, InfersMinusOneAndSharesStorage) {
 }
 
 TEST(ShapeReshape, Gradcheck) {
-  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& v) { return ops::reshape(v[0], {4, -1}); }, {test::randn({2, 3, 4}, 1)}));
+  EXPECT_TRUE(test::grads_ok(
+      [](const std::vector<Tensor>& v) {
+        return ops::reshape(v[0], {4, -1});
+      },
+      {test::randn({2, 3, 4}, 1)}));
 }
 
 TEST(ShapeReshape, Errors) {
@@ -76,10 +80,13 @@ TEST(ShapeTranspose, ValuesAndGradcheck) {
         Tensor a = test::rand(s, 2);
         std::vector<std::int64_t> p{0, 1, 2, 3};
         std::swap(p[i], p[j]);
-        EXPECT_TRUE(test::all_close(ops::transpose(a, i, j), ref_permute(a, p), 0, 0)) << shape_str(s) << " " << i << "," << j;
+        EXPECT_TRUE(test::all_close(ops::transpose(a, i, j), ref_permute(a, p), 0, 0))
+            << shape_str(s) << " " << i << "," << j;
       }
-  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& v) { return ops::transpose(v[0], 0, 2); }, {test::randn({2, 3, 4}, 3)}));
-  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& v) { return ops::transpose(v[0], -1, -2); }, {test::randn({3, 5}, 4)}));
+  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& v) { return ops::transpose(v[0], 0, 2); },
+                             {test::randn({2, 3, 4}, 3)}));
+  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& v) { return ops::transpose(v[0], -1, -2); },
+                             {test::randn({3, 5}, 4)}));
 }
 
 TEST(ShapePermute, ThreeAndFourDimensional) {
@@ -88,12 +95,14 @@ TEST(ShapePermute, ThreeAndFourDimensional) {
   Tensor p = ops::permute(x, {2, 0, 1});
   EXPECT_EQ(p.shape(), (Shape{2, 2, 3}));
   EXPECT_EQ(p.to_vector(), (std::vector<double>{0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9, 11}));
-  const std::vector<std::vector<std::int64_t>> perms3 = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  const std::vector<std::vector<std::int64_t>> perms3 = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                                         {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
   for (const auto& d : perms3) {
     Tensor a = test::rand({3, 4, 5}, 5);
     EXPECT_TRUE(test::all_close(ops::permute(a, d), ref_permute(a, d), 0, 0));
   }
-  const std::vector<std::vector<std::int64_t>> perms4 = {{0, 2, 1, 3}, {3, 2, 1, 0}, {1, 3, 0, 2}, {0, 3, 1, 2}, {2, 0, 3, 1}};
+  const std::vector<std::vector<std::int64_t>> perms4 = {
+      {0, 2, 1, 3}, {3, 2, 1, 0}, {1, 3, 0, 2}, {0, 3, 1, 2}, {2, 0, 3, 1}};
   for (const auto& d : perms4) {
     for (const Shape& s : {Shape{2, 3, 4, 5}, Shape{2, 1, 4, 1}, Shape{40, 3, 2, 50}}) {
       Tensor a = test::rand(s, 6);
@@ -119,11 +128,21 @@ TEST(ShapePermute, LargeTensorsTakeTheParallelPaths) {
 }
 
 TEST(ShapePermute, Gradcheck) {
-  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& v) { return ops::permute(v[0], {1, 2, 0}); }, {test::randn({2, 3, 4}, 7)}));
-  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& v) { return ops::permute(v[0], {0, 2, 1, 3}); },
-                             {test::randn({2, 3, 2, 2}, 8)}));
-  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& v) { return ops::permute(v[0], {3, 1, 0, 2}); },
-                             {test::randn({2, 1, 3, 2}, 9)}));
+  EXPECT_TRUE(test::grads_ok(
+      [](const std::vector<Tensor>& v) {
+        return ops::permute(v[0], {1, 2, 0});
+      },
+      {test::randn({2, 3, 4}, 7)}));
+  EXPECT_TRUE(test::grads_ok(
+      [](const std::vector<Tensor>& v) {
+        return ops::permute(v[0], {0, 2, 1, 3});
+      },
+      {test::randn({2, 3, 2, 2}, 8)}));
+  EXPECT_TRUE(test::grads_ok(
+      [](const std::vector<Tensor>& v) {
+        return ops::permute(v[0], {3, 1, 0, 2});
+      },
+      {test::randn({2, 1, 3, 2}, 9)}));
 }
 
 TEST(ShapePermute, Errors) {
@@ -196,10 +215,16 @@ TEST(ShapeSplit, Gradcheck) {
         return ops::concat({p[2], p[0]}, 0);
       },
       {test::randn({2, 6}, 22)}));
-  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& v) { return ops::concat({v[0], v[1], v[2]}, 1); },
-                             {test::randn({2, 1, 3}, 23), test::randn({2, 2, 3}, 24), test::randn({2, 3, 3}, 25)}));
-  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& v) { return ops::concat({v[0], v[1]}, 0); },
-                             {test::randn({1, 3}, 26), test::randn({2, 3}, 27)}, {}, {0}));
+  EXPECT_TRUE(test::grads_ok(
+      [](const std::vector<Tensor>& v) {
+        return ops::concat({v[0], v[1], v[2]}, 1);
+      },
+      {test::randn({2, 1, 3}, 23), test::randn({2, 2, 3}, 24), test::randn({2, 3, 3}, 25)}));
+  EXPECT_TRUE(test::grads_ok(
+      [](const std::vector<Tensor>& v) {
+        return ops::concat({v[0], v[1]}, 0);
+      },
+      {test::randn({1, 3}, 26), test::randn({2, 3}, 27)}, {}, {0}));
 }
 
 TEST(ShapeSplit, Errors) {
@@ -233,8 +258,10 @@ TEST(ShapeSqueeze, UnsqueezeSqueezeValuesViewsAndGradcheck) {
   EXPECT_EQ(ops::squeeze(u1, -1).to_vector(), x.to_vector());
   EXPECT_EQ(ops::squeeze(Tensor::zeros({1}), 0).shape(), (Shape{}));
   EXPECT_EQ(ops::unsqueeze(Tensor::scalar(1.0), 0).shape(), (Shape{1}));
-  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& v) { return ops::unsqueeze(v[0], 1); }, {test::randn({2, 3}, 30)}));
-  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& v) { return ops::squeeze(v[0], 1); }, {test::randn({2, 1, 3}, 31)}));
+  EXPECT_TRUE(
+      test::grads_ok([](const std::vector<Tensor>& v) { return ops::unsqueeze(v[0], 1); }, {test::randn({2, 3}, 30)}));
+  EXPECT_TRUE(
+      test::grads_ok([](const std::vector<Tensor>& v) { return ops::squeeze(v[0], 1); }, {test::randn({2, 1, 3}, 31)}));
 }
 
 TEST(ShapeSqueeze, Errors) {

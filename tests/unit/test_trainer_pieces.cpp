@@ -90,7 +90,7 @@ TEST(MetricsLine, FieldsStatisticsAndRegularisersByName) {
   EXPECT_EQ(line["step"], 20);
   EXPECT_EQ(line["split"], "train");
   EXPECT_DOUBLE_EQ(line["loss"].get<double>(), 1.5);
-  EXPECT_DOUBLE_EQ(line["attn_entropy"].get<double>(), 1.5);  // the statistic: mean over layers
+  EXPECT_DOUBLE_EQ(line["attn_entropy"].get<double>(), 1.5);      // the statistic: mean over layers
   EXPECT_DOUBLE_EQ(line["attn_entropy_reg"].get<double>(), 1.4);  // the regulariser beside it
   EXPECT_DOUBLE_EQ(line["gate_entropy"].get<double>(), 0.6);
   EXPECT_DOUBLE_EQ(line["router_balance"].get<double>(), 1.0);

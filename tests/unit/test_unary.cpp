@@ -30,9 +30,15 @@ struct NamedFn {
 // far into their tails, log and sqrt stay positive.
 const std::vector<NamedFn>& all_fns() {
   static const std::vector<NamedFn> fns = {
-      {"exp", ops::exp, -5, 5},         {"log", ops::log, 0.1, 5},          {"tanh", ops::tanh, -30, 30},
-      {"sigmoid", ops::sigmoid, -30, 30}, {"log_sigmoid", ops::log_sigmoid, -30, 30}, {"relu", ops::relu, -2, 2},
-      {"gelu", ops::gelu, -6, 6},        {"square", ops::square, -3, 3},      {"sqrt", ops::sqrt, 0.1, 5},
+      {"exp", ops::exp, -5, 5},
+      {"log", ops::log, 0.1, 5},
+      {"tanh", ops::tanh, -30, 30},
+      {"sigmoid", ops::sigmoid, -30, 30},
+      {"log_sigmoid", ops::log_sigmoid, -30, 30},
+      {"relu", ops::relu, -2, 2},
+      {"gelu", ops::gelu, -6, 6},
+      {"square", ops::square, -3, 3},
+      {"sqrt", ops::sqrt, 0.1, 5},
   };
   return fns;
 }
@@ -43,9 +49,12 @@ Tensor f64(const std::vector<double>& v) { return Tensor::from(v, {static_cast<s
 
 TEST(UnaryForward, KnownValues) {
   EXPECT_TRUE(test::all_close(ops::exp(f64({0, 1, -2})), f64({1, 2.718281828459045, 0.1353352832366127}), 0, 1e-15));
-  EXPECT_TRUE(test::all_close(ops::log(f64({1, 2.718281828459045, 0.5})), f64({0, 1, -0.6931471805599453}), 1e-15, 1e-15));
-  EXPECT_TRUE(test::all_close(ops::tanh(f64({0, 0.5, -2})), f64({0, 0.46211715726000974, -0.9640275800758169}), 0, 1e-15));
-  EXPECT_TRUE(test::all_close(ops::sigmoid(f64({0, 2, -2})), f64({0.5, 0.8807970779778823, 0.11920292202211755}), 0, 1e-15));
+  EXPECT_TRUE(
+      test::all_close(ops::log(f64({1, 2.718281828459045, 0.5})), f64({0, 1, -0.6931471805599453}), 1e-15, 1e-15));
+  EXPECT_TRUE(
+      test::all_close(ops::tanh(f64({0, 0.5, -2})), f64({0, 0.46211715726000974, -0.9640275800758169}), 0, 1e-15));
+  EXPECT_TRUE(
+      test::all_close(ops::sigmoid(f64({0, 2, -2})), f64({0.5, 0.8807970779778823, 0.11920292202211755}), 0, 1e-15));
   EXPECT_TRUE(test::all_close(ops::log_sigmoid(f64({0, 2, -2})),
                               f64({-0.6931471805599453, -0.1269280110429725, -2.1269280110429727}), 0, 1e-15));
   EXPECT_EQ(ops::relu(f64({-1, 0, 2.5})).to_vector(), (std::vector<double>{0, 0, 2.5}));
@@ -122,7 +131,8 @@ TEST(UnaryForward, ThreadedPathMatchesScalarMath) {
   std::vector<double> e = ops::exp(x).to_vector(), g = ops::gelu(x).to_vector(), r = ops::relu(x).to_vector();
   for (std::size_t i = 0; i < xv.size(); i += 997) {
     EXPECT_DOUBLE_EQ(e[i], std::exp(xv[i]));
-    EXPECT_NEAR(g[i], 0.5 * xv[i] * (1 + std::tanh(0.7978845608028654 * (xv[i] + 0.044715 * xv[i] * xv[i] * xv[i]))), 1e-15);
+    EXPECT_NEAR(g[i], 0.5 * xv[i] * (1 + std::tanh(0.7978845608028654 * (xv[i] + 0.044715 * xv[i] * xv[i] * xv[i]))),
+                1e-15);
     EXPECT_EQ(r[i], xv[i] > 0 ? xv[i] : 0.0);
   }
 }

@@ -39,43 +39,56 @@ class ThreadCommunicator final : public dist::Communicator {
   std::unique_ptr<dist::Work> all_reduce_async(void* data, std::int64_t count, DType dtype, dist::ReduceOp op,
                                                const std::string&) override {
     // Every rank reduces all ranks' buffers into a private copy, then (after all have read) writes it.
-    auto result = exchange(data, [&](std::vector<double>& acc) {
-      for (int r = 0; r < size(); ++r)
-        for (std::int64_t i = 0; i < count; ++i) {
-          const double v = load(world_.slots_[static_cast<std::size_t>(r)], dtype, i);
-          acc[static_cast<std::size_t>(i)] = r == 0 ? v : combine(acc[static_cast<std::size_t>(i)], v, op);
-        }
-    }, count);
+    auto result = exchange(
+        data,
+        [&](std::vector<double>& acc) {
+          for (int r = 0; r < size(); ++r)
+            for (std::int64_t i = 0; i < count; ++i) {
+              const double v = load(world_.slots_[static_cast<std::size_t>(r)], dtype, i);
+              acc[static_cast<std::size_t>(i)] = r == 0 ? v : combine(acc[static_cast<std::size_t>(i)], v, op);
+            }
+        },
+        count);
     for (std::int64_t i = 0; i < count; ++i) store(data, dtype, i, result[static_cast<std::size_t>(i)]);
     world_.sync_.arrive_and_wait();
     return std::make_unique<Done>();
   }
   using dist::Communicator::broadcast;
   void broadcast(void* data, std::int64_t count, DType dtype, int root, const std::string&) override {
-    auto result = exchange(data, [&](std::vector<double>& acc) {
-      for (std::int64_t i = 0; i < count; ++i) acc[static_cast<std::size_t>(i)] = load(world_.slots_[static_cast<std::size_t>(root)], dtype, i);
-    }, count);
+    auto result = exchange(
+        data,
+        [&](std::vector<double>& acc) {
+          for (std::int64_t i = 0; i < count; ++i)
+            acc[static_cast<std::size_t>(i)] = load(world_.slots_[static_cast<std::size_t>(root)], dtype, i);
+        },
+        count);
     for (std::int64_t i = 0; i < count; ++i) store(data, dtype, i, result[static_cast<std::size_t>(i)]);
     world_.sync_.arrive_and_wait();
   }
   void reduce_scatter(const void* send, void* recv, std::int64_t n, DType dtype, dist::ReduceOp op,
                       const std::string&) override {
-    auto result = exchange(send, [&](std::vector<double>& acc) {
-      for (int r = 0; r < size(); ++r)
-        for (std::int64_t i = 0; i < n; ++i) {
-          const double v = load(world_.slots_[static_cast<std::size_t>(r)], dtype, rank_ * n + i);
-          acc[static_cast<std::size_t>(i)] = r == 0 ? v : combine(acc[static_cast<std::size_t>(i)], v, op);
-        }
-    }, n);
+    auto result = exchange(
+        send,
+        [&](std::vector<double>& acc) {
+          for (int r = 0; r < size(); ++r)
+            for (std::int64_t i = 0; i < n; ++i) {
+              const double v = load(world_.slots_[static_cast<std::size_t>(r)], dtype, rank_ * n + i);
+              acc[static_cast<std::size_t>(i)] = r == 0 ? v : combine(acc[static_cast<std::size_t>(i)], v, op);
+            }
+        },
+        n);
     for (std::int64_t i = 0; i < n; ++i) store(recv, dtype, i, result[static_cast<std::size_t>(i)]);
     world_.sync_.arrive_and_wait();
   }
   void all_gather(const void* send, void* recv, std::int64_t n, DType dtype, const std::string&) override {
-    auto result = exchange(send, [&](std::vector<double>& acc) {
-      for (int r = 0; r < size(); ++r)
-        for (std::int64_t i = 0; i < n; ++i)
-          acc[static_cast<std::size_t>(r * n + i)] = load(world_.slots_[static_cast<std::size_t>(r)], dtype, i);
-    }, n * size());
+    auto result = exchange(
+        send,
+        [&](std::vector<double>& acc) {
+          for (int r = 0; r < size(); ++r)
+            for (std::int64_t i = 0; i < n; ++i)
+              acc[static_cast<std::size_t>(r * n + i)] = load(world_.slots_[static_cast<std::size_t>(r)], dtype, i);
+        },
+        n * size());
     for (std::int64_t i = 0; i < n * size(); ++i) store(recv, dtype, i, result[static_cast<std::size_t>(i)]);
     world_.sync_.arrive_and_wait();
   }
@@ -97,18 +110,29 @@ class ThreadCommunicator final : public dist::Communicator {
   }
   static double load(const void* p, DType dtype, std::int64_t i) {
     switch (dtype) {
-      case DType::f32: return static_cast<const float*>(p)[i];
-      case DType::f64: return static_cast<const double*>(p)[i];
-      case DType::i32: return static_cast<const std::int32_t*>(p)[i];
-      default: throw DistError("ThreadCommunicator: unsupported dtype");
+      case DType::f32:
+        return static_cast<const float*>(p)[i];
+      case DType::f64:
+        return static_cast<const double*>(p)[i];
+      case DType::i32:
+        return static_cast<const std::int32_t*>(p)[i];
+      default:
+        throw DistError("ThreadCommunicator: unsupported dtype");
     }
   }
   static void store(void* p, DType dtype, std::int64_t i, double v) {
     switch (dtype) {
-      case DType::f32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
-      case DType::f64: static_cast<double*>(p)[i] = v; break;
-      case DType::i32: static_cast<std::int32_t*>(p)[i] = static_cast<std::int32_t>(v); break;
-      default: throw DistError("ThreadCommunicator: unsupported dtype");
+      case DType::f32:
+        static_cast<float*>(p)[i] = static_cast<float>(v);
+        break;
+      case DType::f64:
+        static_cast<double*>(p)[i] = v;
+        break;
+      case DType::i32:
+        static_cast<std::int32_t*>(p)[i] = static_cast<std::int32_t>(v);
+        break;
+      default:
+        throw DistError("ThreadCommunicator: unsupported dtype");
     }
   }
   static double combine(double a, double b, dist::ReduceOp op) {
