@@ -24,7 +24,10 @@ inline void launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shar
 #ifdef GATTN_CUDA_EMULATE
   ::gattn::emu::launch(kernel, grid, block, shared_bytes, stream, std::forward<A>(args)...);
 #else
-  kernel<<<grid, block, shared_bytes, stream> > >(std::forward<A>(args)...);
+  // clang-format reads .cuh as C++ and would split the launch chevrons into "> > >".
+  // clang-format off
+  kernel<<<grid, block, shared_bytes, stream>>>(std::forward<A>(args)...);
+  // clang-format on
 #endif
 }
 
