@@ -55,9 +55,12 @@ GatedAttention::GatedAttention(const ModelConfig& config, std::int64_t layer, Ge
   proj = register_module("proj", std::make_shared<nn::Linear>(C, C, init, proj_opt));
 
   const std::vector<GateConfig> entries = config.layer_gates(layer);
+  // Two or more gates in the block: attn.gate.<kind>. for each (a router keeps attn.router.).
+  const bool several = entries.size() >= 2;
   int under_gate = 0;  // gates whose parameters go under attn.gate.
   for (const GateConfig& g : entries) under_gate += gate_kind(g.kind).module_name == "gate";
-  std::shared_ptr<GateSet> set = under_gate >= 2 ? register_module("gate", std::make_shared<GateSet>()) : nullptr;
+  std::shared_ptr<GateSet> set =
+      several && under_gate > 0 ? register_module("gate", std::make_shared<GateSet>()) : nullptr;
   for (const GateConfig& g : entries) {
     const GateKindSpec& kind = gate_kind(g.kind);
     std::shared_ptr<Gate> gate = kind.make(config, g, init);

@@ -29,15 +29,13 @@ using models::GPT;
 using models::ModelConfig;
 
 // Where a gate's parameters live in block `layer`: attn.gate. for a block's only gate, attn.gate.<kind>.
-// when the block has several, and a kind's own module name (attn.router.) always.
+// when the block has two or more gates (a router among them counts), and a kind's own module name
+// (attn.router.) always.
 inline std::string gate_prefix(const ModelConfig& c, std::int64_t layer, const std::string& kind) {
   const models::GateKindSpec& spec = models::gate_kind(kind);
   const std::string attn = "blocks." + std::to_string(layer) + ".attn.";
   if (spec.module_name != "gate") return attn + spec.module_name + ".";
-  int under_gate = 0;
-  for (const models::GateConfig& g : c.layer_gates(layer))
-    under_gate += models::gate_kind(g.kind).module_name == "gate";
-  return under_gate >= 2 ? attn + "gate." + kind + "." : attn + "gate.";
+  return c.layer_gates(layer).size() >= 2 ? attn + "gate." + kind + "." : attn + "gate.";
 }
 
 // The parameter list of a config: the fixed model, and each gate's parameters as its kind

@@ -72,11 +72,13 @@ TEST(GateComposition, ParameterNamesOfSeveralGates) {
   EXPECT_EQ(model.parameter("blocks.1.attn.gate.output.weight").shape(), (Shape{4, 4}));
   EXPECT_EQ(model.parameter("blocks.1.attn.gate.output.bias").shape(), (Shape{4}));
   EXPECT_THROW(model.parameter("blocks.1.attn.gate.weight"), ValueError);
-  // The router keeps attn.router. beside other gates.
+  // The router keeps attn.router. beside other gates; the other gate of a two-gate block goes under
+  // its kind.
   ModelConfig r = combined({"routed", "pair"});
   GPT routed(r, 0);
   EXPECT_EQ(routed.parameter("blocks.0.attn.router.weight").shape(), (Shape{3, 4}));
-  EXPECT_EQ(routed.parameter("blocks.0.attn.gate.alpha").shape(), (Shape{1}));
+  EXPECT_EQ(routed.parameter("blocks.0.attn.gate.pair.alpha").shape(), (Shape{1}));
+  EXPECT_THROW(routed.parameter("blocks.0.attn.gate.alpha"), ValueError);
   for (const std::vector<std::string>& kinds : {std::vector<std::string>{"output", "score"}, registered_kinds()}) {
     ModelConfig all = combined(kinds);
     GPT m(all, 0);
