@@ -127,6 +127,7 @@ json coerce_list(const KeySpec& s, const std::string& key, const YAML::Node& n, 
   return out;
 }
 
+// A param group as the loader stored it (its fields already type-checked).
 optim::ParamGroupOptions param_group_options(const json& g) {
   optim::ParamGroupOptions p;
   p.name = g.at("name").get<std::string>();
@@ -626,16 +627,7 @@ models::ModelConfig Config::model_config() const {
 
 std::vector<ParamGroupSpec> Config::param_groups() const {
   std::vector<ParamGroupSpec> out;
-  for (const json& g : value("optim.param_groups")) {
-    ParamGroupSpec p;
-    p.name = g.at("name").get<std::string>();
-    p.match = g.at("match").get<std::vector<std::string>>();
-    if (g.contains("lr")) p.lr = g["lr"].get<double>();
-    if (g.contains("lr_scale")) p.lr_scale = g["lr_scale"].get<double>();
-    if (g.contains("weight_decay")) p.weight_decay = g["weight_decay"].get<double>();
-    if (g.contains("freeze_steps")) p.freeze_steps = g["freeze_steps"].get<std::int64_t>();
-    out.push_back(std::move(p));
-  }
+  for (const json& g : value("optim.param_groups")) out.push_back(param_group_options(g));
   return out;
 }
 

@@ -9,22 +9,14 @@
 #include <vector>
 
 #include "framework/config/errors.h"
+#include "framework/optim/param_group.h"
 #include "models/config.h"
 
 namespace gattn {
 
-// One entry of optim.param_groups (docs/config.md). Unset optional fields fall back to the top-level
-// optim.* values.
-struct ParamGroupSpec {
-  std::string name;
-  std::vector<std::string> match;  // globs over parameter names; `*` matches any run incl. dots
-  std::optional<double> lr;        // absolute learning rate
-  std::optional<double> lr_scale;  // times the schedule's lr (never together with lr)
-  std::optional<double> weight_decay;
-  std::int64_t freeze_steps = 0;  // the group does not change during steps 0 … freeze_steps−1
-
-  bool operator==(const ParamGroupSpec&) const = default;
-};
+// One entry of optim.param_groups (docs/config.md): the optimizer's own struct, so the config hands
+// AdamW what it read without a copy field by field.
+using ParamGroupSpec = optim::ParamGroupOptions;
 
 class Config {
  public:

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "framework/optim/param_group.h"
 #include "framework/optim/schedule.h"
 #include "framework/tensor/error.h"
 #include "framework/tensor/tensor.h"
@@ -19,17 +20,6 @@ namespace gattn::optim {
 class OptimizerConfigError : public ValueError {
  public:
   using ValueError::ValueError;
-};
-
-// One entry of `optim.param_groups`. Unset optionals fall back to the top-level values.
-struct ParamGroupOptions {
-  std::string name;
-  std::vector<std::string> match;  // globs over dotted parameter names (glob.h)
-  std::optional<double> lr;        // absolute rate: replaces the schedule entirely
-  std::optional<double> lr_scale;  // multiplies the scheduled rate (ignored when lr is set)
-  std::optional<double> weight_decay;
-  // Steps 0 … freeze_steps−1 leave this group's parameters, moments and step counts untouched.
-  std::int64_t freeze_steps = 0;
 };
 
 struct AdamWOptions {

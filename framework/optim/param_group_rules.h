@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "framework/optim/adamw.h"
+#include "framework/optim/param_group.h"
 
 namespace gattn::optim {
 

@@ -191,7 +191,9 @@ class RoutedGate : public Gate {
   // Σ h(r̃_e) over the selected experts. With one expert r̃ = 1 exactly: h = 0 with no gradient.
   Tensor gate_entropy(const Routing& routing) const {
     if (windows_.size() == 1) return Tensor::scalar(0.0, routing.z.dtype()).to(routing.z.device());
-    const Tensor pool = top_k_ == 1 ? ops::add_scalar(ops::mul_scalar(routing.mask, 0.0), 1.0) : routing.mask;
+    const Tensor pool = top_k_ == 1
+                            ? Tensor::full(routing.mask.shape(), 1.0, routing.mask.dtype(), routing.mask.device())
+                            : routing.mask;
     return selected_gate_entropy(routing.z, routing.mask, pool);
   }
 

@@ -53,16 +53,7 @@ optim::AdamWOptions adamw_options(const Config& cfg) {
   o.schedule.warmup_steps = cfg.get_int("optim.warmup_steps");
   o.schedule.min_lr = cfg.get_double("optim.min_lr");
   o.schedule.max_steps = cfg.get_int("train.max_steps");
-  for (const ParamGroupSpec& g : cfg.param_groups()) {
-    optim::ParamGroupOptions p;
-    p.name = g.name;
-    p.match = g.match;
-    p.lr = g.lr;
-    p.lr_scale = g.lr_scale;
-    p.weight_decay = g.weight_decay;
-    p.freeze_steps = g.freeze_steps;
-    o.groups.push_back(std::move(p));
-  }
+  o.groups = cfg.param_groups();
   return o;
 }
 
