@@ -5,8 +5,8 @@
 #include <unordered_map>
 
 #include "framework/autograd/grad_mode.h"
+#include "framework/autograd/gradient_sum.h"
 #include "framework/autograd/node.h"
-#include "ops/elementwise.h"
 
 namespace gattn::autograd {
 
@@ -25,7 +25,7 @@ void accumulate_into_leaf(TensorImpl& leaf, const Tensor& g) {
     return;
   }
   Tensor acc(leaf.grad);
-  ops::add_(acc, grad);
+  add_gradient_into(acc, grad, "backward");
 }
 
 Edge edge_to(const Tensor& x) {
@@ -176,7 +176,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
             throw AutogradError("backward of '" + n->name() + "': gradient " + shape_str(gi.shape()) + " for input " +
                                 std::to_string(i) + " of shape " + shape_str(want));
           Tensor& acc = slot[static_cast<std::size_t>(e.output_nr)];
-          acc = acc.defined() ? ops::add(acc, gi) : gi;
+          acc = acc.defined() ? sum_gradients(acc, gi, "backward") : gi;
         }
         alive.try_emplace(next, e.fn);
         if (--pending[next] == 0) ready.push_back(next);

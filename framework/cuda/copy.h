@@ -15,11 +15,4 @@ namespace gattn::cuda {
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
 // Sets `bytes` of device memory to zero (asynchronous on the compute stream).
 void zero_device_bytes(void* dst, std::size_t bytes);
-// Converts n elements of device memory from src_type to dst_type on the compute stream (bf16 with
-// round-to-nearest-even, as on the host). Throws DeviceError without a device.
-void convert_device_elements(void* dst, DType dst_type, const void* src, DType src_type, std::size_t n);
-// Sets n elements of device memory of type `type` to `value` (converted as Tensor::fill converts it
-// on the host) with a kernel on the compute stream: nothing is staged through the host.
-void fill_device_elements(void* dst, DType type, double value, std::size_t n);
-
 }  // namespace gattn::cuda

@@ -1,4 +1,4 @@
-// The CPU-only build's answers to device_memory.h and copy.h, so the tensor core calls them
+// The CPU-only build's answers to device_memory.h, copy.h and device_elements.h, so the tensor core calls them
 // without #ifdefs: every device request fails with "this build has no CUDA", stats stay zero.
 // (stream.h, pinned_buffer.h and error.h's throw_* have no stubs: only CUDA code uses them.)
 #ifndef GATTN_WITH_CUDA
@@ -6,6 +6,7 @@
 
 #include "framework/cuda/copy.h"
 #include "framework/cuda/device.h"
+#include "framework/cuda/device_elements.h"
 #include "framework/cuda/device_memory.h"
 
 namespace gattn::cuda {
@@ -29,6 +30,7 @@ void convert_device_elements(void*, DType, const void*, DType, std::size_t) {
   require_device("convert_device_elements");
 }
 void fill_device_elements(void*, DType, double, std::size_t) { require_device("fill_device_elements"); }
+void add_device_elements(void*, const void*, const void*, DType, std::size_t) { require_device("add_device_elements"); }
 
 }  // namespace gattn::cuda
 #endif

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "framework/data/byte_vocab.h"
+#include "framework/io/byte_vocab.h"
 #include "framework/io/checksums.h"
 #include "framework/io/errors.h"
 #include "framework/io/finite_check.h"

@@ -8,6 +8,7 @@
 
 #include "framework/autograd/engine.h"
 #include "framework/cuda/copy.h"
+#include "framework/cuda/device_elements.h"
 
 namespace gattn {
 

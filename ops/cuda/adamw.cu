@@ -4,7 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "ops/cuda/adamw.h"
-#include "ops/cuda/launch.cuh"
+#include "framework/cuda/launch.cuh"
 
 namespace gattn::cuda {
 

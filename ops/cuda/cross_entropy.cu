@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "ops/cuda/cross_entropy.h"
-#include "ops/cuda/launch.cuh"
+#include "framework/cuda/launch.cuh"
 #include "ops/cuda/row_math.cuh"
 #include "ops/cuda/scratch.h"
 

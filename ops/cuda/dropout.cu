@@ -4,7 +4,7 @@
 
 #include "framework/tensor/philox.h"
 #include "ops/cuda/dropout.h"
-#include "ops/cuda/launch.cuh"
+#include "framework/cuda/launch.cuh"
 
 namespace gattn::cuda {
 

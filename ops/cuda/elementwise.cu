@@ -3,7 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "ops/cuda/elementwise.h"
-#include "ops/cuda/launch.cuh"
+#include "framework/cuda/launch.cuh"
 
 namespace gattn::cuda {
 

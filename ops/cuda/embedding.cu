@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "ops/cuda/embedding.h"
-#include "ops/cuda/launch.cuh"
+#include "framework/cuda/launch.cuh"
 
 namespace gattn::cuda {
 

@@ -6,7 +6,7 @@
 #include "framework/tensor/error.h"
 #include "ops/cuda/flash_attention.h"
 #include "ops/cuda/flash_fwd_kernel.cuh"
-#include "ops/cuda/launch.cuh"
+#include "framework/cuda/launch.cuh"
 
 namespace gattn::cuda {
 

@@ -17,8 +17,9 @@
 
 // GATTN_CUDA_EMULATE: the emulation build compiles the kernels as host C++; emulation/kernel_model.h
 // provides the warp primitives (__shfl_xor_sync, __syncthreads, threadIdx …) and warp_mma.h the
-// tensor-core product.
+// tensor-core product (included here, by its only user, since it needs the fragment layout above).
 #if defined(GATTN_CUDA_EMULATE)
+#include "emulation/warp_mma.h"
 #define GATTN_FLASH_DYNAMIC_SMEM(name) uint4* name = reinterpret_cast<uint4*>(::gattn::emu::dynamic_shared_memory())
 #define GATTN_FLASH_SHARED __shared__
 #else

@@ -3,7 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "ops/cuda/index_check.h"
-#include "ops/cuda/launch.cuh"
+#include "framework/cuda/launch.cuh"
 #include "ops/cuda/scratch.h"
 
 namespace gattn::cuda {

@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "ops/cuda/block_reduce.cuh"
-#include "ops/cuda/launch.cuh"
+#include "framework/cuda/launch.cuh"
 #include "ops/cuda/layer_norm.h"
 #include "ops/cuda/scratch.h"
 

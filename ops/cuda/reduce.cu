@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ops/cuda/block_reduce.cuh"
-#include "ops/cuda/launch.cuh"
+#include "framework/cuda/launch.cuh"
 #include "ops/cuda/reduce.h"
 #include "ops/cuda/scratch.h"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ops/cuda/launch.cuh"
+#include "framework/cuda/launch.cuh"
 #include "ops/cuda/shape.h"
 
 namespace gattn::cuda {

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "framework/autograd/grad_mode.h"
-#include "framework/data/byte_vocab.h"
+#include "framework/io/byte_vocab.h"
 #include "framework/data/dataset.h"
 #include "ops/shape.h"
 #include "recipes/common/checkpoint_model.h"

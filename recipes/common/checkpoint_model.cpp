@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "framework/config/errors.h"
-#include "framework/data/byte_vocab.h"
+#include "framework/io/byte_vocab.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_verify.h"
 #include "framework/io/errors.h"

@@ -10,7 +10,7 @@
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/cuda/device.h"
-#include "framework/data/byte_vocab.h"
+#include "framework/io/byte_vocab.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/errors.h"
 #include "framework/io/run_files.h"

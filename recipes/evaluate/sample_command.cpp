@@ -9,7 +9,7 @@
 #include <optional>
 #include <sstream>
 
-#include "framework/data/byte_vocab.h"
+#include "framework/io/byte_vocab.h"
 #include "framework/runtime/memory_budget.h"
 #include "framework/tensor/error.h"
 #include "models/sampling.h"

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "framework/autograd/gradient_sum.h"
 #include "framework/cuda/device.h"
 #include "framework/cuda/device_memory.h"
 #include "framework/tensor/tensor.h"
@@ -80,6 +81,26 @@ TEST(CudaMemory, FactoriesAndConversionsWorkOnDeviceTensors) {
   EXPECT_EQ(as_f64.to_vector(), (std::vector<double>{1, 2, 3}));
   EXPECT_EQ(d.alias_rows(1, 3).to_vector(), (std::vector<double>{2, 3}));  // views keep their offset
   EXPECT_THROW(d.data<float>(), DeviceError);                              // no host access by pointer
+}
+
+TEST(CudaMemory, GradientSumsMatchTheHostsBitForBit) {
+  // The backward engine's sums on the device (framework/cuda/device_elements.cu) against its host loop.
+  GATTN_REQUIRE_DEVICE();
+  for (DType dtype : {DType::f32, DType::f64}) {
+    for (std::int64_t n : {1, 257, 100003}) {
+      const Tensor a = test::rand({n}, 11, -3, 3, DType::f64).to(dtype);
+      const Tensor b = test::rand({n}, 12, -3, 3, DType::f64).to(dtype);
+      const Tensor host = autograd::sum_gradients(a, b, "test");
+      const Tensor dev = autograd::sum_gradients(a.to(Device::cuda), b.to(Device::cuda), "test");
+      EXPECT_EQ(dev.device(), Device::cuda);
+      EXPECT_TRUE(bitwise_equal(dev.to(Device::cpu), host)) << dtype_name(dtype) << " n = " << n;
+      Tensor acc = a.to(Device::cuda);
+      autograd::add_gradient_into(acc, b.to(Device::cuda), "test");
+      EXPECT_TRUE(bitwise_equal(acc.to(Device::cpu), host)) << dtype_name(dtype) << " n = " << n;
+    }
+  }
+  EXPECT_THROW(autograd::sum_gradients(Tensor::ones({2}).to(Device::cuda), Tensor::ones({2}), "backward"),
+               DeviceError);
 }
 
 #ifdef GATTN_WITH_CUDA

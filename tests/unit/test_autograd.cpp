@@ -4,6 +4,7 @@
 
 #include "framework/autograd/engine.h"
 #include "framework/autograd/grad_mode.h"
+#include "framework/autograd/gradient_sum.h"
 #include "framework/autograd/node.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -47,6 +48,35 @@ TEST(Autograd, AccumulatedGradIsNotAnAliasOfAnotherTensor) {
   (x + Tensor::zeros({2}, DType::f64)).backward(g);
   EXPECT_EQ(g.to_vector(), (std::vector<double>{1, 1}));
   EXPECT_EQ(x.grad().to_vector(), (std::vector<double>{2, 2}));
+}
+
+TEST(Autograd, GradientSumsAddElementwiseInBothForms) {
+  // The engine's own sum (framework/autograd/gradient_sum.h): below and above the size at which its
+  // loop runs threaded, both dtypes, out of place and in place.
+  for (std::int64_t n : {1, 7, 40000}) {
+    for (DType dtype : {DType::f32, DType::f64}) {
+      const Tensor a = test::rand({n}, 3, -2, 2, DType::f64).to(dtype);
+      const Tensor b = test::rand({n}, 4, -2, 2, DType::f64).to(dtype);
+      const std::vector<double> a_before = a.to_vector();
+      const Tensor want = a + b;  // the ops' add, which the engine used before
+      const Tensor sum = autograd::sum_gradients(a, b, "test");
+      EXPECT_EQ(sum.to_vector(), want.to_vector()) << n;
+      Tensor acc = a.clone();
+      autograd::add_gradient_into(acc, b, "test");
+      EXPECT_EQ(acc.to_vector(), want.to_vector()) << n;
+      EXPECT_EQ(a.to_vector(), a_before);  // the in-place sum wrote into the clone only
+    }
+  }
+}
+
+TEST(Autograd, GradientSumsRejectMismatchesByName) {
+  const Tensor a = Tensor::ones({2, 3});
+  EXPECT_NE(test::error_of([&] { autograd::sum_gradients(a, Tensor::ones({3, 2}), "backward"); })
+                .find("backward: gradient shapes [2, 3] and [3, 2] differ"),
+            std::string::npos);
+  EXPECT_THROW(autograd::sum_gradients(a, Tensor::ones({2, 3}, DType::f64), "backward"), DTypeError);
+  Tensor ints = Tensor::ones({2, 3}, DType::i32);
+  EXPECT_THROW(autograd::add_gradient_into(ints, Tensor::ones({2, 3}, DType::i32), "backward"), DTypeError);
 }
 
 TEST(Autograd, NoGradRecordsNothing) {

@@ -1,19 +1,23 @@
-// Element-type conversion on the device (f32, f64, i32, bf16 in any pair), so Tensor::to(DType)
-// and copy_from never stage a device tensor through the host; and Tensor::fill's kernel. Mixed precision casts every
-// GEMM operand with it, so it is a plain grid-stride kernel, memory bound, vectorised by the compiler.
+// The tensor core's element kernels: type conversion (f32, f64, i32, bf16 in any pair), so
+// Tensor::to(DType) and copy_from never stage a device tensor through the host; Tensor::fill's
+// kernel; and the gradient sum of the backward engine. Mixed precision casts every GEMM operand
+// with the conversion, so each is a plain grid-stride kernel, memory bound, vectorised by the compiler.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstring>
 
-#include "framework/cuda/copy.h"
+#include "framework/cuda/device_elements.h"
+#include "framework/cuda/launch.cuh"
+#include "framework/cuda/stream.h"
 #include "framework/tensor/bf16.h"
-#include "ops/cuda/host_util.h"
-#include "ops/cuda/launch.cuh"
+#include "framework/tensor/error.h"
 
 namespace gattn::cuda {
 
 namespace {
+
+cudaStream_t stream() { return compute_stream().handle(); }
 
 template <class T>
 __device__ inline float to_f32(T x) {
@@ -77,7 +81,34 @@ void launch_fill(void* dst, V value, long long n) {
   GATTN_CUDA_LAUNCH_CHECK("fill_pattern_kernel");
 }
 
+template <class T>
+__global__ void add_kernel(T* dst, const T* a, const T* b, long long n) {
+  GATTN_GRID_STRIDE(i, n) dst[i] = a[i] + b[i];
+}
+
+template <class T>
+void launch_add(void* dst, const void* a, const void* b, long long n) {
+  launch(add_kernel<T>, grid_for(n), kThreads, 0, stream(), static_cast<T*>(dst), static_cast<const T*>(a),
+         static_cast<const T*>(b), n);
+  GATTN_CUDA_LAUNCH_CHECK("add_kernel");
+}
+
 }  // namespace
+
+void add_device_elements(void* dst, const void* a, const void* b, DType type, std::size_t n) {
+  if (n == 0) return;
+  const auto count = static_cast<long long>(n);
+  switch (type) {
+    case DType::f32:
+      return launch_add<float>(dst, a, b, count);
+    case DType::f64:
+      return launch_add<double>(dst, a, b, count);
+    case DType::i32:
+    case DType::bf16:
+      break;
+  }
+  throw DTypeError(std::string("add_device_elements: gradients are f32 or f64 on the device, got ") + dtype_name(type));
+}
 
 void fill_device_elements(void* dst, DType type, double value, std::size_t n) {
   if (n == 0) return;

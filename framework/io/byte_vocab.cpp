@@ -1,5 +1,5 @@
 // ByteVocab: parsing the checkpoint's vocab array, encoding and decoding.
-#include "framework/data/byte_vocab.h"
+#include "framework/io/byte_vocab.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
