@@ -1,9 +1,14 @@
-// The declarative schema of every config key gattn accepts: type, default, range and allowed values.
+// A declarative config schema: every key an application accepts, with its type, default, range and
+// allowed values. The machinery here is generic; the application writes its own table (gattn's run
+// schema is recipes/common/run_schema.cpp, documented in docs/config.md).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace gattn::config {
@@ -16,35 +21,72 @@ enum class KeyType {
   choice,           // one of KeySpec::choices
   int_list,         // list of int64
   number_list,      // list of doubles
-  all_or_int_list,  // the string "all" or a list of int64 (model.gate.layers)
-  param_groups,     // optim.param_groups: a list of maps, checked by the config loader
-  gate_list,        // model.gates: a list of maps of scalars and lists, checked by the model's config
+  all_or_int_list,  // the string "all" or a list of int64
+  param_groups,     // a list of optimizer parameter groups (framework/optim/param_group.h)
+  map_list,         // a list of maps of plain values (scalars and lists) that the application's rules check
 };
 
 struct KeySpec {
   std::string key;  // dotted path, e.g. "optim.lr"
   KeyType type = KeyType::integer;
   nlohmann::json default_value;  // already in the stored form (numbers as double for `number`)
-  std::string doc;               // one line for users (configs/example_full.yaml mirrors it)
+  std::string doc;               // one line for users
   // Bounds on a number or on every element of a list.
   std::optional<double> min;
   bool min_exclusive = false;
   std::optional<double> max;
   bool max_exclusive = false;
   std::vector<std::string> choices;   // for `choice`
-  bool nullable = false;              // null is a valid value (e.g. model.gate.init_bias = kind default)
+  bool nullable = false;              // null is a valid value (the application gives null a meaning)
   std::optional<std::size_t> length;  // exact length of a list
+  // How messages name the items of a `map_list` or `all_or_int_list` ("gate entries", "block
+  // indices"), and the form of a `map_list` item ("{kind: ..., ...}").
+  std::string entries;
+  std::string entry_form;
 };
 
-// Every key, grouped by section in the order to_yaml() writes them.
-const std::vector<KeySpec>& schema();
-// The spec of a leaf key, or nullptr.
-const KeySpec* find_key(const std::string& key);
-// True for a dotted prefix of some key ("model", "model.gate"), which holds a map in YAML.
-bool is_section(const std::string& key);
-// The known key or section closest to `key` within edit distance 2, or "" when none is.
-std::string closest_key(const std::string& key);
-// The closest of `candidates` within edit distance 2, or "".
+// Builders, so an application's table is one line per key.
+KeySpec int_key(std::string key, std::int64_t def, std::optional<double> min, std::string doc, bool min_excl = false);
+KeySpec pos_int(std::string key, std::int64_t def, std::string doc);  // an integer > 0
+KeySpec num_key(std::string key, std::optional<double> def, std::optional<double> min, bool min_excl, std::string doc);
+KeySpec bool_key(std::string key, bool def, std::string doc);
+KeySpec choice_key(std::string key, std::string def, std::vector<std::string> choices, std::string doc);
+KeySpec str_key(std::string key, std::string def, std::string doc);
+KeySpec int_list_key(std::string key, std::vector<std::int64_t> def, std::optional<double> min, std::string doc);
+KeySpec num_list_key(std::string key, std::vector<double> def, std::optional<double> min, std::string doc);
+// Defaults to "all".
+KeySpec all_or_int_list_key(std::string key, std::string entries, std::optional<double> min, std::string doc);
+// Both default to the empty list.
+KeySpec param_groups_key(std::string key, std::string doc);
+KeySpec map_list_key(std::string key, std::string entries, std::string entry_form, std::string doc);
+// Modifiers of a built key, for the few keys that need more than a builder says.
+KeySpec at_most(KeySpec spec, double max, bool exclusive = false);
+KeySpec with_length(KeySpec spec, std::size_t length);
+KeySpec nullable(KeySpec spec);
+
+// An application's keys, grouped by section in the order Settings::to_yaml writes them. Schemas are
+// long-lived (a function-local static): Settings keep a pointer to theirs.
+class Schema {
+ public:
+  // Throws std::invalid_argument for a key given twice or a key that is also a section.
+  explicit Schema(std::vector<KeySpec> keys);
+
+  const std::vector<KeySpec>& keys() const { return keys_; }
+  // The spec of a leaf key, or nullptr.
+  const KeySpec* find(const std::string& key) const;
+  // True for a dotted prefix of some key ("model", "model.gate"), which holds a map in YAML.
+  bool is_section(const std::string& key) const;
+  // The known key or section closest to `key` within edit distance 2, or "" when none is.
+  std::string closest_key(const std::string& key) const;
+
+ private:
+  std::vector<KeySpec> keys_;
+  std::unordered_map<std::string, std::size_t> index_;  // key → position in keys_ (find runs per key read)
+  std::unordered_set<std::string> sections_;
+  std::vector<std::string> names_;  // keys and sections, in the order closest_key tries them
+};
+
+// The closest of `candidates` within edit distance 2, or "" (the first of equally close ones).
 std::string closest_of(const std::string& key, const std::vector<std::string>& candidates);
 std::size_t edit_distance(const std::string& a, const std::string& b);
 
@@ -53,7 +95,7 @@ std::string check_bounds(const KeySpec& spec, double v);
 // The constraint as words: "must be > 0", "must be in [0, 1)", "must be one of a, b".
 std::string describe_bounds(const KeySpec& spec);
 
-// The keys allowed inside one optim.param_groups entry.
+// The keys allowed inside one param_groups entry, in the order to_yaml writes them.
 const std::vector<std::string>& param_group_keys();
 
 }  // namespace gattn::config

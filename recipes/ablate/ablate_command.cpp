@@ -17,7 +17,6 @@
 #include <filesystem>
 #include <iostream>
 
-#include "framework/config/config.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/errors.h"
 #include "framework/io/run_files.h"
@@ -25,6 +24,7 @@
 #include "recipes/ablate/ablation_summary.h"
 #include "recipes/ablate/report.h"
 #include "recipes/common/recipe.h"
+#include "recipes/common/run_config.h"
 
 extern char** environ;
 

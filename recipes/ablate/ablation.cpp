@@ -11,6 +11,7 @@
 #include "framework/config/yaml_document.h"
 #include "framework/config/yaml_position.h"
 #include "framework/io/input_file.h"
+#include "recipes/common/run_schema.h"
 
 namespace gattn::recipes {
 
@@ -32,9 +33,9 @@ void check_key(const std::string& key, const std::string& where, const std::stri
   if (key == "run.dir" || key == "run.name" || key == "run")
     throw ConfigError(where + ": " + what + " '" + key +
                       "' is set by gattn ablate for each cell (cells/<name>); remove it");
-  if (config::find_key(key) || config::is_section(key)) return;
+  if (run_schema().find(key) || run_schema().is_section(key)) return;
   std::string msg = where + ": " + what + " '" + key + "' is not a config key";
-  const std::string near = config::closest_key(key);
+  const std::string near = run_schema().closest_key(key);
   if (!near.empty()) msg += " (did you mean '" + near + "'?)";
   throw ConfigError(msg);
 }

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "framework/config/config.h"
 #include "framework/io/metrics.h"
 #include "models/gpt.h"
 #include "recipes/ablate/ablation.h"
+#include "recipes/common/run_config.h"
 
 namespace gattn::recipes {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "framework/config/config.h"
 #include "models/gpt.h"
+#include "recipes/common/run_config.h"
 
 namespace gattn::recipes {
 

@@ -60,7 +60,7 @@ void check_model_memory(const Config& cfg, ModelUse use, Device device) {
   std::string key = largest->keys.front();
   double furthest = 0;
   for (const std::string& k : largest->keys) {
-    const double ratio = cfg.get_double(k) / std::max(1.0, config::find_key(k)->default_value.get<double>());
+    const double ratio = cfg.get_double(k) / std::max(1.0, cfg.schema().find(k)->default_value.get<double>());
     if (ratio > furthest) {
       furthest = ratio;
       key = k;

@@ -5,8 +5,8 @@
 #pragma once
 #include <string>
 
-#include "framework/config/config.h"
 #include "framework/tensor/tensor.h"
+#include "recipes/common/run_config.h"
 
 namespace gattn::recipes {
 

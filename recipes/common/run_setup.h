@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "framework/config/config.h"
 #include "framework/data/dataset.h"
 #include "framework/dist/communicator.h"
 #include "framework/io/checkpoint.h"
@@ -15,6 +14,7 @@
 #include "framework/optim/adamw.h"
 #include "models/gpt.h"
 #include "ops/autocast.h"
+#include "recipes/common/run_config.h"
 
 namespace gattn::recipes {
 

@@ -40,7 +40,7 @@ constexpr std::uint64_t kDataStream = 2;
 std::map<std::string, double> regularizer_weights(const Config& cfg) {
   const std::string prefix = "regularization.";
   std::map<std::string, double> out;
-  for (const config::KeySpec& k : config::schema())
+  for (const config::KeySpec& k : cfg.schema().keys())
     if (k.key.rfind(prefix, 0) == 0) out[k.key.substr(prefix.size())] = cfg.get_double(k.key);
   return out;
 }

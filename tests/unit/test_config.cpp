@@ -7,8 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "framework/config/config.h"
 #include "framework/config/schema.h"
+#include "recipes/common/run_config.h"
+#include "recipes/common/run_schema.h"
 #include "test_util.h"
 
 namespace gattn {
@@ -114,7 +115,7 @@ TEST(ConfigDefaults, EmptyFileFillsEveryKey) {
   EXPECT_EQ(c.get_int("checkpoint.every"), 500);
   EXPECT_TRUE(c.param_groups().empty());
   // Every schema key has a value.
-  for (const auto& s : config::schema()) EXPECT_NO_THROW(c.value(s.key)) << s.key;
+  for (const auto& s : run_schema().keys()) EXPECT_NO_THROW(c.value(s.key)) << s.key;
 }
 
 TEST(ConfigDefaults, EmptySectionsAreAllowed) {
@@ -149,7 +150,8 @@ TEST(ConfigLoad, ExampleFullIsEveryKeyAtItsDefault) {
   Config c = Config::load(path.string());
   EXPECT_EQ(c, Config::defaults());
   // It really lists every key: each was set by the file, not filled in.
-  for (const auto& s : config::schema()) EXPECT_NE(c.where(s.key), c.origin()) << s.key << " missing from the example";
+  for (const auto& s : run_schema().keys())
+    EXPECT_NE(c.where(s.key), c.origin()) << s.key << " missing from the example";
 }
 
 TEST(ConfigLoad, QuickstartLoads) {
@@ -505,11 +507,11 @@ TEST(ConfigGetters, WrongTypeOrUnknownKeyThrows) {
 TEST(ConfigSchema, EditDistanceAndClosestKey) {
   EXPECT_EQ(config::edit_distance("optim.lrr", "optim.lr"), 1u);
   EXPECT_EQ(config::edit_distance("", "abc"), 3u);
-  EXPECT_EQ(config::closest_key("train.batchsize"), "train.batch_size");
-  EXPECT_EQ(config::closest_key("zzzzzzzz"), "");
-  EXPECT_TRUE(config::is_section("model.gate"));
-  EXPECT_FALSE(config::is_section("model.gate.kind"));
-  EXPECT_NE(config::find_key("optim.param_groups"), nullptr);
+  EXPECT_EQ(run_schema().closest_key("train.batchsize"), "train.batch_size");
+  EXPECT_EQ(run_schema().closest_key("zzzzzzzz"), "");
+  EXPECT_TRUE(run_schema().is_section("model.gate"));
+  EXPECT_FALSE(run_schema().is_section("model.gate.kind"));
+  EXPECT_NE(run_schema().find("optim.param_groups"), nullptr);
 }
 
 }  // namespace gattn

@@ -13,6 +13,7 @@
 #include "model_test_util.h"
 #include "models/gating/registry.h"
 #include "models/gpt.h"
+#include "recipes/common/run_schema.h"
 #include "test_util.h"
 
 namespace gattn {
@@ -56,7 +57,7 @@ TEST(GateRegistry, OptionDefaultsPassTheirChecksAndMatchTheSchema) {
     m.gate.options = nlohmann::json::object();  // every option at the kind's default
     EXPECT_NO_THROW(m.validate()) << k->name;
     for (const models::GateOptionSpec& o : k->options) {
-      const config::KeySpec* s = config::find_key("model.gate." + o.key);
+      const config::KeySpec* s = run_schema().find("model.gate." + o.key);
       ASSERT_NE(s, nullptr) << k->name << "." << o.key << " has no shorthand key in the schema";
       EXPECT_EQ(s->default_value, o.default_value) << k->name << "." << o.key;
     }

@@ -4,12 +4,12 @@
 // A FIFO is tested from the CLI (tests/integration/cli_input_files.sh), under a timeout.
 #include <gtest/gtest.h>
 
-#include "framework/config/config.h"
 #include "framework/io/errors.h"
 #include "framework/io/input_file.h"
 #include "framework/runtime/memory_budget.h"
 #include "framework/runtime/threads.h"
 #include "recipes/common/memory_check.h"
+#include "recipes/common/run_config.h"
 #include "test_util.h"
 
 namespace gattn {

@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "framework/config/config.h"
 #include "framework/optim/adamw.h"
 #include "models/gpt.h"
 #include "recipes/ablate/ablation.h"
+#include "recipes/common/run_config.h"
 #include "recipes/common/run_setup.h"
 #include "test_util.h"
 
