@@ -119,4 +119,3 @@ template <class... P>
 inline cudaError_t cudaFuncSetAttribute(void (*kernel)(P...), cudaFuncAttribute attr, int value) {
   return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), attr, value);
 }
-

@@ -4,8 +4,8 @@
 // thread per logit, softmax rebuilt from the saved lse.
 #include <cuda_runtime.h>
 
-#include "ops/cuda/cross_entropy.h"
 #include "framework/cuda/launch.cuh"
+#include "ops/cuda/cross_entropy.h"
 #include "ops/cuda/row_math.cuh"
 #include "ops/cuda/scratch.h"
 

@@ -2,9 +2,9 @@
 // (framework/tensor/philox.h is host-and-device code), so both devices drop the same elements.
 #include <cuda_runtime.h>
 
+#include "framework/cuda/launch.cuh"
 #include "framework/tensor/philox.h"
 #include "ops/cuda/dropout.h"
-#include "framework/cuda/launch.cuh"
 
 namespace gattn::cuda {
 

@@ -4,8 +4,8 @@
 // index matches is skipped after one __syncthreads_or, which keeps the V·n scan cheap.
 #include <cuda_runtime.h>
 
-#include "ops/cuda/embedding.h"
 #include "framework/cuda/launch.cuh"
+#include "ops/cuda/embedding.h"
 
 namespace gattn::cuda {
 

@@ -4,10 +4,10 @@
 
 #include <cstdint>
 
+#include "framework/cuda/launch.cuh"
 #include "framework/tensor/error.h"
 #include "ops/cuda/flash_attention.h"
 #include "ops/cuda/flash_bwd_kernels.cuh"
-#include "framework/cuda/launch.cuh"
 #include "ops/cuda/scratch.h"
 
 namespace gattn::cuda {

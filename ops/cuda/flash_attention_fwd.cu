@@ -3,10 +3,10 @@
 
 #include <cstdint>
 
+#include "framework/cuda/launch.cuh"
 #include "framework/tensor/error.h"
 #include "ops/cuda/flash_attention.h"
 #include "ops/cuda/flash_fwd_kernel.cuh"
-#include "framework/cuda/launch.cuh"
 
 namespace gattn::cuda {
 

@@ -2,8 +2,8 @@
 // result with atomicMin; the minimum is the same whatever order the atomics run in.
 #include <cuda_runtime.h>
 
-#include "ops/cuda/index_check.h"
 #include "framework/cuda/launch.cuh"
+#include "ops/cuda/index_check.h"
 #include "ops/cuda/scratch.h"
 
 namespace gattn::cuda {

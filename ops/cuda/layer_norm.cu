@@ -4,8 +4,8 @@
 // across columns), then the chunks are added in index order: no atomics, same bits every run.
 #include <cuda_runtime.h>
 
-#include "ops/cuda/block_reduce.cuh"
 #include "framework/cuda/launch.cuh"
+#include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/layer_norm.h"
 #include "ops/cuda/scratch.h"
 

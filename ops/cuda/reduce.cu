@@ -9,8 +9,8 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/cuda/block_reduce.cuh"
 #include "framework/cuda/launch.cuh"
+#include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/reduce.h"
 #include "ops/cuda/scratch.h"
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "framework/autograd/grad_mode.h"
-#include "framework/io/byte_vocab.h"
 #include "framework/data/dataset.h"
+#include "framework/io/byte_vocab.h"
 #include "ops/shape.h"
 #include "recipes/common/checkpoint_model.h"
 #include "recipes/common/run_setup.h"

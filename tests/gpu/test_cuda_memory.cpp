@@ -99,8 +99,7 @@ TEST(CudaMemory, GradientSumsMatchTheHostsBitForBit) {
       EXPECT_TRUE(bitwise_equal(acc.to(Device::cpu), host)) << dtype_name(dtype) << " n = " << n;
     }
   }
-  EXPECT_THROW(autograd::sum_gradients(Tensor::ones({2}).to(Device::cuda), Tensor::ones({2}), "backward"),
-               DeviceError);
+  EXPECT_THROW(autograd::sum_gradients(Tensor::ones({2}).to(Device::cuda), Tensor::ones({2}), "backward"), DeviceError);
 }
 
 #ifdef GATTN_WITH_CUDA

@@ -71,8 +71,9 @@ TEST(Autograd, GradientSumsAddElementwiseInBothForms) {
 
 TEST(Autograd, GradientSumsRejectMismatchesByName) {
   const Tensor a = Tensor::ones({2, 3});
-  EXPECT_NE(test::error_of([&] { autograd::sum_gradients(a, Tensor::ones({3, 2}), "backward"); })
-                .find("backward: gradient shapes [2, 3] and [3, 2] differ"),
+  EXPECT_NE(test::error_of([&] {
+              autograd::sum_gradients(a, Tensor::ones({3, 2}), "backward");
+            }).find("backward: gradient shapes [2, 3] and [3, 2] differ"),
             std::string::npos);
   EXPECT_THROW(autograd::sum_gradients(a, Tensor::ones({2, 3}, DType::f64), "backward"), DTypeError);
   Tensor ints = Tensor::ones({2, 3}, DType::i32);
