@@ -3,7 +3,8 @@
 # into build-gpu/, runs the GPU tests (ctest -L gpu), the CUDA op benchmark, the NCCL communicator
 # under mpirun -n 1, gattn's attention op against PyTorch (scripts/bench_attention_torch.py) and
 # GPT-2 124M-shaped training runs in bf16 and fp32 (tokens/s, MFU), and copies every log to $OUT
-# (when set; else gpu_check_logs/ in the repository). Everything after the build and the tests runs
+# (when set; else gpu_check_logs/ in the repository), with the data-parallel trainer's check in
+# between (tests/emulation/dist_on_device.sh). Everything after the build and the tests runs
 # against a deadline of 330 s from the start (GATTN_CHECK_BUDGET_S), each step's timeout cut to what
 # is left: with a machine start (1-4 min) the first run fits 6 minutes of a 15-minute device budget,
 # and a rerun on the warm machine (build-gpu/ is kept there, so the build is incremental) fits 3
@@ -139,6 +140,20 @@ if command -v mpirun >/dev/null 2>&1; then
   timeout "$(( $(step_timeout 120 150) > 0 ? $(step_timeout 120 150) : 20 ))" mpirun -n 1 "${root_flag[@]}" --oversubscribe --bind-to none build-gpu/tests/gattn_gpu_tests \
     --gtest_filter='NcclCommunicator.*' >"$logs/nccl_mpirun.log" 2>&1 || { echo "gpu_check: NCCL under mpirun FAILED"; test_status=1; }
   tail -5 "$logs/nccl_mpirun.log"
+fi
+
+# The data-parallel trainer on the GPU (tests/emulation/dist_on_device.sh, which the emulation
+# build also runs on the CPU): an NCCL world of one equal to the plain single-GPU run and, where
+# mpirun exists, 2 ranks sharing GPU 0 through the staged MPI backend equal to 1 rank on the same
+# global batch (dist.zero 0 and 1, losses to 1e-5 over 20 steps), bf16 buckets, a 2-rank GPU
+# checkpoint resumed on 1 rank, and nccl refused for 2 ranks on one GPU. Tiny model: ~1 min.
+dist_limit=$(step_timeout 90 150)
+if (( dist_limit > 0 )) && [[ -x build-gpu/gattn ]]; then
+  echo "gpu_check: data-parallel trainer on the GPU [$(elapsed)]"
+  timeout "$dist_limit" bash tests/emulation/dist_on_device.sh "$root/build-gpu/gattn" >"$logs/dist_on_device.log" 2>&1 || { echo "gpu_check: data-parallel trainer on the GPU FAILED"; test_status=1; }
+  tail -5 "$logs/dist_on_device.log"
+else
+  echo "gpu_check: skipped the data-parallel trainer check (past the deadline)"
 fi
 
 # gattn's attention op against PyTorch on the issue-7 shapes (16k tokens per case, T 1k/4k/16k,

@@ -26,16 +26,31 @@ int count_devices() {
 }
 }  // namespace
 
-bool available() {
-  static const bool has_device = count_devices() > 0;
-  return has_device;
-}
+bool available() { return device_count() > 0; }
 
 void require_device(const char* what) {
 #ifndef GATTN_WITH_CUDA
   throw DeviceError(std::string(what) + ": this build has no CUDA");
 #else
   if (!available()) throw DeviceError(std::string(what) + ": no CUDA device");
+#endif
+}
+
+int device_count() {
+  static const int n = count_devices();
+  return n;
+}
+
+void use_device(int ordinal) {
+  require_device("use_device");
+  if (ordinal < 0 || ordinal >= device_count())
+    throw DeviceError("use_device: device " + std::to_string(ordinal) + " does not exist (" +
+                      std::to_string(device_count()) + " visible)");
+#ifdef GATTN_WITH_CUDA
+  const cudaError_t status = cudaSetDevice(ordinal);
+  if (status != cudaSuccess)
+    throw DeviceError("use_device: cudaSetDevice(" + std::to_string(ordinal) +
+                      ") failed: " + cudaGetErrorString(status));
 #endif
 }
 

@@ -8,5 +8,11 @@ namespace gattn::cuda {
 bool available();
 // Throws DeviceError "<what>: this build has no CUDA" or "<what>: no CUDA device".
 void require_device(const char* what);
+// How many devices the driver reports (0 without CUDA or without a device).
+int device_count();
+// Makes device `ordinal` this process's device for all later CUDA work (allocations, streams,
+// kernels, cuBLAS): call it before any of that, as a data-parallel rank picks the GPU of its local
+// rank. Throws DeviceError without a device or for an ordinal outside [0, device_count()).
+void use_device(int ordinal);
 
 }  // namespace gattn::cuda

@@ -4,18 +4,21 @@
 namespace gattn::dist {
 
 DistributedOptimizer::DistributedOptimizer(optim::AdamW::NamedParameters params, optim::AdamWOptions options,
-                                           Communicator& comm, int zero)
+                                           Communicator& comm, int zero, GradientSync sync)
     : params_(params), comm_(comm), zero_(zero) {
   if (zero != 0 && zero != 1) {
     std::string msg = "dist.zero must be 0 or 1, got ";
     msg += std::to_string(zero);
     throw DistError(msg);
   }
+  if (zero == 1 && sync.wire_dtype != DType::f32)
+    throw DistError("dist: ZeRO-1 reduce-scatters f32 gradients; bf16 gradients are for dist.zero 0's buckets");
   if (zero == 1) {
     sharded_ = std::make_unique<ZeroAdamW>(std::move(params), std::move(options), comm);
   } else {
     full_ = std::make_unique<optim::AdamW>(std::move(params), std::move(options));
-    if (comm.size() > 1) buckets_ = std::make_unique<GradientBuckets>(params_, comm);
+    if (comm.size() > 1)
+      buckets_ = std::make_unique<GradientBuckets>(params_, comm, sync.bucket_elements, sync.wire_dtype);
   }
 }
 

@@ -19,9 +19,16 @@
 
 namespace gattn::dist {
 
+// How zero 0's gradients travel (dist.bucket_mb, dist.grad_dtype).
+struct GradientSync {
+  std::int64_t bucket_elements = GradientBuckets::kDefaultBucketElements;
+  DType wire_dtype = DType::f32;  // f32 or bf16; ZeRO-1 reduce-scatters f32 only
+};
+
 class DistributedOptimizer {
  public:
-  DistributedOptimizer(optim::AdamW::NamedParameters params, optim::AdamWOptions options, Communicator& comm, int zero);
+  DistributedOptimizer(optim::AdamW::NamedParameters params, optim::AdamWOptions options, Communicator& comm, int zero,
+                       GradientSync sync = {});
 
   // Collective: every rank's weights become rank 0's (identical starting weights).
   void broadcast_parameters();

@@ -8,8 +8,11 @@
 
 namespace gattn::dist {
 
-GradientBuckets::GradientBuckets(NamedParameters params, Communicator& comm, std::int64_t bucket_elements)
-    : params_(std::move(params)), comm_(comm) {
+GradientBuckets::GradientBuckets(NamedParameters params, Communicator& comm, std::int64_t bucket_elements,
+                                 DType wire_dtype)
+    : params_(std::move(params)), comm_(comm), wire_dtype_(wire_dtype) {
+  if (wire_dtype != DType::f32 && wire_dtype != DType::bf16)
+    throw DistError(std::string("dist: gradient buckets travel as f32 or bf16, not ") + dtype_name(wire_dtype));
   std::vector<std::int64_t> sizes;
   for (const auto& [name, p] : params_) {
     if (p.dtype() != DType::f32 || p.device() != comm_.device())
@@ -27,7 +30,7 @@ GradientBuckets::GradientBuckets(NamedParameters params, Communicator& comm, std
       bucket_of_[i] = buckets_.size();
       n += sizes[i];
     }
-    b.flat = Tensor::zeros({n}, DType::f32, comm_.device());
+    b.flat = Tensor::zeros({n}, wire_dtype_, comm_.device());
     b.pending = members.size();
     b.members = std::move(members);
     buckets_.push_back(std::move(b));
@@ -71,7 +74,7 @@ void GradientBuckets::launch(std::size_t index) {
   }
   std::string what = "all-reduce of gradient bucket ";
   what += std::to_string(index);
-  b.work = comm_.all_reduce_async(b.flat.raw_data(), b.flat.numel(), DType::f32, ReduceOp::sum, what);
+  b.work = comm_.all_reduce_async(b.flat.raw_data(), b.flat.numel(), wire_dtype_, ReduceOp::sum, what);
 }
 
 void GradientBuckets::finish() {
@@ -80,11 +83,13 @@ void GradientBuckets::finish() {
   for (Bucket& b : buckets_) {
     b.work->wait();
     b.work.reset();
-    ops::scale_(b.flat, inv_world);
+    // The mean in f32 whatever travelled (bf16 sums are widened first).
+    Tensor sum = b.flat.dtype() == DType::f32 ? b.flat : b.flat.to(DType::f32);
+    ops::scale_(sum, inv_world);
     std::int64_t offset = 0;
     for (std::size_t i : b.members) {
       Tensor& p = params_[i].second;
-      const Tensor mean = b.flat.alias_rows(offset, offset + p.numel()).alias(p.shape());
+      const Tensor mean = sum.alias_rows(offset, offset + p.numel()).alias(p.shape());
       Tensor g = p.grad();
       if (g.defined())
         g.copy_from(mean);

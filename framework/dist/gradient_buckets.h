@@ -4,7 +4,9 @@
 // communication of the late layers overlaps with the backward of the early ones. On the CPU the
 // trainer reports all parameters after backward (ready_all), which still overlaps packing a bucket
 // with the reduction of the one before. The trainer also installs ready_leaf as the autograd
-// engine's leaf-ready hook for the last backward of a step, so buckets start during backward.
+// engine's leaf-ready hook for the last backward of a step, so buckets start during backward. On a
+// GPU the buckets live on the device and NCCL runs them on its communication stream, ordered after
+// the compute stream by an event, so backward keeps computing while they travel.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,11 +24,14 @@ class GradientBuckets {
  public:
   using NamedParameters = std::vector<std::pair<std::string, Tensor>>;
   // 1 Mi elements (4 MiB of f32) per bucket: large enough for full-bandwidth collectives, small
-  // enough that the first bucket starts early in backward.
+  // enough that the first bucket starts early in backward (the trainer passes dist.bucket_mb).
   static constexpr std::int64_t kDefaultBucketElements = 1 << 20;
 
-  // Parameters must be f32 tensors on comm.device() and outlive this object.
-  GradientBuckets(NamedParameters params, Communicator& comm, std::int64_t bucket_elements = kDefaultBucketElements);
+  // Parameters must be f32 tensors on comm.device() and outlive this object. `wire_dtype` is the
+  // buckets' type on the wire: f32, or bf16 (half the traffic; each gradient rounded to bf16 before
+  // the sum, which is then taken in bf16 as DDP's bf16 compression hook does).
+  GradientBuckets(NamedParameters params, Communicator& comm, std::int64_t bucket_elements = kDefaultBucketElements,
+                  DType wire_dtype = DType::f32);
 
   // Parameter `index`'s gradient for this step is final. Launches its bucket's all-reduce when it
   // was the bucket's last one. A parameter without a gradient contributes zeros.
@@ -46,7 +51,7 @@ class GradientBuckets {
  private:
   struct Bucket {
     std::vector<std::size_t> members;  // parameter indices, ascending
-    Tensor flat;                       // f32, their gradients back to back
+    Tensor flat;                       // wire_dtype, their gradients back to back
     std::size_t pending = 0;
     std::unique_ptr<Work> work;
   };
@@ -54,6 +59,7 @@ class GradientBuckets {
 
   NamedParameters params_;
   Communicator& comm_;
+  DType wire_dtype_;
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> bucket_of_;  // per parameter
   std::vector<bool> reported_;

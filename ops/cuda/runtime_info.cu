@@ -35,13 +35,4 @@ std::string cublas_version() {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
-int device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no device / no driver" error
-    return 0;
-  }
-  return n;
-}
-
 }  // namespace gattn::cuda

@@ -7,6 +7,5 @@ bool compiled_in() { return false; }
 std::string toolkit_version() { return "no"; }
 std::string nccl_version() { return "no"; }
 std::string cublas_version() { return "no"; }
-int device_count() { return 0; }
 }  // namespace gattn::cuda
 #endif

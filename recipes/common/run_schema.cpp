@@ -83,6 +83,13 @@ std::vector<KeySpec> run_keys() {
   s.push_back(at_most(int_key("dist.zero", 0, 0.0, "1 = shard optimizer state across ranks (ZeRO-1)"), 1.0));
   s.push_back(num_key("dist.timeout_s", 300.0, 0.0, true,
                       "seconds a collective waits for the other ranks before the run fails (a rank died or stalled)"));
+  s.push_back(choice_key("dist.backend", "auto", {"auto", "nccl", "mpi"},
+                         "gradients on GPUs: nccl (a GPU per rank), mpi (staged through host memory; ranks may "
+                         "share a GPU) or auto (nccl where each rank has its own GPU)"));
+  s.push_back(choice_key("dist.grad_dtype", "f32", {"f32", "bf16"},
+                         "dist.zero 0's gradient buckets on the wire: f32, or bf16 (half the traffic)"));
+  s.push_back(num_key("dist.bucket_mb", 25.0, 0.0, true,
+                      "MiB per gradient bucket (dist.zero 0): each is all-reduced once its gradients are ready"));
   return s;
 }
 

@@ -10,6 +10,7 @@
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/cuda/device.h"
+#include "framework/dist/launch_env.h"
 #include "framework/io/byte_vocab.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/errors.h"
@@ -64,7 +65,13 @@ Device resolve_device(const Config& cfg) {
     std::string why = cuda::compiled_in() ? "no CUDA device is visible" : "this build has no CUDA (nvcc was not found)";
     throw ConfigError(cfg.where("device") + ": device 'cuda': " + why + "; use cpu or auto");
   }
-  if (device == "cuda" || (device == "auto" && gpu)) return Device::cuda;
+  if (device == "cuda" || (device == "auto" && gpu)) {
+    // A launched rank drives the GPU of its local rank (ranks beyond the node's GPUs share them
+    // round-robin, which only the staged MPI backend allows), chosen before any CUDA work.
+    const dist::LaunchInfo launch = dist::detect_launch();
+    if (launch.launched) cuda::use_device(launch.local_rank % cuda::device_count());
+    return Device::cuda;
+  }
   return Device::cpu;
 }
 

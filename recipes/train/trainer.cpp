@@ -24,6 +24,7 @@
 #include "recipes/common/stop_signal.h"
 #include "recipes/train/batch_upload.h"
 #include "recipes/train/fault_injection.h"
+#include "recipes/train/gradient_world.h"
 #include "recipes/train/metrics_line.h"
 
 namespace gattn::recipes {
@@ -154,16 +155,15 @@ Trainer::Trainer(const TrainArgs& args)
     reg_log_step_.insert(name);
     if (w != 0) reg_every_step_.insert(name);
   }
-  // The MPI gradient buckets and ZeRO shards work on host tensors; NCCL is built
-  // (framework/dist/nccl_communicator) but not yet wired into the trainer.
-  if (run_.device != Device::cpu && world_ > 1)
-    throw ConfigError(cfg.where("device") + ": device 'cuda' with " + std::to_string(world_) +
-                      " ranks: multi-GPU training (NCCL) is not wired into the trainer yet; use one rank per run");
+  // Gradients and weights travel on the host world (CPU), NCCL (a GPU per rank) or the host world
+  // staged through pinned memory (ranks sharing a GPU); host values always use the host world.
+  grad_world_owner_ = make_gradient_world(cfg, run_.device, comm_);
+  grad_world_ = grad_world_owner_ ? grad_world_owner_.get() : &comm_;
   // Before the optimizer: its moments are made beside the parameters. A resume then copies the
   // checkpoint's weights and moments onto the device.
   if (run_.device != Device::cpu) run_.model->to_(run_.device);
-  optimizer_.emplace(run_.model->named_parameters(), adamw_options(cfg), comm_,
-                     static_cast<int>(cfg.get_int("dist.zero")));
+  optimizer_.emplace(run_.model->named_parameters(), adamw_options(cfg), *grad_world_,
+                     static_cast<int>(cfg.get_int("dist.zero")), gradient_sync(cfg));
   restore_from_checkpoint();
   run_.model->noise_generator().set_state(rank_noise_state(run_.model->noise_generator().state(), rank_));
   optimizer_->broadcast_parameters();  // identical starting weights, whatever each rank read or drew
@@ -205,7 +205,7 @@ void Trainer::announce() {
       "gattn train: " + std::to_string(run_.model->num_parameters()) + " parameters, " + run_.data->describe();
   if (world_ > 1) {
     intro += ", ";
-    intro.append(std::to_string(world_)).append(" ranks (").append(comm_.backend()).append(", dist.zero ");
+    intro.append(std::to_string(world_)).append(" ranks (").append(grad_world_->backend()).append(", dist.zero ");
     intro.append(std::to_string(zero)).append(")");
   }
   say(intro);

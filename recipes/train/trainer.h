@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -76,7 +77,10 @@ class Trainer {
   void say(const std::string& text);
 
   TrainArgs args_;
-  dist::Communicator& comm_;
+  dist::Communicator& comm_;  // the host world: losses, flags, barriers, evaluation
+  // What carries gradients and weights: the host world, or the NCCL / staged communicator it owns.
+  std::unique_ptr<dist::Communicator> grad_world_owner_;
+  dist::Communicator* grad_world_ = nullptr;
   const int rank_, world_;
   const bool lead_;  // rank 0: writes metrics, checkpoints and the terminal
   RunSetup run_;

@@ -14,6 +14,7 @@
 
 #include "framework/autograd/engine.h"
 #include "framework/dist/distributed_optimizer.h"
+#include "framework/dist/gradient_backend.h"
 #include "framework/dist/gradient_buckets.h"
 #include "framework/dist/launch_env.h"
 #include "framework/dist/sharding.h"
@@ -355,6 +356,60 @@ TEST(GradientBuckets, MeanOverRanksInEveryBucket) {
       }
     }
   });
+}
+
+TEST(GradientBuckets, Bf16OnTheWireGivesTheMeanToBf16Precision) {
+  // dist.grad_dtype bf16: each gradient rounded to bf16, summed in bf16, the mean back in f32.
+  testing::ThreadWorld threads(2);
+  std::mutex mu;
+  threads.run([&](dist::Communicator& comm) {
+    auto params = make_params(7);
+    dist::GradientBuckets buckets(params, comm, /*bucket_elements=*/8, DType::bf16);
+    set_rank_grads(params, comm.rank(), 0);
+    buckets.finish();
+    std::lock_guard<std::mutex> lock(mu);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const Tensor& p = params[i].second;
+      EXPECT_EQ(p.grad().dtype(), DType::f32);
+      const auto got = p.grad().to_vector();
+      for (std::int64_t k = 0; k < p.numel(); ++k) {
+        const double mean =
+            (grad_of(i, p.numel(), 0, 0)[static_cast<std::size_t>(k)] + grad_of(i, p.numel(), 1, 0)[static_cast<std::size_t>(k)]) / 2;
+        // Two roundings to 8 significant bits: the inputs, then their sum.
+        EXPECT_NEAR(got[static_cast<std::size_t>(k)], mean, 2 * 0.0079 * std::max(1.0, std::fabs(mean)));
+      }
+    }
+  });
+  testing::ThreadWorld one(1);
+  one.run([&](dist::Communicator& comm) {
+    EXPECT_THROW(dist::GradientBuckets(make_params(7), comm, 8, DType::f64), DistError);
+    EXPECT_THROW(dist::DistributedOptimizer(make_params(7), optim::AdamWOptions{}, comm, 1, {8, DType::bf16}),
+                 DistError);
+  });
+}
+
+TEST(GradientBackend, AutoPicksNcclWhereEachRankHasAGpuAndStagesWhereTheyShare) {
+  using dist::GradientBackend;
+  auto choose = [](std::string requested, Device device, int world, int local, int gpus, bool nccl) {
+    return dist::choose_gradient_backend({std::move(requested), device, world, local, gpus, nccl});
+  };
+  // CPU training always uses the host world; nccl there is a mistake.
+  EXPECT_EQ(choose("auto", Device::cpu, 4, 4, 8, true).backend, GradientBackend::host);
+  EXPECT_EQ(choose("mpi", Device::cpu, 4, 4, 0, false).backend, GradientBackend::host);
+  EXPECT_NE(choose("nccl", Device::cpu, 2, 2, 2, true).problem.find("needs device cuda"), std::string::npos);
+  // One GPU alone: nothing to exchange, unless NCCL is asked for.
+  EXPECT_EQ(choose("auto", Device::cuda, 1, 1, 1, true).backend, GradientBackend::host);
+  EXPECT_EQ(choose("nccl", Device::cuda, 1, 1, 1, true).backend, GradientBackend::nccl);
+  // Several ranks: NCCL when each has its own GPU and the build has NCCL, else staged MPI.
+  EXPECT_EQ(choose("auto", Device::cuda, 8, 4, 4, true).backend, GradientBackend::nccl);
+  EXPECT_EQ(choose("auto", Device::cuda, 2, 2, 1, true).backend, GradientBackend::staged);
+  EXPECT_EQ(choose("auto", Device::cuda, 2, 2, 2, false).backend, GradientBackend::staged);
+  EXPECT_EQ(choose("mpi", Device::cuda, 2, 2, 2, true).backend, GradientBackend::staged);
+  EXPECT_TRUE(choose("mpi", Device::cuda, 2, 2, 2, true).problem.empty());
+  // nccl forced where it cannot run says why in one line.
+  const std::string shared = choose("nccl", Device::cuda, 2, 2, 1, true).problem;
+  EXPECT_NE(shared.find("dist.backend 'nccl': 2 ranks on this node but 1 GPU(s)"), std::string::npos) << shared;
+  EXPECT_NE(choose("nccl", Device::cuda, 2, 2, 2, false).problem.find("no NCCL"), std::string::npos);
 }
 
 TEST(GradientBuckets, TheAutogradHookLaunchesEveryBucketDuringBackward) {

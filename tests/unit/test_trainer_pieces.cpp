@@ -6,8 +6,11 @@
 #include <cmath>
 #include <limits>
 
+#include "framework/config/errors.h"
 #include "models/layer_stats_io.h"
+#include "recipes/common/run_config.h"
 #include "recipes/train/checkpoint_policy.h"
+#include "recipes/train/gradient_world.h"
 #include "recipes/train/metrics_line.h"
 #include "recipes/train/nan_guard.h"
 
@@ -115,6 +118,35 @@ TEST(LayerStatsIo, FlattenedSumsAddUpAcrossRanks) {
   EXPECT_EQ(sum[1].gate.count, 4);
   EXPECT_DOUBLE_EQ(sum[0].attn_entropy(), 2.0);
   EXPECT_DOUBLE_EQ(sum[1].sink_ratio(), 0.3);
+}
+
+TEST(GradientWorld, BucketSizeAndWireTypeComeFromTheConfig) {
+  const dist::GradientSync f32 = recipes::gradient_sync(Config::defaults());
+  EXPECT_EQ(f32.wire_dtype, DType::f32);
+  EXPECT_EQ(f32.bucket_elements, 25 * 1024 * 1024 / 4);  // dist.bucket_mb 25 MiB of f32
+  const dist::GradientSync bf16 = recipes::gradient_sync(Config::from_string("dist: {grad_dtype: bf16, bucket_mb: 1}"));
+  EXPECT_EQ(bf16.wire_dtype, DType::bf16);
+  EXPECT_EQ(bf16.bucket_elements, 1024 * 1024 / 2);
+}
+
+TEST(GradientWorld, RequestsTheJobCannotMeetAreConfigErrorsAtTheirLine) {
+  const Config cfg = Config::from_string("device: cpu\ndist:\n  backend: nccl\n", {}, "run.yaml");
+  dist::GradientBackendInputs in = recipes::gradient_backend_inputs(cfg, Device::cpu, 2);
+  try {
+    recipes::checked_gradient_backend(cfg, in);
+    FAIL() << "nccl on the CPU was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("run.yaml:3: dist.backend 'nccl' needs device cuda"), std::string::npos)
+        << e.what();
+  }
+  const Config zero = Config::from_string("dist:\n  zero: 1\n  grad_dtype: bf16\n", {}, "z.yaml");
+  try {
+    recipes::checked_gradient_backend(zero, recipes::gradient_backend_inputs(zero, Device::cpu, 2));
+    FAIL() << "bf16 buckets under ZeRO-1 were accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("z.yaml:3: dist.grad_dtype 'bf16' is for dist.zero 0"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace gattn
