@@ -123,8 +123,13 @@ void* device_malloc(std::size_t bytes) {
     if (offset + size > a.high_water) {
       const std::size_t old = a.high_water;
       a.high_water = offset + size;
-      // Newly handed-out pages take the current protection.
-      if (a.guard && a.access_depth > 0) mprotect(a.base + old, a.high_water - old, PROT_READ | PROT_WRITE);
+      // Newly handed-out pages take the current protection (open while another thread holds a
+      // DeviceAccess). mprotect wants a page-aligned start, and `old` is only 256-byte aligned.
+      if (a.guard && a.access_depth > 0) {
+        const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+        const std::size_t from = old / page * page;
+        mprotect(a.base + from, a.high_water - from, PROT_READ | PROT_WRITE);
+      }
     }
     return a.base + offset;
   }

@@ -1,6 +1,7 @@
 // Communicator: the collectives data-parallel training needs, over buffers of one device. Three
 // implementations: one process (no-ops and copies), MPI (host buffers: CPU training, and the
-// bootstrap of NCCL) and NCCL (CUDA device buffers). Every collective is bounded by a timeout, so a
+// bootstrap of NCCL) and NCCL (CUDA device buffers); the staged communicator carries device
+// buffers over MPI through host copies (staged_communicator.h). Every collective is bounded by a timeout, so a
 // peer that died or stalled ends the run with a DistError naming the collective instead of a hang.
 #pragma once
 #include <cstdint>
@@ -31,7 +32,7 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual std::string backend() const = 0;  // "single", "mpi" or "nccl"
+  virtual std::string backend() const = 0;  // "single", "mpi", "nccl" or "mpi-staged"
   virtual Device device() const = 0;        // where the buffers of its collectives live
   // How long a collective may wait for its peers (dist.timeout_s) before it throws DistError.
   virtual void set_timeout(double seconds) = 0;

@@ -10,6 +10,8 @@
 #include <climits>
 #include <thread>
 
+#include "framework/dist/bf16_reduce.h"
+
 namespace gattn::dist {
 
 namespace {
@@ -40,12 +42,44 @@ MPI_Datatype mpi_type(DType dtype) {
     case DType::i32:
       return MPI_INT;
     case DType::bf16:
-      break;
+      return MPI_UINT16_T;  // the bits; the arithmetic is bf16_ops()'s
   }
-  throw DistError(std::string("dist: MPI reductions take f32, f64 or i32 buffers, not ") + dtype_name(dtype));
+  throw DistError(std::string("dist: MPI reductions take f32, f64, i32 or bf16 buffers, not ") + dtype_name(dtype));
 }
 
-MPI_Op mpi_op(ReduceOp op) {
+// MPI has no bf16 type or reduction, so bf16 buffers travel as 16-bit words reduced by user ops
+// (MPI_Op_create) that do the arithmetic of bf16_reduce.h. Created on the first bf16 reduction (MPI
+// is initialised by then: only an MpiCommunicator calls this) and freed by finalize().
+struct Bf16Ops {
+  MPI_Op sum = MPI_OP_NULL, max = MPI_OP_NULL, min = MPI_OP_NULL;
+};
+Bf16Ops g_bf16_ops;  // one thread calls MPI (MPI_THREAD_FUNNELED), so no lock
+
+template <ReduceOp Op>
+void bf16_user_function(void* in, void* inout, int* len, MPI_Datatype*) {
+  bf16_combine_into(static_cast<const bf16*>(in), static_cast<bf16*>(inout), *len, Op);
+}
+
+const Bf16Ops& bf16_ops() {
+  if (g_bf16_ops.sum == MPI_OP_NULL) {
+    // commute = 1: each combination is commutative (bf16_combine), so MPI may reorder operands.
+    check(MPI_Op_create(&bf16_user_function<ReduceOp::sum>, 1, &g_bf16_ops.sum), "MPI_Op_create (bf16 sum)");
+    check(MPI_Op_create(&bf16_user_function<ReduceOp::max>, 1, &g_bf16_ops.max), "MPI_Op_create (bf16 max)");
+    check(MPI_Op_create(&bf16_user_function<ReduceOp::min>, 1, &g_bf16_ops.min), "MPI_Op_create (bf16 min)");
+  }
+  return g_bf16_ops;
+}
+
+void free_bf16_ops() {
+  for (MPI_Op* op : {&g_bf16_ops.sum, &g_bf16_ops.max, &g_bf16_ops.min})
+    if (*op != MPI_OP_NULL) MPI_Op_free(op);  // sets *op to MPI_OP_NULL
+}
+
+MPI_Op mpi_op(ReduceOp op, DType dtype) {
+  if (dtype == DType::bf16) {
+    const Bf16Ops& ops = bf16_ops();
+    return op == ReduceOp::max ? ops.max : op == ReduceOp::min ? ops.min : ops.sum;
+  }
   switch (op) {
     case ReduceOp::sum:
       return MPI_SUM;
@@ -124,13 +158,15 @@ void MpiCommunicator::finalize() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (initialized && !finalized) MPI_Finalize();
+  if (!initialized || finalized) return;
+  free_bf16_ops();  // user ops must not outlive MPI
+  MPI_Finalize();
 }
 
 std::unique_ptr<Work> MpiCommunicator::all_reduce_async(void* data, std::int64_t count, DType dtype, ReduceOp op,
                                                         const std::string& what) {
   auto work = std::make_unique<MpiWork>(timeout_, size_, what);
-  check(MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(count, what), mpi_type(dtype), mpi_op(op), MPI_COMM_WORLD,
+  check(MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(count, what), mpi_type(dtype), mpi_op(op, dtype), MPI_COMM_WORLD,
                        work->request()),
         what);
   return work;
@@ -156,8 +192,8 @@ void MpiCommunicator::broadcast_bytes(void* data, std::size_t bytes, int root, c
 void MpiCommunicator::reduce_scatter(const void* send, void* recv, std::int64_t recv_count, DType dtype, ReduceOp op,
                                      const std::string& what) {
   MpiWork work(timeout_, size_, what);
-  check(MPI_Ireduce_scatter_block(send, recv, mpi_count(recv_count, what), mpi_type(dtype), mpi_op(op), MPI_COMM_WORLD,
-                                  work.request()),
+  check(MPI_Ireduce_scatter_block(send, recv, mpi_count(recv_count, what), mpi_type(dtype), mpi_op(op, dtype),
+                                  MPI_COMM_WORLD, work.request()),
         what);
   work.wait();
 }

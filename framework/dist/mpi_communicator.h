@@ -1,7 +1,8 @@
 // MPI over host buffers (OpenMPI, MPICH): the CPU path of data-parallel training and the bootstrap
 // of NCCL. Every collective is non-blocking (MPI_I*) and finished by a polling wait with a deadline,
 // so a peer that died or stalled gives a DistError instead of a hang. Calls come from one thread
-// (MPI_THREAD_FUNNELED).
+// (MPI_THREAD_FUNNELED). Reductions take f32, f64, i32 and bf16 (bf16_reduce.h); device buffers go
+// through StagedCommunicator.
 #pragma once
 #include "framework/dist/communicator.h"
 

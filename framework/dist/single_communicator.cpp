@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "framework/tensor/error.h"
+#include "framework/cuda/copy.h"
 
 namespace gattn::dist {
 
@@ -18,11 +18,15 @@ void check_root(int root, const std::string& what) {
   if (root != 0) throw DistError("dist: " + what + ": root rank " + std::to_string(root) + " in a world of one");
 }
 
-// Host copies only: a CUDA world of one without NCCL is not built (the NCCL communicator covers it).
+// Reduce-scatter and all-gather of one rank are copies of its own block. In place (dst == src, as
+// ZeRO-1's all-gather of a world of one is) there is nothing to copy. Device buffers are copied on
+// the compute stream, so a CUDA world of one runs ZeRO-1 without NCCL.
 void copy(void* dst, const void* src, std::size_t bytes, Device device) {
   if (dst == src || bytes == 0) return;
-  if (device != Device::cpu) throw DeviceError("dist: the single-process communicator copies host buffers only");
-  std::memmove(dst, src, bytes);
+  if (device == Device::cpu)
+    std::memmove(dst, src, bytes);  // memmove: the blocks may overlap
+  else
+    cuda::copy_bytes(dst, device, src, device, bytes);
 }
 
 }  // namespace

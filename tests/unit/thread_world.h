@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "framework/dist/bf16_reduce.h"
 #include "framework/dist/communicator.h"
 
 namespace gattn::testing {
@@ -45,7 +46,7 @@ class ThreadCommunicator final : public dist::Communicator {
           for (int r = 0; r < size(); ++r)
             for (std::int64_t i = 0; i < count; ++i) {
               const double v = load(world_.slots_[static_cast<std::size_t>(r)], dtype, i);
-              acc[static_cast<std::size_t>(i)] = r == 0 ? v : combine(acc[static_cast<std::size_t>(i)], v, op);
+              acc[static_cast<std::size_t>(i)] = r == 0 ? v : combine(acc[static_cast<std::size_t>(i)], v, op, dtype);
             }
         },
         count);
@@ -73,7 +74,7 @@ class ThreadCommunicator final : public dist::Communicator {
           for (int r = 0; r < size(); ++r)
             for (std::int64_t i = 0; i < n; ++i) {
               const double v = load(world_.slots_[static_cast<std::size_t>(r)], dtype, rank_ * n + i);
-              acc[static_cast<std::size_t>(i)] = r == 0 ? v : combine(acc[static_cast<std::size_t>(i)], v, op);
+              acc[static_cast<std::size_t>(i)] = r == 0 ? v : combine(acc[static_cast<std::size_t>(i)], v, op, dtype);
             }
         },
         n);
@@ -116,6 +117,8 @@ class ThreadCommunicator final : public dist::Communicator {
         return static_cast<const double*>(p)[i];
       case DType::i32:
         return static_cast<const std::int32_t*>(p)[i];
+      case DType::bf16:
+        return bf16_to_float(static_cast<const bf16*>(p)[i]);
       default:
         throw DistError("ThreadCommunicator: unsupported dtype");
     }
@@ -131,11 +134,19 @@ class ThreadCommunicator final : public dist::Communicator {
       case DType::i32:
         static_cast<std::int32_t*>(p)[i] = static_cast<std::int32_t>(v);
         break;
+      case DType::bf16:
+        static_cast<bf16*>(p)[i] = float_to_bf16(static_cast<float>(v));
+        break;
       default:
         throw DistError("ThreadCommunicator: unsupported dtype");
     }
   }
-  static double combine(double a, double b, dist::ReduceOp op) {
+  // bf16 rounds after every combination, rank by rank, as MpiCommunicator's bf16 ops do (both call
+  // bf16_combine); the values are bf16 already, so the conversions to bf16 are exact.
+  static double combine(double a, double b, dist::ReduceOp op, DType dtype) {
+    if (dtype == DType::bf16)
+      return bf16_to_float(
+          dist::bf16_combine(float_to_bf16(static_cast<float>(a)), float_to_bf16(static_cast<float>(b)), op));
     return op == dist::ReduceOp::sum ? a + b : op == dist::ReduceOp::max ? std::max(a, b) : std::min(a, b);
   }
   ThreadWorld& world_;
