@@ -2,7 +2,7 @@
 # Data-parallel training on one node: `scripts/launch.sh -n N CONFIG [key.path=value ...] [--resume auto]`
 # starts N ranks of build/gattn train under OpenMPI's mpirun. Each rank trains train.batch_size
 # rows of every global batch; ranks on CPUs share the cores (train.threads 0 gives each its part),
-# GPUs are one per rank. Multi-node runs (docs/distributed-and-gpu.md):
+# on GPUs (device: cuda) each rank takes the GPU of its local rank. Multi-node runs (docs/distributed-and-gpu.md):
 #   mpirun -n 16 --hostfile hosts --map-by ppr:8:node build/gattn train --config CONFIG ...
 #   srun -N 2 --ntasks-per-node=8 --gpus-per-node=8 --mpi=pmix build/gattn train --config CONFIG ...
 # Extra mpirun options go in GATTN_MPIRUN_ARGS (e.g. "--mca btl_tcp_if_include eth0").

@@ -64,8 +64,8 @@ void StagedCommunicator::broadcast(void* data, std::int64_t count, DType dtype, 
   buffer.give_back();
 }
 
-void StagedCommunicator::reduce_scatter(const void* send, void* recv, std::int64_t recv_count, DType dtype,
-                                        ReduceOp op, const std::string& what) {
+void StagedCommunicator::reduce_scatter(const void* send, void* recv, std::int64_t recv_count, DType dtype, ReduceOp op,
+                                        const std::string& what) {
   const std::size_t recv_bytes = byte_count(recv_count, dtype, what);
   const std::size_t send_bytes = recv_bytes * static_cast<std::size_t>(size());
   // Separate host buffers, so a recv block inside send (in place, as ZeRO-1 may call it) works too.

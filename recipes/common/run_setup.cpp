@@ -113,9 +113,11 @@ RunSetup prepare_run(const std::string& config_path, const std::vector<std::stri
   const std::int64_t data_vocab = run.data->vocab_size();
   if (mc.vocab_size == 0) {
     mc.vocab_size = data_vocab;
-    // Record the vocabulary the run really uses in the resolved config.
-    run.config = Config::from_string(run.config.to_yaml(), {"model.vocab_size=" + std::to_string(data_vocab)},
-                                     run.config.origin());
+    // Record the vocabulary the run really uses in the resolved config: the same file and overrides
+    // plus one more, so every other key still names the line (or override) that set it.
+    std::vector<std::string> with_vocab = overrides;
+    with_vocab.push_back("model.vocab_size=" + std::to_string(data_vocab));
+    run.config = Config::load(config_path, with_vocab);
   } else if (mc.vocab_size < data_vocab) {
     throw ConfigError(run.config.where("model.vocab_size") + ": model.vocab_size " + std::to_string(mc.vocab_size) +
                       " is smaller than the data's vocabulary (" + std::to_string(data_vocab) + " tokens)");

@@ -33,12 +33,14 @@ dist::GradientSync gradient_sync(const Config& cfg) {
   dist::GradientSync sync;
   sync.wire_dtype = cfg.get_string("dist.grad_dtype") == "bf16" ? DType::bf16 : DType::f32;
   const double bytes = cfg.get_double("dist.bucket_mb") * 1024.0 * 1024.0;
-  sync.bucket_elements = std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes) / static_cast<std::int64_t>(dtype_size(sync.wire_dtype)));
+  sync.bucket_elements = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(bytes) / static_cast<std::int64_t>(dtype_size(sync.wire_dtype)));
   return sync;
 }
 
 std::unique_ptr<dist::Communicator> make_gradient_world(const Config& cfg, Device device, dist::Communicator& host) {
-  const dist::GradientBackend backend = checked_gradient_backend(cfg, gradient_backend_inputs(cfg, device, host.size()));
+  const dist::GradientBackend backend =
+      checked_gradient_backend(cfg, gradient_backend_inputs(cfg, device, host.size()));
   return dist::make_gradient_communicator(backend, device, host, dist::world_launch());
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The multi-rank trainer on CUDA tensors, run by the emulation build on the CPU: 2 ranks sharing
-# one (emulated) GPU through the staged MPI backend give the losses, gradient norms and lrs of
-# 1 rank × the same global batch to 1e-5 relative over 20 steps, with dist.zero 0 and 1; bf16
+# one (emulated) GPU through the staged MPI backend give the losses and lrs of 1 rank × the same
+# global batch to 1e-5 relative over 20 steps (gradient norms to 1e-3), with dist.zero 0 and 1; bf16
 # gradient buckets train close to them; a 2-rank device checkpoint left by a killed rank resumes on
 # 1 rank; a stalled rank ends the job with exit 3 and rank 0's line; NCCL at world size 1 equals the
 # plain single-GPU run; and nccl with more ranks than GPUs is a config error (exit 2). The same script checks a real GPU (scripts/gpu_check.sh runs it on the CUDA build);
@@ -11,6 +11,12 @@ gattn="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/../integration/lib/common.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../integration/lib/dist.sh"
 write_dist_config "$tmp/tiny.yaml" "$tmp/one"
+
+# On the device the fused attention multiplies on bf16 tensor cores (fp32 runs too), and a weight that
+# differs in its last bit between two batch splits can flip one of those roundings: gradient norms
+# and gate means are compared to 1e-3 (the CPU and the device differ by as much on the same weights),
+# losses and lrs to 1e-5 as on the CPU.
+close_device_metrics() { close_metrics "$1" "$2" 0 1e-3; }
 
 out=$("$gattn" train --config "$tmp/tiny.yaml" device=cuda train.batch_size=8 2>&1) || fail "1-rank device run exited $?: $out"
 
@@ -31,7 +37,7 @@ for zero in 0 1; do
   out=$(ranks 2 "$tmp/tiny.yaml" device=cuda dist.backend=mpi dist.zero=$zero run.dir="$tmp/two_$zero") ||
     fail "2-rank device run (zero $zero) exited $?: $out"
   grep -q "2 ranks (mpi-staged, dist.zero $zero)" <<<"$out" || fail "no staged 2-rank banner: $out"
-  close_metrics "$tmp/one/metrics.jsonl" "$tmp/two_$zero/metrics.jsonl" ||
+  close_device_metrics "$tmp/one/metrics.jsonl" "$tmp/two_$zero/metrics.jsonl" ||
     fail "2 ranks × 4 on the device (zero $zero) differ from 1 rank × 8"
 done
 
@@ -59,7 +65,7 @@ out=$(GATTN_TEST_FAULT=1:8:kill ranks 2 "$tmp/tiny.yaml" device=cuda dist.backen
 out=$("$gattn" train --config "$tmp/tiny.yaml" device=cuda "${short[@]}" run.dir="$tmp/down" train.batch_size=8 --resume auto 2>&1) ||
   fail "1-rank resume of a 2-rank device checkpoint exited $?: $out"
 grep -q "written by 2 rank(s); continuing on 1" <<<"$out" || fail "no world-size message: $out"
-close_metrics "$tmp/ref12/metrics.jsonl" "$tmp/down/metrics.jsonl" || fail "2 -> 1 device resume differs"
+close_device_metrics "$tmp/ref12/metrics.jsonl" "$tmp/down/metrics.jsonl" || fail "2 -> 1 device resume differs"
 
 # A stalled rank: the staged collectives time out as the host ones do; rank 0 names it and exits 3
 # (mpirun then ends the stalled one).

@@ -373,8 +373,9 @@ TEST(GradientBuckets, Bf16OnTheWireGivesTheMeanToBf16Precision) {
       EXPECT_EQ(p.grad().dtype(), DType::f32);
       const auto got = p.grad().to_vector();
       for (std::int64_t k = 0; k < p.numel(); ++k) {
-        const double mean =
-            (grad_of(i, p.numel(), 0, 0)[static_cast<std::size_t>(k)] + grad_of(i, p.numel(), 1, 0)[static_cast<std::size_t>(k)]) / 2;
+        const double mean = (grad_of(i, p.numel(), 0, 0)[static_cast<std::size_t>(k)] +
+                             grad_of(i, p.numel(), 1, 0)[static_cast<std::size_t>(k)]) /
+                            2;
         // Two roundings to 8 significant bits: the inputs, then their sum.
         EXPECT_NEAR(got[static_cast<std::size_t>(k)], mean, 2 * 0.0079 * std::max(1.0, std::fabs(mean)));
       }

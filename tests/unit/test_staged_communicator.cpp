@@ -258,9 +258,9 @@ std::string case_name(const ::testing::TestParamInfo<WorldCase>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldsAndDTypes, StagedOverThreads,
-                         ::testing::Values(WorldCase{1, DType::f32}, WorldCase{2, DType::f32},
-                                           WorldCase{3, DType::f32}, WorldCase{1, DType::bf16},
-                                           WorldCase{2, DType::bf16}, WorldCase{3, DType::bf16}),
+                         ::testing::Values(WorldCase{1, DType::f32}, WorldCase{2, DType::f32}, WorldCase{3, DType::f32},
+                                           WorldCase{1, DType::bf16}, WorldCase{2, DType::bf16},
+                                           WorldCase{3, DType::bf16}),
                          case_name);
 
 // ---- forwarding and errors, over fakes ----
@@ -322,8 +322,8 @@ TEST(StagedCommunicator, ForwardsToTheHostAndCopiesBackOnWait) {
   std::vector<float> v{1, 2, 3};
   auto work = staged.all_reduce_async(v.data(), 3, DType::f32, ReduceOp::sum, "bucket");
   ASSERT_EQ(host.seen.size(), 1u);
-  EXPECT_NE(host.seen[0], v.data());                // the host got a staging buffer
-  EXPECT_EQ(v, (std::vector<float>{1, 2, 3}));      // nothing copied back before wait()
+  EXPECT_NE(host.seen[0], v.data());            // the host got a staging buffer
+  EXPECT_EQ(v, (std::vector<float>{1, 2, 3}));  // nothing copied back before wait()
   work->wait();
   EXPECT_EQ(v, (std::vector<float>{2, 4, 6}));
   staged.barrier("barrier");
