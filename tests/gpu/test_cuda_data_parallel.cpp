@@ -41,7 +41,9 @@ Params make_params(Device device) {
 void set_grads(Params& params, int rank, int step) {
   for (std::size_t i = 0; i < params.size(); ++i) {
     Tensor& p = params[i].second;
-    p.set_grad(test::rand(p.shape(), 1000 + 97 * static_cast<std::uint64_t>(rank) + 13 * i + 7 * static_cast<std::uint64_t>(step), -2, 2, DType::f32)
+    p.set_grad(test::rand(p.shape(),
+                          1000 + 97 * static_cast<std::uint64_t>(rank) + 13 * i + 7 * static_cast<std::uint64_t>(step),
+                          -2, 2, DType::f32)
                    .to(p.device()));
   }
 }
@@ -106,7 +108,8 @@ TEST(CudaDataParallel, ZeroOneOnTheDeviceTracksTheHost) {
     std::lock_guard<std::mutex> lock(mu);
     const auto want = values(on_host, false), got = values(on_device, false);
     for (std::size_t i = 0; i < want.size(); ++i)
-      for (std::size_t k = 0; k < want[i].size(); ++k) EXPECT_NEAR(got[i][k], want[i][k], 1e-6) << "p" << i << "[" << k << "]";
+      for (std::size_t k = 0; k < want[i].size(); ++k)
+        EXPECT_NEAR(got[i][k], want[i][k], 1e-6) << "p" << i << "[" << k << "]";
     ASSERT_EQ(h.size(), d.size());
     for (std::size_t i = 0; i < h.size(); ++i) {
       EXPECT_EQ(d[i].t, h[i].t);
