@@ -93,6 +93,7 @@ nlohmann::json gate_to_json(const GateConfig& g) {
       {"activation", g.activation},
       {"temperature", g.temperature},
       {"init_weight", g.init_weight},
+      {"init_std", g.init_std},
   };
   out["layers"] = g.all_layers ? nlohmann::json("all") : nlohmann::json(g.layers);
   // JSON has no NaN: the kind's default bias is written as null.
@@ -173,9 +174,9 @@ GateConfig gate_from_json(const nlohmann::json& j, const std::string& where, boo
     } else if (key == "activation" || key == "init_weight") {
       if (!v.is_string()) bad(p + key, "expected a string, got " + v.dump());
       (key == "activation" ? g.activation : g.init_weight) = v.get<std::string>();
-    } else if (key == "temperature") {
+    } else if (key == "temperature" || key == "init_std") {
       if (!v.is_number()) bad(p + key, "expected a number, got " + v.dump());
-      g.temperature = v.get<double>();
+      (key == "temperature" ? g.temperature : g.init_std) = v.get<double>();
     } else if (key == "init_bias") {
       if (!v.is_null() && !v.is_number()) bad(p + key, "expected a number or null, got " + v.dump());
       g.init_bias = v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
@@ -183,12 +184,13 @@ GateConfig gate_from_json(const nlohmann::json& j, const std::string& where, boo
       g.options[key] = v;
     } else {
       bad(p + key, "unknown key (gate keys: kind, layers, " + std::string("activation, temperature, init_bias, ") +
-                       "init_weight and the kinds' own keys; docs/gates.md lists them)");
+                       "init_weight, init_std and the kinds' own keys; docs/gates.md lists them)");
     }
     if (record_keys) g.set_keys.push_back(key);
   }
   if (!j.contains("kind")) bad(p + "kind", "missing");
-  // Metadata written by to_json holds every common key; one that is missing is damage.
+  // Metadata written by to_json holds every common key; one that is missing is damage (init_std,
+  // newer than the format's first checkpoints, reads as its default when absent).
   if (!record_keys)
     for (const char* key : {"layers", "activation", "temperature", "init_bias", "init_weight"})
       if (!j.contains(key)) bad(p + key, "missing");

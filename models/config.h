@@ -26,7 +26,8 @@ struct GateConfig {
   double temperature = 1.0;            // gumbel_sigmoid τ (> 0)
   // Initial gate bias; NaN = the kind's default (registered with the kind).
   double init_bias = std::numeric_limits<double>::quiet_NaN();
-  std::string init_weight = "normal";  // zero | normal (std 0.02)
+  std::string init_weight = "normal";  // zero | normal (std init_std)
+  double init_std = 0.02;              // the normal initial weights' standard deviation (> 0)
   // Kind-specific keys (e.g. a granularity, expert spans), by name; a key left out reads as the
   // kind's registered default. Keys of other kinds may be present (the shorthand carries every
   // schema key) and are ignored unless named in set_keys.

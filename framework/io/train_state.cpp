@@ -176,11 +176,28 @@ std::string config_hash(const json& config) {
   return buf;
 }
 
-void check_resume_config(const TrainState& saved, const json& now, const std::string& path) {
+namespace {
+
+// `config` with every key of `defaults` it lacks added (recursively into objects).
+json with_defaults(json config, const json& defaults) {
+  if (!config.is_object() || !defaults.is_object()) return config;
+  for (auto it = defaults.begin(); it != defaults.end(); ++it) {
+    if (!config.contains(it.key()))
+      config[it.key()] = it.value();
+    else if (config[it.key()].is_object())
+      config[it.key()] = with_defaults(config[it.key()], it.value());
+  }
+  return config;
+}
+
+}  // namespace
+
+void check_resume_config(const TrainState& saved, const json& now, const std::string& path, const json& defaults) {
   const std::string hash = config_hash(now);
   if (hash == saved.config_hash) return;
-  std::vector<std::string> diff =
-      config_differences(resume_invariant_config(saved.config), resume_invariant_config(now));
+  const json before = with_defaults(saved.config, defaults);
+  if (config_hash(before) == hash) return;  // only keys newer than the checkpoint, at their defaults
+  std::vector<std::string> diff = config_differences(resume_invariant_config(before), resume_invariant_config(now));
   std::string what = diff.empty() ? "hash " + saved.config_hash + " there, " + hash + " now" : diff.front();
   if (diff.size() > 1) what += " (and " + std::to_string(diff.size() - 1) + " more)";
   throw CheckpointError(where(path) + ": the config hash differs from the checkpoint's: " + what +

@@ -43,8 +43,11 @@ nlohmann::json resume_invariant_config(const nlohmann::json& config);
 // (nlohmann sorts keys, so equal configs give equal text).
 std::string config_hash(const nlohmann::json& config);
 // Throws CheckpointError naming `path` and the first key that differs when `now` does not hash
-// like the checkpoint's config.
-void check_resume_config(const TrainState& saved, const nlohmann::json& now, const std::string& path);
+// like the checkpoint's config. `defaults` (the config every key at its default, or null) fills
+// the keys the checkpoint's config lacks first: a key added to gattn after the checkpoint was
+// written, left at its default, does not block the resume; set to anything else it does.
+void check_resume_config(const TrainState& saved, const nlohmann::json& now, const std::string& path,
+                         const nlohmann::json& defaults = nullptr);
 // "train.max_steps: 20 -> 40" for every leaf whose value differs between two config objects.
 std::vector<std::string> config_differences(const nlohmann::json& before, const nlohmann::json& after);
 

@@ -40,7 +40,7 @@ GATTN_GATE_KIND(context) {
   s.name = "context";
   s.summary = "g = σ([q_n ; y_n]·Wᵀ + b), y_n ← g ⊙ y_n + (1−g) ⊙ q_n, W shared by the heads";
   s.reference = "the Gate+Attention article's second paradigm (解码端调制上下文向量)";
-  s.common_keys = {"activation", "temperature", "init_bias", "init_weight"};
+  s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
   s.gate_values = "g: H·d values per token";
   s.parameter_doc = "`weight` [d, 2d], `bias` [d]";
   s.order = 60;

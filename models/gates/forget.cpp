@@ -59,7 +59,7 @@ GATTN_GATE_KIND(forget) {
   s.name = kKind;
   s.summary = "S_ij += c_i − c_j, c_i = Σ_{l≤i} log σ(f_ln), f = h·Wᵀ + b";
   s.reference = "Lin et al. 2025, Forgetting Transformer: Softmax Attention with a Forget Gate";
-  s.common_keys = {"activation", "temperature", "init_bias", "init_weight"};
+  s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
   // σ(3) ≈ 0.95: little forgetting until it is learned, as the Forgetting Transformer starts.
   s.default_init_bias = 3.0;
   s.gate_values = "σ(f): H values per token";

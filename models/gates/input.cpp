@@ -38,7 +38,7 @@ GATTN_GATE_KIND(input) {
   s.name = "input";
   s.summary = "before attn.qkv: q, k, v are computed from h ⊙ σ(h·Wᵀ + b) instead of h";
   s.reference = "the Gate+Attention article's ablation groups (Gate作用于Attention的输入特征)";
-  s.common_keys = {"activation", "temperature", "init_bias", "init_weight"};
+  s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
   s.gate_values = "σ(h·Wᵀ + b): C values per token";
   s.parameter_doc = "`weight` [C, C], `bias` [C]";
   s.order = 10;

@@ -52,7 +52,7 @@ GATTN_GATE_KIND(output) {
   s.name = "output";
   s.summary = "after attention, before attn.proj: y_n ← y_n ⊙ σ(h·Wᵀ + b)_n";
   s.reference = "Qiu et al. 2025, Gated Attention for Large Language Models (G1)";
-  s.common_keys = {"activation", "temperature", "init_bias", "init_weight"};
+  s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
   s.options = {choice_option("granularity", "elementwise", {"elementwise", "headwise"},
                              "elementwise: d gate values per head; headwise: one per head")};
   s.gate_values = "σ(h·Wᵀ + b): H·d (elementwise) or H (headwise) values per token";

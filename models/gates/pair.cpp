@@ -24,8 +24,10 @@ class PairGate : public Gate {
     wq = register_parameter("wq", init_gate_weight({n_head_, head_dim_}, model, gate, init));
     wk = register_parameter("wk", init_gate_weight({n_head_, head_dim_}, model, gate, init));
     bias = register_parameter("bias", init_gate_bias({n_head_}, model, gate));
-    // α = σ(0) = 1/2: half the attention mass is open to gating at the start.
-    alpha = register_parameter("alpha", Tensor::zeros({1}, model.dtype));
+    // α = σ(alpha) starts at alpha_init (default 1/2: alpha 0, half the attention mass open to
+    // gating); the reproduction article tunes it per task (0.5, 0.7, 0.9).
+    const double a0 = gate.option("alpha_init").get<double>();
+    alpha = register_parameter("alpha", Tensor::full({1}, std::log(a0 / (1.0 - a0)), model.dtype));
   }
 
   void add_terms(const AttentionInputs& in, ops::AttentionTerms& terms, AttentionContext& ctx) override {
@@ -71,9 +73,18 @@ GATTN_GATE_KIND(pair) {
   s.name = "pair";
   s.summary = "A = P ⊙ (α·G + 1 − α) after softmax, G_ij = σ(q_i·wq_n + k_j·wk_n + b_n), α = σ(alpha)";
   s.reference = "the Gated Attention reproduction article (门控注意力创新设计)";
-  s.common_keys = {"activation", "temperature", "init_bias", "init_weight"};
+  s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
   s.gate_values = "G_ij over the visible (query, key) pairs";
-  s.parameter_doc = "`wq` [H, d], `wk` [H, d], `bias` [H], `alpha` [1] (alpha 0: α = ½)";
+  s.parameter_doc = "`wq` [H, d], `wk` [H, d], `bias` [H], `alpha` [1] (log(α₀/(1−α₀)), α₀ = `alpha_init`)";
+  GateOptionSpec alpha_init;
+  alpha_init.key = "alpha_init";
+  alpha_init.default_value = 0.5;
+  alpha_init.doc = "the initial α, in (0, 1): alpha starts at log(α/(1−α))";
+  alpha_init.check = [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
+    if (!v.is_number() || !(v.get<double>() > 0.0 && v.get<double>() < 1.0))
+      throw ValueError(key + ": must be a number in (0, 1), got " + v.dump());
+  };
+  s.options = {alpha_init};
   s.order = 40;
   s.parameters = [](const ModelConfig& m, const GateConfig&) {
     return std::vector<GateParameterSpec>{

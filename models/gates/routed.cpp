@@ -276,7 +276,7 @@ GATTN_GATE_KIND(routed) {
       "experts, r = softmax(h·Wᵀ + b); top_k 1: r̃ = r (Switch), top_k ≥ 2: renormalised";
   s.reference =
       "the Gate+Attention article's third paradigm (多路Attention路由); Fedus et al. 2022, Switch Transformers";
-  s.common_keys = {"init_weight"};
+  s.common_keys = {"init_weight", "init_std"};
   GateOptionSpec windows;
   windows.key = "windows";
   windows.default_value = {0, 32};

@@ -46,7 +46,7 @@ GATTN_GATE_KIND(score) {
   s.name = "score";
   s.summary = "S_ij += log σ(f_jn), f = h·Wᵀ + b: a learned soft mask on keys";
   s.reference = "the Gate+Attention article's first paradigm (Gate做Attention的软开关)";
-  s.common_keys = {"activation", "temperature", "init_bias", "init_weight"};
+  s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
   s.gate_values = "σ(f): H values per token (one per key and head)";
   s.parameter_doc = "`weight` [H, C], `bias` [H]";
   s.order = 20;

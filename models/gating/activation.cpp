@@ -45,7 +45,7 @@ void report_gate(const GateActivation& gate, AttentionContext& ctx, std::int64_t
 
 Tensor init_gate_weight(const Shape& shape, const ModelConfig& model, const GateConfig& gate, Generator& init) {
   Tensor w = Tensor::empty(shape, model.dtype);
-  init.normal_(w, 0.0, 0.02);
+  init.normal_(w, 0.0, gate.init_std);  // drawn even for zero weights: the stream's position stays put
   if (gate.init_weight == "zero") w.fill(0.0);
   return w;
 }

@@ -97,7 +97,7 @@ const GateKindSpec& gate_kind(const std::string& name, const std::string& key_pa
 bool is_entry_key(const std::string& key) { return key == "kind" || key == "layers"; }
 
 const std::vector<std::string>& common_gate_keys() {
-  static const std::vector<std::string> keys = {"activation", "temperature", "init_bias", "init_weight"};
+  static const std::vector<std::string> keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
   return keys;
 }
 
@@ -136,6 +136,10 @@ void validate_gate_entry(const GateConfig& g, const ModelConfig& model) {
   if (std::isinf(g.init_bias)) bad(p + "init_bias", "must be finite, got " + num(g.init_bias));
   if (g.init_weight != "zero" && g.init_weight != "normal")
     bad(p + "init_weight", "expected one of zero, normal, got '" + g.init_weight + "'");
+  if (!(g.init_std > 0) || !std::isfinite(g.init_std))
+    bad(p + "init_std", "must be a finite number > 0, got " + num(g.init_std));
+  if (contains(g.set_keys, "init_std") && g.init_weight == "zero")
+    bad(p + "init_std", "means nothing with init_weight 'zero' (it is the spread of the normal initial weights)");
   for (const GateOptionSpec& o : kind.options)
     if (o.check) o.check(g.option(o.key), p + o.key, g, model);
 }

@@ -35,8 +35,9 @@ models::ModelConfig model_config_of(const config::Settings& cfg) {
   g.init_bias = cfg.has("model.gate.init_bias") ? cfg.get_double("model.gate.init_bias")
                                                 : std::numeric_limits<double>::quiet_NaN();
   g.init_weight = cfg.get_string("model.gate.init_weight");
-  static const std::set<std::string> typed = {"kind",        "layers",    "activation",
-                                              "temperature", "init_bias", "init_weight"};
+  g.init_std = cfg.get_double("model.gate.init_std");
+  static const std::set<std::string> typed = {"kind",      "layers",      "activation", "temperature",
+                                              "init_bias", "init_weight", "init_std"};
   for (const config::KeySpec& s : cfg.schema().keys()) {
     if (s.key.rfind(kGatePrefix, 0) != 0) continue;
     const std::string leaf = s.key.substr(std::string(kGatePrefix).size());

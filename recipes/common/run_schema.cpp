@@ -34,9 +34,11 @@ std::vector<KeySpec> run_keys() {
   s.push_back(nullable(num_key("model.gate.init_bias", std::nullopt, std::nullopt, false,
                                "initial gate bias (null = the kind's default: 3 for forget, else 0)")));
   s.push_back(choice_key("model.gate.init_weight", "normal", {"zero", "normal"},
-                         "initial gate weights: zero or normal (std 0.02)"));
+                         "initial gate weights: zero or normal (std init_std)"));
+  s.push_back(num_key("model.gate.init_std", 0.02, 0.0, true, "standard deviation of the normal initial gate weights"));
   s.push_back(int_list_key("model.gate.windows", {0, 32}, 0.0, "routed: expert attention spans (0 = full causal)"));
   s.push_back(int_key("model.gate.top_k", 1, 1.0, "routed: experts per token"));
+  s.push_back(at_most(num_key("model.gate.alpha_init", 0.5, 0.0, true, "pair: the initial α in (0, 1)"), 1.0, true));
   s.push_back(
       map_list_key("model.gates", "gate entries", "{kind: ..., ...}",
                    "several gates: a list of entries with the keys of model.gate (not together with model.gate)"));

@@ -81,7 +81,7 @@ std::optional<Resumed> resume_run(const std::string& resume, RunSetup& run,
   CheckpointFiles files = found ? std::move(*found) : read_checkpoint(dir);
   const std::string state_path = (fs::path(dir) / kStateFile).string();
   const nlohmann::json now = run.config.to_json();
-  check_resume_config(files.state, now, state_path);
+  check_resume_config(files.state, now, state_path, Config::defaults().to_json());
   for (const char* name : {kDataRng, kModelNoiseRng})
     if (!files.state.rng.count(name))
       throw CheckpointError("checkpoint file '" + state_path + "': field 'rng." + name + "' is missing");

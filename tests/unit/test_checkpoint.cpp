@@ -342,6 +342,21 @@ TEST(ConfigHash, ResumeCheckNamesTheChangedKey) {
   EXPECT_EQ(config_differences(sample_config(), sample_config()), std::vector<std::string>{});
 }
 
+TEST(ConfigHash, KeysNewerThanTheCheckpointAtTheirDefaultsDoNotBlockAResume) {
+  // A checkpoint written before gattn knew model.gate.new_key (its config lacks the key).
+  nlohmann::json old_config = sample_config();
+  const TrainState saved = sample_state(old_config);
+  nlohmann::json defaults = sample_config();
+  defaults["model"]["gate"]["new_key"] = 0.5;
+  nlohmann::json now = sample_config();
+  now["model"]["gate"]["new_key"] = 0.5;
+  EXPECT_THROW(check_resume_config(saved, now, "s.json"), CheckpointError);  // without the defaults
+  EXPECT_NO_THROW(check_resume_config(saved, now, "s.json", defaults));
+  now["model"]["gate"]["new_key"] = 0.7;  // set to something else: a different model
+  const std::string msg = checkpoint_error([&] { check_resume_config(saved, now, "s.json", defaults); });
+  EXPECT_TRUE(contains(msg, "model.gate.new_key: 0.5 -> 0.7")) << msg;
+}
+
 // ---- checkpoint directories ----
 
 TEST(CheckpointDir, WriteThenReadBackVerified) {

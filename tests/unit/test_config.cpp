@@ -488,6 +488,18 @@ TEST(ConfigGates, SettingsThatDoNothingAreErrors) {
   EXPECT_TRUE(rejects("model:\n  gate:\n    top_k: 2\n", {"model.gate.top_k: means nothing without a gate"}));
   EXPECT_TRUE(rejects("model:\n  gates:\n    - {kind: score, top_k: 2}\n",
                       {"model.gates[0].top_k: means nothing for gate kind 'score'"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: output\n    alpha_init: 0.7\n",
+                      {"config.yaml:4", "model.gate.alpha_init: means nothing for gate kind 'output'"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: pair\n    alpha_init: 1.0\n",
+                      {"config.yaml:4", "model.gate.alpha_init must be in (0, 1)"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: score\n    init_weight: zero\n    init_std: 0.1\n",
+                      {"config.yaml:5", "model.gate.init_std: means nothing with init_weight 'zero'"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: score\n    init_std: 0\n",
+                      {"config.yaml:4", "model.gate.init_std must be > 0"}));
+  EXPECT_TRUE(rejects("model:\n  gates:\n    - {kind: routed, init_std: -1}\n",
+                      {"model.gates[0].init_std: must be a finite number > 0, got -1"}));
+  EXPECT_TRUE(rejects("model:\n  gates:\n    - {kind: pair, alpha_init: 0}\n",
+                      {"model.gates[0].alpha_init: must be a number in (0, 1), got 0"}));
   // The same keys where they mean something are fine.
   EXPECT_NO_THROW(Config::from_string("model:\n  gate:\n    kind: output\n    granularity: headwise\n"));
   EXPECT_NO_THROW(

@@ -129,6 +129,20 @@ TEST(GateParams, InitialValues) {
   double sq = 0;
   for (double w : pair_normal.parameter("blocks.1.attn.gate.wk").to_vector()) sq += w * w;
   EXPECT_GT(sq, 0.0);
+  // alpha_init: α = σ(alpha) starts there; the default 0.5 is alpha 0 exactly (the math of every
+  // config written before the key existed).
+  c.gate.options["alpha_init"] = 0.7;
+  GPT pair_alpha(c, 0);
+  EXPECT_NEAR(1.0 / (1.0 + std::exp(-pair_alpha.parameter("blocks.0.attn.gate.alpha").item())), 0.7, 1e-12);
+  c.gate.options["alpha_init"] = 0.5;
+  EXPECT_EQ(GPT(c, 0).parameter("blocks.0.attn.gate.alpha").to_vector(), (std::vector<double>{0.0}));
+  // init_std scales the same normal draws: 0.1 gives 5× the weights of the default 0.02.
+  ModelConfig wide = test::tiny_config("score");
+  const std::vector<double> base = GPT(wide, 0).parameter("blocks.0.attn.gate.weight").to_vector();
+  wide.gate.init_std = 0.1;
+  const std::vector<double> scaled = GPT(wide, 0).parameter("blocks.0.attn.gate.weight").to_vector();
+  ASSERT_EQ(scaled.size(), base.size());
+  for (std::size_t i = 0; i < base.size(); ++i) EXPECT_NEAR(scaled[i], 5.0 * base[i], 1e-12);
   ModelConfig r = test::tiny_config("routed");
   r.gate.init_bias = 2.0;  // the router's bias starts at 0 whatever init_bias says
   GPT routed(r, 0);
