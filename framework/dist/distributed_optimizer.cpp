@@ -3,6 +3,13 @@
 
 namespace gattn::dist {
 
+std::string gradient_sync_problem(int zero, const GradientSync& sync) {
+  if (zero == 1 && sync.wire_dtype != DType::f32)
+    return std::string("dist.grad_dtype '") + dtype_name(sync.wire_dtype) +
+           "' is for dist.zero 0's gradient buckets; ZeRO-1 reduce-scatters f32";
+  return "";
+}
+
 DistributedOptimizer::DistributedOptimizer(optim::AdamW::NamedParameters params, optim::AdamWOptions options,
                                            Communicator& comm, int zero, GradientSync sync)
     : params_(params), comm_(comm), zero_(zero) {
@@ -11,8 +18,8 @@ DistributedOptimizer::DistributedOptimizer(optim::AdamW::NamedParameters params,
     msg += std::to_string(zero);
     throw DistError(msg);
   }
-  if (zero == 1 && sync.wire_dtype != DType::f32)
-    throw DistError("dist: ZeRO-1 reduce-scatters f32 gradients; bf16 gradients are for dist.zero 0's buckets");
+  if (const std::string problem = gradient_sync_problem(zero, sync); !problem.empty())
+    throw DistError("dist: " + problem);
   if (zero == 1) {
     sharded_ = std::make_unique<ZeroAdamW>(std::move(params), std::move(options), comm);
   } else {

@@ -25,6 +25,10 @@ struct GradientSync {
   DType wire_dtype = DType::f32;  // f32 or bf16; ZeRO-1 reduce-scatters f32 only
 };
 
+// "" when `sync` suits dist.zero `zero`, else why not in one line naming the key (bf16 buckets are
+// zero 0's: ZeRO-1 reduce-scatters f32). The config check and the optimizer share this rule.
+std::string gradient_sync_problem(int zero, const GradientSync& sync);
+
 class DistributedOptimizer {
  public:
   DistributedOptimizer(optim::AdamW::NamedParameters params, optim::AdamWOptions options, Communicator& comm, int zero,

@@ -38,18 +38,6 @@ GradientBackendChoice choose_gradient_backend(const GradientBackendInputs& in) {
   return out;
 }
 
-const char* gradient_backend_name(GradientBackend b) {
-  switch (b) {
-    case GradientBackend::host:
-      return "host";
-    case GradientBackend::nccl:
-      return "nccl";
-    case GradientBackend::staged:
-      return "staged";
-  }
-  return "?";
-}
-
 std::unique_ptr<Communicator> make_gradient_communicator(GradientBackend backend, Device device, Communicator& host,
                                                          const LaunchInfo& launch) {
   switch (backend) {

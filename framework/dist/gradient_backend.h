@@ -38,8 +38,6 @@ struct GradientBackendChoice {
 // problem (NCCL refuses two ranks on one device), as are nccl on the CPU and nccl in a build without it.
 GradientBackendChoice choose_gradient_backend(const GradientBackendInputs& in);
 
-const char* gradient_backend_name(GradientBackend b);
-
 // The communicator for `backend` over device `device`: nullptr for `host` (use the host world),
 // else a new one (NCCL bootstrapped over the host world when it is MPI). Collective.
 std::unique_ptr<Communicator> make_gradient_communicator(GradientBackend backend, Device device, Communicator& host,

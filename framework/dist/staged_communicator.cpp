@@ -35,6 +35,21 @@ class StagedWork final : public Work {
   std::size_t bytes_;
 };
 
+// Stages `send` into one host buffer, runs `collective(host_send, host_recv)` into another (separate
+// buffers, so a recv block inside send, in place as ZeRO-1 may call it, works too), and stages the
+// result out to `recv`.
+template <class Collective>
+void exchange_through_host(StagingPool& pool, const void* send, std::size_t send_bytes, void* recv,
+                           std::size_t recv_bytes, Collective collective) {
+  StagingLease send_buffer = pool.acquire(send_bytes);
+  send_buffer->stage_in(send, send_bytes);
+  StagingLease recv_buffer = pool.acquire(recv_bytes);
+  collective(send_buffer->data(), recv_buffer->data());
+  recv_buffer->stage_out(recv, recv_bytes);
+  send_buffer.give_back();
+  recv_buffer.give_back();
+}
+
 }  // namespace
 
 StagedCommunicator::StagedCommunicator(Communicator& host, Device device) : host_(host), pool_(device) {
@@ -68,27 +83,18 @@ void StagedCommunicator::reduce_scatter(const void* send, void* recv, std::int64
                                         const std::string& what) {
   const std::size_t recv_bytes = byte_count(recv_count, dtype, what);
   const std::size_t send_bytes = recv_bytes * static_cast<std::size_t>(size());
-  // Separate host buffers, so a recv block inside send (in place, as ZeRO-1 may call it) works too.
-  StagingLease send_buffer = pool_.acquire(send_bytes);
-  send_buffer->stage_in(send, send_bytes);
-  StagingLease recv_buffer = pool_.acquire(recv_bytes);
-  host_.reduce_scatter(send_buffer->data(), recv_buffer->data(), recv_count, dtype, op, what);
-  recv_buffer->stage_out(recv, recv_bytes);
-  send_buffer.give_back();
-  recv_buffer.give_back();
+  exchange_through_host(pool_, send, send_bytes, recv, recv_bytes, [&](const void* host_send, void* host_recv) {
+    host_.reduce_scatter(host_send, host_recv, recv_count, dtype, op, what);
+  });
 }
 
 void StagedCommunicator::all_gather(const void* send, void* recv, std::int64_t send_count, DType dtype,
                                     const std::string& what) {
   const std::size_t send_bytes = byte_count(send_count, dtype, what);
   const std::size_t recv_bytes = send_bytes * static_cast<std::size_t>(size());
-  StagingLease send_buffer = pool_.acquire(send_bytes);
-  send_buffer->stage_in(send, send_bytes);
-  StagingLease recv_buffer = pool_.acquire(recv_bytes);
-  host_.all_gather(send_buffer->data(), recv_buffer->data(), send_count, dtype, what);
-  recv_buffer->stage_out(recv, recv_bytes);
-  send_buffer.give_back();
-  recv_buffer.give_back();
+  exchange_through_host(pool_, send, send_bytes, recv, recv_bytes, [&](const void* host_send, void* host_recv) {
+    host_.all_gather(host_send, host_recv, send_count, dtype, what);
+  });
 }
 
 }  // namespace gattn::dist

@@ -23,9 +23,8 @@ dist::GradientBackendInputs gradient_backend_inputs(const Config& cfg, Device de
 dist::GradientBackend checked_gradient_backend(const Config& cfg, const dist::GradientBackendInputs& in) {
   const dist::GradientBackendChoice choice = dist::choose_gradient_backend(in);
   if (!choice.problem.empty()) throw ConfigError(cfg.where("dist.backend") + ": " + choice.problem);
-  if (cfg.get_string("dist.grad_dtype") != "f32" && cfg.get_int("dist.zero") == 1)
-    throw ConfigError(cfg.where("dist.grad_dtype") +
-                      ": dist.grad_dtype 'bf16' is for dist.zero 0's gradient buckets; ZeRO-1 reduce-scatters f32");
+  const std::string sync = dist::gradient_sync_problem(static_cast<int>(cfg.get_int("dist.zero")), gradient_sync(cfg));
+  if (!sync.empty()) throw ConfigError(cfg.where("dist.grad_dtype") + ": " + sync);
   return choice.backend;
 }
 

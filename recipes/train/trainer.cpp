@@ -158,11 +158,10 @@ Trainer::Trainer(const TrainArgs& args)
   // Gradients and weights travel on the host world (CPU), NCCL (a GPU per rank) or the host world
   // staged through pinned memory (ranks sharing a GPU); host values always use the host world.
   grad_world_owner_ = make_gradient_world(cfg, run_.device, comm_);
-  grad_world_ = grad_world_owner_ ? grad_world_owner_.get() : &comm_;
   // Before the optimizer: its moments are made beside the parameters. A resume then copies the
   // checkpoint's weights and moments onto the device.
   if (run_.device != Device::cpu) run_.model->to_(run_.device);
-  optimizer_.emplace(run_.model->named_parameters(), adamw_options(cfg), *grad_world_,
+  optimizer_.emplace(run_.model->named_parameters(), adamw_options(cfg), grad_world(),
                      static_cast<int>(cfg.get_int("dist.zero")), gradient_sync(cfg));
   restore_from_checkpoint();
   run_.model->noise_generator().set_state(rank_noise_state(run_.model->noise_generator().state(), rank_));
@@ -205,7 +204,7 @@ void Trainer::announce() {
       "gattn train: " + std::to_string(run_.model->num_parameters()) + " parameters, " + run_.data->describe();
   if (world_ > 1) {
     intro += ", ";
-    intro.append(std::to_string(world_)).append(" ranks (").append(grad_world_->backend()).append(", dist.zero ");
+    intro.append(std::to_string(world_)).append(" ranks (").append(grad_world().backend()).append(", dist.zero ");
     intro.append(std::to_string(zero)).append(")");
   }
   say(intro);

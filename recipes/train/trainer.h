@@ -78,9 +78,9 @@ class Trainer {
 
   TrainArgs args_;
   dist::Communicator& comm_;  // the host world: losses, flags, barriers, evaluation
-  // What carries gradients and weights: the host world, or the NCCL / staged communicator it owns.
+  // The NCCL / staged communicator that carries gradients and weights; none: the host world does.
   std::unique_ptr<dist::Communicator> grad_world_owner_;
-  dist::Communicator* grad_world_ = nullptr;
+  dist::Communicator& grad_world() { return grad_world_owner_ ? *grad_world_owner_ : comm_; }
   const int rank_, world_;
   const bool lead_;  // rank 0: writes metrics, checkpoints and the terminal
   RunSetup run_;
