@@ -43,6 +43,28 @@ target_link_libraries(gattn::blas INTERFACE ${GATTN_OPENBLAS_LIB})
 target_include_directories(gattn::blas INTERFACE ${GATTN_CBLAS_INCLUDE})
 message(STATUS "gattn: OpenBLAS ${GATTN_OPENBLAS_LIB}")
 
+# oneDNN: f32 GEMMs go through its dnnl_sgemm when it is there (Debian's libdnnl-dev, OpenMP
+# runtime, so it shares the one thread pool). On the model's small shapes it runs at 90% of the
+# FMA peak on 2 cores where OpenBLAS reaches 64% (docs/benchmarks.md, "GEMM libraries"). Without it
+# f32 stays on OpenBLAS; f64 (the gradchecks) always does.
+option(GATTN_DNNL "f32 GEMMs through oneDNN when it is installed" ON)
+set(GATTN_WITH_DNNL OFF)
+if(GATTN_DNNL)
+  find_path(GATTN_DNNL_INCLUDE dnnl.h PATH_SUFFIXES oneapi/dnnl)
+  find_library(GATTN_DNNL_LIB NAMES dnnl)
+  if(GATTN_DNNL_INCLUDE AND GATTN_DNNL_LIB)
+    set(GATTN_WITH_DNNL ON)
+    add_library(gattn::dnnl INTERFACE IMPORTED)
+    target_link_libraries(gattn::dnnl INTERFACE ${GATTN_DNNL_LIB})
+    target_include_directories(gattn::dnnl SYSTEM INTERFACE ${GATTN_DNNL_INCLUDE})
+    target_compile_definitions(gattn::dnnl INTERFACE GATTN_WITH_DNNL=1)
+    message(STATUS "gattn: oneDNN ${GATTN_DNNL_LIB} (f32 GEMMs)")
+  else()
+    message(WARNING "gattn: oneDNN not found: f32 GEMMs use OpenBLAS, ~30% slower at 2 threads "
+                    "(./scripts/setup.sh installs libdnnl-dev)")
+  endif()
+endif()
+
 # CUDA: AUTO compiles it in whenever nvcc is found; GPU tests then skip at run time without a device.
 # GATTN_CUDA_EMULATE instead compiles the CUDA sources with the host compiler against emulation/
 # (the CUDA runtime, cuBLAS, cuBLASLt and one-rank NCCL over host memory, kernels on fibers): every

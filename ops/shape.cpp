@@ -302,15 +302,34 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
     throw ShapeError("split: sizes " + dims_str(sizes) + " add up to " + std::to_string(total) + " but axis " +
                      std::to_string(ax) + " of " + shape_str(x.shape()) + " has length " +
                      std::to_string(x.shape()[ax]));
-  // Each piece is its own slice node; the engine sums their scattered gradients.
   std::vector<Tensor> pieces;
   pieces.reserve(sizes.size());
   std::int64_t off = 0;
   for (std::int64_t s : sizes) {
-    pieces.push_back(slice(x, ax, off, off + s));
+    pieces.push_back(slice_copy(x, ax, off, off + s));
     off += s;
   }
-  return pieces;
+  // One node for all the pieces: its backward writes each piece's gradient into its window of one
+  // dx (zeros first only when some piece got none), where a slice per piece would zero-fill a whole
+  // dx each and the engine would then sum them (the qkv split of every block).
+  return autograd::record_multi(
+      "split", pieces, {x}, [in_shape = x.shape(), ax, sizes](const std::vector<Tensor>& g, const std::vector<bool>&) {
+        const Tensor* any = nullptr;
+        bool all = true;
+        for (const Tensor& gi : g) {
+          if (gi.defined() && !any) any = &gi;
+          all = all && gi.defined();
+        }
+        Tensor dx = all ? Tensor::empty(in_shape, any->dtype(), any->device())
+                        : Tensor::zeros(in_shape, any->dtype(), any->device());
+        const AxisSplit a = split_at(in_shape, ax);
+        std::int64_t at = 0;
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+          if (g[i].defined()) block_copy(g[i], sizes[i], 0, dx, a.len, at, a.outer, sizes[i], a.inner);
+          at += sizes[i];
+        }
+        return std::vector<Tensor>{dx};
+      });
 }
 
 std::vector<Tensor> chunk(const Tensor& x, std::int64_t n, std::int64_t axis) {

@@ -14,6 +14,7 @@
 #include "framework/dist/launch_env.h"
 #include "framework/io/errors.h"
 #include "framework/runtime/build_info.h"
+#include "framework/runtime/openmp_environment.h"
 #include "framework/tensor/error.h"
 #include "recipes/common/recipe.h"
 #include "recipes/common/stop_signal.h"
@@ -89,8 +90,13 @@ int run_cli(int argc, char** argv) {
 // must end with a message and an exit status, not kill the process bare. main() comes too late
 // for that (the libraries' initialisers, OpenBLAS's thread pool among them, take milliseconds
 // before it), so the handlers go in from the executable's .preinit_array, which the dynamic loader
-// runs once every library is mapped and before any library's initialiser.
-extern "C" void gattn_install_signal_handlers(int, char**, char**) { gattn::recipes::install_exit_on_signal(); }
+// runs once every library is mapped and before any library's initialiser. First, the same place
+// gives libgomp gattn's default wait policy, by executing gattn again with it in the environment
+// (framework/runtime/openmp_environment.h); the handlers go into the image that runs.
+extern "C" void gattn_install_signal_handlers(int, char** argv, char** envp) {
+  gattn::apply_default_openmp_wait_policy(argv, envp);
+  gattn::recipes::install_exit_on_signal();
+}
 __attribute__((section(".preinit_array"),
                used)) static void (*const install_signal_handlers_first)(int, char**,
                                                                          char**) = &gattn_install_signal_handlers;

@@ -16,7 +16,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev           # header-only: the CLI, JSON
   libgtest-dev                              # the test suites
   libbenchmark-dev libbenchmark1debian      # the benchmarks
-  libopenblas-openmp-dev libopenblas0-openmp libopenblas-dev libgfortran5 libquadmath0  # CPU GEMMs
+  libopenblas-openmp-dev libopenblas0-openmp libopenblas-dev libgfortran5 libquadmath0  # CPU GEMMs (f64)
+  libdnnl-dev libdnnl2 ocl-icd-libopencl1   # f32 CPU GEMMs (oneDNN; optional for the build)
 )
 mkdir -p "$out"
 rm -f "$out"/*.deb

@@ -7,6 +7,7 @@
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/gradient_sum.h"
 #include "framework/autograd/node.h"
+#include "framework/autograd/op_profile.h"
 
 namespace gattn::autograd {
 
@@ -68,6 +69,7 @@ void Node::release() {
 std::vector<Tensor> record_multi(const char* op_name, const std::vector<Tensor>& outputs,
                                  const std::vector<Tensor>& inputs, MultiBackwardFn fn) {
   if (!grad_enabled()) return outputs;
+  profile::forward_recorded(op_name);
   std::vector<Edge> edges;
   edges.reserve(inputs.size());
   bool any = false;
@@ -155,7 +157,9 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     std::vector<Tensor> input_grads;
     if (any_grad) {
       g.resize(n->outputs().size());
+      const std::int64_t t0 = profile::enabled() ? profile::now_ns() : 0;
       input_grads = n->apply(g);
+      if (t0) profile::add_backward(n->name(), 1e-9 * static_cast<double>(profile::now_ns() - t0));
     }
     g.clear();
     const std::vector<Edge> edges = n->inputs();
@@ -164,7 +168,11 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       const Edge& e = edges[i];
       Tensor gi = any_grad ? input_grads[i] : Tensor();
       if (e.leaf) {
-        if (gi.defined()) accumulate_into_leaf(*e.leaf, gi);
+        if (gi.defined()) {
+          const std::int64_t t0 = profile::enabled() ? profile::now_ns() : 0;
+          accumulate_into_leaf(*e.leaf, gi);
+          if (t0) profile::add_backward("(leaf accumulate)", 1e-9 * static_cast<double>(profile::now_ns() - t0));
+        }
         if (track_leaves && --leaf_pending[e.leaf.get()] == 0) g_leaf_ready_hook(*e.leaf);
       } else if (e.fn) {
         Node* next = e.fn.get();
@@ -176,7 +184,13 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
             throw AutogradError("backward of '" + n->name() + "': gradient " + shape_str(gi.shape()) + " for input " +
                                 std::to_string(i) + " of shape " + shape_str(want));
           Tensor& acc = slot[static_cast<std::size_t>(e.output_nr)];
-          acc = acc.defined() ? sum_gradients(acc, gi, "backward") : gi;
+          if (acc.defined()) {
+            const std::int64_t t0 = profile::enabled() ? profile::now_ns() : 0;
+            acc = sum_gradients(acc, gi, "backward");
+            if (t0) profile::add_backward("(gradient sum)", 1e-9 * static_cast<double>(profile::now_ns() - t0));
+          } else {
+            acc = gi;
+          }
         }
         alive.try_emplace(next, e.fn);
         if (--pending[next] == 0) ready.push_back(next);

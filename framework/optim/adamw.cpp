@@ -1,6 +1,6 @@
-// AdamW: group assignment and validation at construction, then a fused one-pass update per tensor
-// (CPU parameters) or one multi-tensor kernel launch for all CUDA parameters of a step
-// (ops/cuda/adamw.h, the same update element for element).
+// AdamW: group assignment and validation at construction, then a fused one-pass update of all CPU
+// parameters in one parallel region, and one multi-tensor kernel launch for all CUDA parameters of
+// a step (ops/cuda/adamw.h, the same update element for element).
 #include "framework/optim/adamw.h"
 
 #include <algorithm>
@@ -47,16 +47,16 @@ struct UpdateCoeffs {
   double eps;
 };
 
-// One pass over p, g, m, v; elements are independent, so threading does not change the result.
-// Built with -ffp-contract=off (CMakeLists.txt): every operation rounds once, as in the CUDA kernel.
+// One pass over [begin, end) of p, g, m, v; elements are independent, so how the range is cut
+// does not change the result. Built with -ffp-contract=off (CMakeLists.txt): every operation
+// rounds once, as in the CUDA kernel.
 template <class T>
-void adamw_update(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, std::int64_t n,
-                  const UpdateCoeffs& c) {
+void adamw_update(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, std::int64_t begin,
+                  std::int64_t end, const UpdateCoeffs& c) {
   const T decay = static_cast<T>(c.decay), b1 = static_cast<T>(c.beta1), b2 = static_cast<T>(c.beta2);
   const T one_b1 = static_cast<T>(1.0 - c.beta1), one_b2 = static_cast<T>(1.0 - c.beta2);
   const T step = static_cast<T>(c.step_size), inv_bc2 = static_cast<T>(c.inv_sqrt_bc2), eps = static_cast<T>(c.eps);
-#pragma omp parallel for schedule(static) if (cpu::worth_parallel(n * 8))
-  for (std::int64_t i = 0; i < n; ++i) {
+  for (std::int64_t i = begin; i < end; ++i) {
     const T gi = g[i];
     const T mi = b1 * m[i] + one_b1 * gi;
     const T vi = b2 * v[i] + one_b2 * gi * gi;
@@ -66,15 +66,64 @@ void adamw_update(T* __restrict p, const T* __restrict g, T* __restrict m, T* __
   }
 }
 
+// One host parameter's update of this step.
 template <class T>
-void block_sums_of_squares(const T* g, std::int64_t n, double* partials) {
-  const std::int64_t blocks = num_blocks(n);
-#pragma omp parallel for schedule(static) if (cpu::worth_parallel(n))
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const std::int64_t end = std::min(n, (b + 1) * kNormBlock);
+struct HostUpdate {
+  T* p;
+  const T* g;
+  T* m;
+  T* v;
+  std::int64_t n;
+  UpdateCoeffs c;
+};
+
+// Every host parameter's update in one parallel region over fixed-size pieces of all of them: one
+// fork/join per step instead of one per parameter (the model has dozens, most of them small, and
+// each region costs a wake-up of the pool).
+template <class T>
+void adamw_update_all(const std::vector<HostUpdate<T>>& updates) {
+  std::vector<std::pair<std::size_t, std::int64_t>> pieces;  // (update, first element)
+  std::int64_t total = 0;
+  for (std::size_t u = 0; u < updates.size(); ++u) {
+    for (std::int64_t at = 0; at < updates[u].n; at += kNormBlock) pieces.emplace_back(u, at);
+    total += updates[u].n;
+  }
+  const std::int64_t count = static_cast<std::int64_t>(pieces.size());
+#pragma omp parallel for schedule(dynamic, 1) if (cpu::worth_parallel(total * 8))
+  for (std::int64_t k = 0; k < count; ++k) {
+    const HostUpdate<T>& u = updates[pieces[static_cast<std::size_t>(k)].first];
+    const std::int64_t begin = pieces[static_cast<std::size_t>(k)].second;
+    adamw_update(u.p, u.g, u.m, u.v, begin, std::min(u.n, begin + kNormBlock), u.c);
+  }
+}
+
+// One host gradient's share of clip_grad_norm: its fixed-size blocks' sums of squares.
+template <class T>
+struct HostNorm {
+  const T* g;
+  std::int64_t n;
+  double* partials;
+};
+
+// The blocks of every host gradient in one parallel region (see adamw_update_all); each block's
+// sum is the same whatever thread takes it.
+template <class T>
+void block_sums_of_squares_all(const std::vector<HostNorm<T>>& grads) {
+  std::vector<std::pair<std::size_t, std::int64_t>> blocks;  // (gradient, block)
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    for (std::int64_t b = 0; b < num_blocks(grads[i].n); ++b) blocks.emplace_back(i, b);
+    total += grads[i].n;
+  }
+  const std::int64_t count = static_cast<std::int64_t>(blocks.size());
+#pragma omp parallel for schedule(dynamic, 1) if (cpu::worth_parallel(total))
+  for (std::int64_t k = 0; k < count; ++k) {
+    const HostNorm<T>& h = grads[blocks[static_cast<std::size_t>(k)].first];
+    const std::int64_t b = blocks[static_cast<std::size_t>(k)].second;
+    const std::int64_t end = std::min(h.n, (b + 1) * kNormBlock);
     double s = 0.0;
-    for (std::int64_t i = b * kNormBlock; i < end; ++i) s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-    partials[b] = s;
+    for (std::int64_t i = b * kNormBlock; i < end; ++i) s += static_cast<double>(h.g[i]) * static_cast<double>(h.g[i]);
+    h.partials[b] = s;
   }
 }
 
@@ -185,9 +234,11 @@ double AdamW::clip_grad_norm() {
 }
 
 double AdamW::grad_sum_of_squares() {
-  double sum = 0.0;
   NoGradGuard no_grad;
   Tensor device_sum;  // Σ g² over the CUDA grads, kept on the device and read once (one sync)
+  std::vector<HostNorm<float>> host_f32;
+  std::vector<HostNorm<double>> host_f64;
+  std::vector<std::size_t> host_params;  // which parameters' partials to add, in parameter order
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Tensor g = checked_grad(params_[i].first, params_[i].second);
     if (!g.defined()) continue;
@@ -199,10 +250,17 @@ double AdamW::grad_sum_of_squares() {
     }
     double* partials = norm_partials_.data() + block_begin_[i];
     if (g.dtype() == DType::f32)
-      block_sums_of_squares(g.data<float>(), g.numel(), partials);
+      host_f32.push_back({g.data<float>(), g.numel(), partials});
     else
-      block_sums_of_squares(g.data<double>(), g.numel(), partials);
-    for (std::int64_t b = 0; b < num_blocks(g.numel()); ++b) sum += partials[b];
+      host_f64.push_back({g.data<double>(), g.numel(), partials});
+    host_params.push_back(i);
+  }
+  block_sums_of_squares_all(host_f32);
+  block_sums_of_squares_all(host_f64);
+  double sum = 0.0;
+  for (std::size_t i : host_params) {
+    const double* partials = norm_partials_.data() + block_begin_[i];
+    for (std::int64_t b = 0; b < num_blocks(params_[i].second.numel()); ++b) sum += partials[b];
   }
   if (device_sum.defined()) sum += device_sum.item();
   return sum;
@@ -216,6 +274,8 @@ void AdamW::scale_grads(double factor) {
 }
 
 void AdamW::step(std::int64_t global_step) {
+  std::vector<HostUpdate<float>> host_f32;  // every host parameter of this step, one parallel region
+  std::vector<HostUpdate<double>> host_f64;
 #ifdef GATTN_WITH_CUDA
   std::vector<cuda::AdamWTensor> device_updates;  // every CUDA parameter of this step, one launch
 #endif
@@ -245,13 +305,15 @@ void AdamW::step(std::int64_t global_step) {
       }
 #endif
       if (p.dtype() == DType::f32)
-        adamw_update(p.data<float>(), g.data<float>(), s.exp_avg.data<float>(), s.exp_avg_sq.data<float>(), p.numel(),
-                     c);
+        host_f32.push_back(
+            {p.data<float>(), g.data<float>(), s.exp_avg.data<float>(), s.exp_avg_sq.data<float>(), p.numel(), c});
       else
-        adamw_update(p.data<double>(), g.data<double>(), s.exp_avg.data<double>(), s.exp_avg_sq.data<double>(),
-                     p.numel(), c);
+        host_f64.push_back(
+            {p.data<double>(), g.data<double>(), s.exp_avg.data<double>(), s.exp_avg_sq.data<double>(), p.numel(), c});
     }
   }
+  adamw_update_all(host_f32);
+  adamw_update_all(host_f64);
 #ifdef GATTN_WITH_CUDA
   if (!device_updates.empty()) {
     const cuda::AdamWHyper hyper{static_cast<float>(options_.beta1), static_cast<float>(options_.beta2),

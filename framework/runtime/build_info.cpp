@@ -9,6 +9,8 @@
 #endif
 
 #include "framework/cuda/device.h"
+#include "framework/runtime/openmp_environment.h"
+#include "ops/cpu/gemm.h"
 #include "ops/cuda/runtime_info.h"
 
 extern "C" char* openblas_get_config(void);
@@ -39,7 +41,9 @@ std::vector<std::pair<std::string, std::string>> build_info() {
   info.emplace_back("version", GATTN_VERSION);
   info.emplace_back("build type", GATTN_BUILD_TYPE);
   info.emplace_back("blas", openblas_get_config());
+  info.emplace_back("gemm f32", cpu::f32_gemm_library());
   info.emplace_back("openmp threads", std::to_string(omp_get_max_threads()));
+  info.emplace_back("openmp wait", openmp_wait_policy());
   info.emplace_back("cuda", cuda::toolkit_version());
   info.emplace_back("cublas", cuda::cublas_version());
   info.emplace_back("nccl", cuda::nccl_version());

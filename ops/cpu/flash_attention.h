@@ -1,13 +1,14 @@
 // CPU kernels of the fused causal attention (ops/attention.h has the math): FlashAttention-2
 // tiling with an online softmax. Forward parallelises over (batch·head, query tile); backward over
 // batch·head, walking key tiles outer and query tiles inner so dK, dV and dQ of one head are owned
-// by one thread (no atomics, deterministic). Tile products go through OpenBLAS (single-threaded
+// by one thread (no atomics, deterministic). Tile products go through cpu::gemm (single-threaded
 // inside our parallel region).
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "framework/tensor/philox.h"
@@ -175,6 +176,9 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
   const std::int64_t n_qt = (Tn + kAttnTileQ - 1) / kAttnTileQ;
   const bool modulated = p.modulation_row != nullptr;
   const bool want_entropy = o.row_entropy != nullptr;
+  // The modulated case that training steps take (no noise, no statistics): its vectorised loop.
+  const bool fast_modulation = std::is_same_v<T, float> && modulated && !p.noise && !o.modulation_moments &&
+                               !o.modulation_entropy && !want_entropy;
   const T neg_inf = -std::numeric_limits<T>::infinity();
   // Per-task partial modulation-entropy sums, added per head in task order (deterministic).
   std::vector<T> mod_entropy_partial(o.modulation_entropy ? static_cast<std::size_t>(BH * n_qt) : 0, T(0));
@@ -261,6 +265,19 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
                 for (std::int64_t c = c_lo; c < c_hi; ++c) row_e1 += wrow[c] * (srow[c] - m_new);
                 row_e0 = row_l;
               }
+            } else if (fast_modulation) {
+              // f32 without noise, statistics or entropies: the modulation branch-free so it
+              // vectorises (σ through fast_exp; the general loop below uses std::exp).
+              if constexpr (std::is_same_v<T, float>) {
+                const float a_i = p.modulation_row[base + i], alpha = p.alpha, keep = 1.0f - p.alpha;
+                const float* b = p.modulation_col + base + j0;
+#pragma omp simd reduction(+ : row_l)
+                for (std::int64_t c = c_lo; c < c_hi; ++c) {
+                  const float pij = vexp(srow[c] - m_new);
+                  row_l += pij;
+                  wrow[c] = pij * (alpha * vsigmoid((a_i + b[c]) * p.inv_tau) + keep);
+                }
+              }
             } else {
               for (std::int64_t c = c_lo; c < c_hi; ++c) {
                 const T pij = vexp(srow[c] - m_new);
@@ -344,6 +361,7 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
   using namespace attn_detail;
   const std::int64_t Tn = p.T_len, d = p.d, BH = p.B * p.H;
   const bool modulated = p.modulation_row != nullptr;
+  const bool fast_modulation = std::is_same_v<T, float> && modulated && !p.noise;  // and no dH (per row)
   const std::int64_t n_kt = (Tn + kAttnTileK - 1) / kAttnTileK;
   const std::int64_t n_qt = (Tn + kAttnTileQ - 1) / kAttnTileQ;
 
@@ -471,6 +489,36 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
                 const T ds = pij * (da - Di);
                 dsrow[c] = ds;
                 ds_row += ds;
+              }
+            } else if (fast_modulation && dH == T(0)) {
+              // f32 without noise or a row-entropy gradient: branch-free so it vectorises (see the
+              // forward); d_alpha is summed per row, so its rounding differs from the loop below.
+              if constexpr (std::is_same_v<T, float>) {
+                const float a_i = p.modulation_row[base + i], alpha = p.alpha, keep = 1.0f - p.alpha;
+                const float* b = p.modulation_col + base + j0;
+                float* dcol = g.d_modulation_col ? g.d_modulation_col + base + j0 : nullptr;
+                float* du_row = dA.data() + r * kAttnTileK;  // dA's row is read here for the last time
+                float row_alpha = 0;
+#pragma omp simd reduction(+ : ds_row, d_row, row_alpha)
+                for (std::int64_t c = c_lo; c < c_hi; ++c) {
+                  const float pij = vexp(srow[c] - L);
+                  const float u = (a_i + b[c]) * p.inv_tau;
+                  const float G = vsigmoid(u);
+                  const float M = alpha * G + keep;
+                  const float da = darow[c];
+                  arow[c] = pij * M;
+                  const float ds = pij * (da * M - Di);
+                  dsrow[c] = ds;
+                  ds_row += ds;
+                  const float dM = da * pij;
+                  row_alpha += dM * (G - 1.0f);
+                  const float du = (alpha * dM - dE * u) * G * (1.0f - G) * p.inv_tau;
+                  d_row += du;
+                  du_row[c] = du;
+                }
+                d_alpha += row_alpha;
+                if (dcol)
+                  for (std::int64_t c = c_lo; c < c_hi; ++c) dcol[c] += du_row[c];
               }
             } else {
               for (std::int64_t c = c_lo; c < c_hi; ++c) {

@@ -1,7 +1,12 @@
-// Row-major GEMM through OpenBLAS CBLAS (sgemm/dgemm picked by T), and the batched driver the
-// matmul/linear ops use: a loop of GEMMs that folds the batch into one GEMM where the layout allows.
+// Row-major GEMM, and the batched driver the matmul/linear ops use: a loop of GEMMs that folds the
+// batch into one GEMM where the layout allows. f32 runs on oneDNN's dnnl_sgemm when the build has
+// it (GATTN_WITH_DNNL): on the model's small shapes it is ~1.4× faster than OpenBLAS at 2 threads
+// (docs/benchmarks.md, "GEMM libraries"); f64 and a build without oneDNN use OpenBLAS's CBLAS.
 #pragma once
 #include <cblas.h>
+#if GATTN_WITH_DNNL
+#include <dnnl.h>
+#endif
 
 #include <climits>
 #include <cstdint>
@@ -37,14 +42,35 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
       for (std::int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == T(0) ? T(0) : beta * C[i * ldc + j];
     return;
   }
-  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
-  const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
   const blasint m = detail::blas_int(M, "M"), n = detail::blas_int(N, "N"), k = detail::blas_int(K, "K");
   const blasint la = detail::blas_int(lda, "lda"), lb = detail::blas_int(ldb, "ldb"), lc = detail::blas_int(ldc, "ldc");
+#if GATTN_WITH_DNNL
+  if constexpr (std::is_same_v<T, float>) {
+    // Row-major like CBLAS; inside an OpenMP parallel region it runs on the calling thread.
+    const dnnl_status_t s =
+        dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, A, la, B, lb, beta, C, lc);
+    if (s != dnnl_success)
+      throw ValueError("gemm: oneDNN's sgemm refused " + std::to_string(M) + "x" + std::to_string(N) + "x" +
+                       std::to_string(K) + " (status " + std::to_string(static_cast<int>(s)) + ")");
+    return;
+  }
+#endif
+  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, A, la, B, lb, beta, C, lc);
   else
     cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, A, la, B, lb, beta, C, lc);
+}
+
+// The library f32 GEMMs run on, for --version: "oneDNN 2.6.3" or "OpenBLAS".
+inline std::string f32_gemm_library() {
+#if GATTN_WITH_DNNL
+  const dnnl_version_t* v = dnnl_version();
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+#else
+  return "OpenBLAS";
+#endif
 }
 
 // For i in [0, batch): C_i = op(X_i) · op(Y_i), with X_i = X + i·sx etc., each matrix dense

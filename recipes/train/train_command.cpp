@@ -41,6 +41,9 @@ Action add_train(CLI::App& app) {
         std::string why = "must be a positive number of steps, got '";
         return why.append(v).append("'");
       });
+  cmd->add_flag("--profile-ops", args->profile_ops,
+                "time every op forward and backward (and the optimizer, clipping, data) after the first 5 steps; "
+                "prints a table per step at the end and writes op_profile.json to the run directory");
   return [args] { return run_train(*args); };
 }
 

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "framework/autograd/engine.h"
+#include "framework/autograd/op_profile.h"
 #include "framework/config/schema.h"
 #include "framework/data/dataset.h"
 #include "framework/dist/sharding.h"
@@ -26,6 +27,7 @@
 #include "recipes/train/fault_injection.h"
 #include "recipes/train/gradient_world.h"
 #include "recipes/train/metrics_line.h"
+#include "recipes/train/op_profile_report.h"
 
 namespace gattn::recipes {
 
@@ -105,10 +107,15 @@ int Trainer::run() {
     const bool last = done == max_steps_;
     const bool log_step = done % log_every_ == 0 || step == 0 || last;
     maybe_inject_fault(rank_, done);
+    maybe_start_op_profile(step);
     StepResult r = forward_backward(log_step, uploader);
     reduce_across_ranks(r);
     const double loss = r.loss_sum / static_cast<double>(grad_accum_);
-    const double grad_norm = optimizer_->clip_grad_norm();
+    double grad_norm = 0;
+    {
+      const autograd::profile::Section section("(clip grad norm)");
+      grad_norm = optimizer_->clip_grad_norm();
+    }
     const bool updated = update_or_skip(step, loss, grad_norm);
     if (log_step && updated && lead_) log_train(step, r, loss, grad_norm);
     if ((eval_every_ > 0 && done % eval_every_ == 0) || last) evaluate_and_log(done);
@@ -238,12 +245,16 @@ Trainer::StepResult Trainer::forward_backward(bool log_step, BatchUploader& uplo
   const ops::AutocastScope autocast(run_.precision);
   for (std::int64_t micro = 0; micro < grad_accum_; ++micro) {
     const bool last_micro = micro + 1 == grad_accum_;
-    Batch batch = run_.data->sample_train(batch_size_ * world_, block_size_, data_gen_);
-    if (world_ > 1) {
-      const dist::Range rows = dist::batch_rows(batch_size_, rank_);
-      batch = Batch{batch.x.alias_rows(rows.begin, rows.end), batch.y.alias_rows(rows.begin, rows.end)};
+    Batch batch;
+    {
+      const autograd::profile::Section section("(data)");
+      batch = run_.data->sample_train(batch_size_ * world_, block_size_, data_gen_);
+      if (world_ > 1) {
+        const dist::Range rows = dist::batch_rows(batch_size_, rank_);
+        batch = Batch{batch.x.alias_rows(rows.begin, rows.end), batch.y.alias_rows(rows.begin, rows.end)};
+      }
+      batch = uploader.upload(batch);
     }
-    batch = uploader.upload(batch);
     models::ForwardOptions fo;
     fo.regularizers = log_step ? reg_log_step_ : reg_every_step_;
     fo.collect_stats = log_step && last_micro;
@@ -264,7 +275,10 @@ Trainer::StepResult Trainer::forward_backward(bool log_step, BatchUploader& uplo
 }
 
 void Trainer::reduce_across_ranks(StepResult& r) {
-  optimizer_->average_gradients();
+  {
+    const autograd::profile::Section section("(average gradients)");
+    optimizer_->average_gradients();
+  }
   if (world_ == 1) return;
   // The logged values are means over ranks (each rank's is the mean of its rows), the gate
   // statistics sums over the global batch; a non-finite loss on any rank makes every rank skip.
@@ -285,8 +299,14 @@ void Trainer::reduce_across_ranks(StepResult& r) {
 
 bool Trainer::update_or_skip(std::int64_t step, double loss, double grad_norm) {
   if (guard_.step_ok(loss, grad_norm)) {
-    optimizer_->step(step);
-    optimizer_->zero_grad();
+    {
+      const autograd::profile::Section section("(optimizer step)");
+      optimizer_->step(step);
+    }
+    {
+      const autograd::profile::Section section("(zero grad)");
+      optimizer_->zero_grad();
+    }
     window_tokens_ += static_cast<double>(batch_size_ * block_size_ * grad_accum_ * world_);  // the global rate
     return true;
   }
@@ -380,6 +400,7 @@ int Trainer::agreed_stop_signal() {
 
 int Trainer::stop_early(std::int64_t done, int signo) {
   progress_->finish();
+  report_op_profile(done);
   std::string how;  // a multi-rank run resumes under a launcher, on this or any other world size
   if (world_ > 1)
     how.append(" (on any number of ranks, e.g. scripts/launch.sh -n ").append(std::to_string(world_)).append(")");
@@ -392,6 +413,7 @@ int Trainer::stop_early(std::int64_t done, int signo) {
 
 int Trainer::finish() {
   progress_->finish();
+  report_op_profile(max_steps_);
   if (!lead_) return 0;
   std::cout << "run directory: " << run_.dir << "\n";
   std::cout << "final " << format_eval(max_steps_, last_eval_) << "\n";
@@ -401,6 +423,27 @@ int Trainer::finish() {
     std::cout << "sample:\n" << sample_text(*run_.model, *run_.data, run_.config, 200) << "\n";
   }
   return 0;
+}
+
+void Trainer::maybe_start_op_profile(std::int64_t step) {
+  // The first steps allocate the tensor pool and warm BLAS up; a short run profiles what it has.
+  constexpr std::int64_t kWarmupSteps = 5;
+  if (!args_.profile_ops || profile_from_ >= 0) return;
+  if (step - start_step_ >= std::min(kWarmupSteps, (max_steps_ - start_step_) / 2)) {
+    autograd::profile::enable(true);
+    profile_from_ = step;
+  }
+}
+
+void Trainer::report_op_profile(std::int64_t done) {
+  if (profile_from_ < 0) return;
+  autograd::profile::enable(false);
+  const OpProfile profile = autograd::profile::snapshot();
+  const std::int64_t steps = done - profile_from_;
+  if (!lead_) return;
+  std::cout << op_profile_table(profile, steps) << "\n";
+  write_file_atomically((std::filesystem::path(run_.dir) / "op_profile.json").string(),
+                        op_profile_json(profile, steps).dump(2) + "\n");
 }
 
 double Trainer::elapsed() const {

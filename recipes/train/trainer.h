@@ -40,6 +40,7 @@ struct TrainArgs {
   std::vector<std::string> overrides;
   std::string resume;           // "", "auto" or a checkpoint directory
   std::int64_t stop_after = 0;  // stop as if interrupted once this many steps are done (0 = never)
+  bool profile_ops = false;     // time every op of the steady-state steps; table at the end, op_profile.json
 };
 
 class Trainer {
@@ -74,6 +75,10 @@ class Trainer {
   int finish();
 
   double elapsed() const;
+  // --profile-ops: collection starts after the first steps (allocator and BLAS warm-up), and the
+  // table goes to stdout and op_profile.json at the end.
+  void maybe_start_op_profile(std::int64_t step);
+  void report_op_profile(std::int64_t done);
   void say(const std::string& text);
 
   TrainArgs args_;
@@ -94,7 +99,8 @@ class Trainer {
   CheckpointPolicy checkpoints_;
   std::optional<Resumed> resumed_;
   std::int64_t start_step_ = 0, rewound_ = 0;
-  double elapsed_before_ = 0;  // training time of the attempts before this one
+  std::int64_t profile_from_ = -1;  // the first profiled step, -1 while not profiling
+  double elapsed_before_ = 0;       // training time of the attempts before this one
   std::chrono::steady_clock::time_point start_;
   double window_tokens_ = 0, window_start_ = 0;  // tokens since the last train line, and its time
   EvalResult last_eval_;

@@ -106,11 +106,14 @@ TEST(CudaMatmul, LinearGeluMatchesTheCpuComposition) {
       for (double z : ops::linear(x, w, bias).to_vector()) z_max = std::max(z_max, std::abs(z));
       return Tolerance{1e-5 + z_max * 0x1p-12, 1e-5};
     };
+    // dx sums out_f products: the CPU's GEMM (oneDNN) and the device's add them in different orders,
+    // so the bound grows with that length (2.2e-5 apart at out_f = 3072 on values near 0.2).
+    const Tolerance grad_tol{2e-5 + 1e-8 * static_cast<double>(out_f), 1e-5};
     EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::linear_gelu(in[0], in[1], in[2]); }, {x, w, b},
-                                 out_tol(b), {2e-5, 1e-5}))
+                                 out_tol(b), grad_tol))
         << shape_str(xs) << " -> " << out_f;
     EXPECT_TRUE(cuda_matches_cpu([](const auto& in) { return ops::linear_gelu(in[0], in[1]); }, {x, w},
-                                 out_tol(Tensor()), {2e-5, 1e-5}))
+                                 out_tol(Tensor()), grad_tol))
         << shape_str(xs) << " -> " << out_f << " without bias";
   }
 }

@@ -1,0 +1,64 @@
+#include "framework/autograd/op_profile.h"
+
+#include <atomic>
+#include <chrono>
+
+namespace gattn::autograd::profile {
+
+namespace {
+std::atomic<bool> g_enabled{false};
+std::map<std::string, OpTimes> g_times;  // touched only by the thread that runs the graph
+std::int64_t g_lap_ns = 0;
+}  // namespace
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
+
+void enable(bool on) {
+  if (on) reset();
+  g_enabled.store(on, std::memory_order_relaxed);
+}
+
+void reset() {
+  g_times.clear();
+  g_lap_ns = now_ns();
+}
+
+void lap() {
+  if (enabled()) g_lap_ns = now_ns();
+}
+
+void forward_recorded(const char* op) {
+  if (!enabled()) return;
+  const std::int64_t now = now_ns();
+  OpTimes& t = g_times[op];
+  t.forward_s += 1e-9 * static_cast<double>(now - g_lap_ns);
+  ++t.forward_calls;
+  g_lap_ns = now;
+}
+
+void add_backward(const std::string& op, double seconds) {
+  if (!enabled()) return;
+  OpTimes& t = g_times[op];
+  t.backward_s += seconds;
+  ++t.backward_calls;
+}
+
+Section::Section(const char* name) : name_(name), start_ns_(enabled() ? now_ns() : 0) {}
+
+Section::~Section() {
+  if (!enabled() || start_ns_ == 0) return;
+  const std::int64_t now = now_ns();
+  OpTimes& t = g_times[name_];
+  t.forward_s += 1e-9 * static_cast<double>(now - start_ns_);
+  ++t.forward_calls;
+  g_lap_ns = now;
+}
+
+std::map<std::string, OpTimes> snapshot() { return g_times; }
+
+}  // namespace gattn::autograd::profile

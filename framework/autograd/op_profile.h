@@ -1,0 +1,57 @@
+// Where a training step's time goes, op by op: an opt-in wall-clock profile of the autograd graph.
+//
+// Forward: an op computes its output and then records it (autograd::record), so the time since the
+// previous record on this thread is charged to the op being recorded: its kernel plus the model
+// code that ran since the previous op (views, checks, allocation). lap() starts a fresh interval,
+// so time spent outside the graph (data, the optimizer) is not charged to the first op.
+// Backward: each node's backward function is timed by its op name; summing gradients that meet at a
+// node and accumulating them into leaves are charged to "(gradient sum)" and "(leaf accumulate)".
+// Sections time spans that are not ops (the optimizer step, clipping, the data).
+//
+// Off by default: every hook is one relaxed load and a branch. Single-threaded by design: the
+// trainer and the autograd engine run the graph on one thread (ops thread inside their kernels).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace gattn::autograd::profile {
+
+struct OpTimes {
+  double forward_s = 0, backward_s = 0;
+  std::int64_t forward_calls = 0, backward_calls = 0;
+};
+
+bool enabled();
+// Starts (clearing what was collected) or stops collecting.
+void enable(bool on);
+// Discards what was collected so far (keeps collecting if enabled).
+void reset();
+// The next forward op's interval starts now.
+void lap();
+
+// Hooks for the engine and record(): no-ops while disabled.
+void forward_recorded(const char* op);
+void add_backward(const std::string& op, double seconds);
+
+// Times a named span that is not an op ("optimizer step"): charged as forward time of that name,
+// and the next op's interval starts where the span ends.
+class Section {
+ public:
+  explicit Section(const char* name);
+  ~Section();
+  Section(const Section&) = delete;
+  Section& operator=(const Section&) = delete;
+
+ private:
+  const char* name_;
+  std::int64_t start_ns_;
+};
+
+// What was collected, by op name.
+std::map<std::string, OpTimes> snapshot();
+
+// Monotonic nanoseconds (steady_clock), for callers that time a span themselves.
+std::int64_t now_ns();
+
+}  // namespace gattn::autograd::profile
