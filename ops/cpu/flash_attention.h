@@ -1,8 +1,8 @@
 // CPU kernels of the fused causal attention (ops/attention.h has the math): FlashAttention-2
 // tiling with an online softmax. Forward parallelises over (batch·head, query tile); backward over
 // batch·head, walking key tiles outer and query tiles inner so dK, dV and dQ of one head are owned
-// by one thread (no atomics, deterministic). Tile products go through cpu::gemm (single-threaded
-// inside our parallel region).
+// by one thread (no atomics, deterministic). Tile products go through cpu::blas_gemm (OpenBLAS's
+// small-matrix kernels, single-threaded inside our parallel region).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -126,7 +126,7 @@ template <class T>
 void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_rows, const std::int64_t* pos,
                  std::int64_t rows, std::int64_t j0, std::int64_t cols, T* S) {
   const std::int64_t d = p.d, base = bh * p.T_len;
-  gemm<T>(false, true, rows, cols, d, p.scale, q_rows, d, p.k + (base + j0) * d, d, T(0), S, kAttnTileK);
+  blas_gemm<T>(false, true, rows, cols, d, p.scale, q_rows, d, p.k + (base + j0) * d, d, T(0), S, kAttnTileK);
   if (!p.row_bias && !p.col_bias) return;
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = S + r * kAttnTileK;
@@ -310,8 +310,8 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
               for (std::int64_t x = 0; x < d; ++x) acc[r * d + x] *= corr;
           }
           // acc += W · V for this key tile.
-          gemm<T>(false, false, rows, d, cols, T(1), W.data(), kAttnTileK, p.v + (base + j0) * d, d, T(1), acc.data(),
-                  d);
+          blas_gemm<T>(false, false, rows, d, cols, T(1), W.data(), kAttnTileK, p.v + (base + j0) * d, d, T(1),
+                       acc.data(), d);
         }
         for (std::int64_t r = 0; r < rows; ++r) {
           const std::int64_t i = pos[static_cast<std::size_t>(r)];
@@ -450,8 +450,8 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
           T* dq_rows = whole ? dq + i0 * d : dq_compact.data() + off * d;
           tile_logits(p, bh, q_rows, rpos, rows, j0, cols, S.data());
           if (do_rows)
-            gemm<T>(false, true, rows, cols, d, T(1), do_rows, d, p.v + (base + j0) * d, d, T(0), dA.data(),
-                    kAttnTileK);
+            blas_gemm<T>(false, true, rows, cols, d, T(1), do_rows, d, p.v + (base + j0) * d, d, T(0), dA.data(),
+                         kAttnTileK);
           else
             std::fill(dA.begin(), dA.end(), T(0));
           bool any = false;
@@ -549,10 +549,10 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
           if (!any) continue;
           // dv += Aᵀ dO; dq += scale dS k; dk += scale dSᵀ q.
           if (do_rows)
-            gemm<T>(true, false, cols, d, rows, T(1), A.data(), kAttnTileK, do_rows, d, T(1), dv + j0 * d, d);
-          gemm<T>(false, false, rows, d, cols, p.scale, dS.data(), kAttnTileK, p.k + (base + j0) * d, d, T(1), dq_rows,
-                  d);
-          gemm<T>(true, false, cols, d, rows, p.scale, dS.data(), kAttnTileK, q_rows, d, T(1), dk + j0 * d, d);
+            blas_gemm<T>(true, false, cols, d, rows, T(1), A.data(), kAttnTileK, do_rows, d, T(1), dv + j0 * d, d);
+          blas_gemm<T>(false, false, rows, d, cols, p.scale, dS.data(), kAttnTileK, p.k + (base + j0) * d, d, T(1),
+                       dq_rows, d);
+          blas_gemm<T>(true, false, cols, d, rows, p.scale, dS.data(), kAttnTileK, q_rows, d, T(1), dk + j0 * d, d);
         }
       }
       if (any_partial)

@@ -1,7 +1,8 @@
 // Row-major GEMM, and the batched driver the matmul/linear ops use: a loop of GEMMs that folds the
 // batch into one GEMM where the layout allows. f32 runs on oneDNN's dnnl_sgemm when the build has
-// it (GATTN_WITH_DNNL): on the model's small shapes it is ~1.4× faster than OpenBLAS at 2 threads
-// (docs/benchmarks.md, "GEMM libraries"); f64 and a build without oneDNN use OpenBLAS's CBLAS.
+// it (GATTN_WITH_DNNL): on the model's linear layers it is ~1.4× faster than OpenBLAS at 2 threads
+// (docs/benchmarks.md, "GEMM libraries"); f64, a build without oneDNN and the attention's tile
+// products (blas_gemm) use OpenBLAS's CBLAS.
 #pragma once
 #include <cblas.h>
 #if GATTN_WITH_DNNL
@@ -28,12 +29,15 @@ inline blasint blas_int(std::int64_t v, const char* what) {
 }
 }  // namespace detail
 
-// C[M,N] = alpha · op(A) · op(B) + beta · C, all row-major. op(A) is M×K: A is stored [M, K] (lda ≥ K)
-// or, with trans_a, [K, M] (lda ≥ M); likewise op(B) is K×N from B stored [K, N] or [N, K].
-// beta == 0 overwrites C without reading it (BLAS semantics, so C may hold garbage).
+// C[M,N] = alpha · op(A) · op(B) + beta · C, all row-major, always through OpenBLAS's CBLAS. op(A) is
+// M×K: A is stored [M, K] (lda ≥ K) or, with trans_a, [K, M] (lda ≥ M); likewise op(B) is K×N from
+// B stored [K, N] or [N, K]. beta == 0 overwrites C without reading it (BLAS semantics, so C may hold
+// garbage). For the tiny products of a kernel that is already inside its own parallel region (the
+// fused attention's 64×d×64 tiles), OpenBLAS's small-matrix kernels are 5–10 % faster than oneDNN
+// (docs/benchmarks.md, "GEMM libraries"); everything else calls gemm() below.
 template <class T>
-void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
-          std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
+void blas_gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
+               std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "gemm: float or double only");
   if (M == 0 || N == 0) return;
   if (K == 0) {
@@ -44,23 +48,34 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
   }
   const blasint m = detail::blas_int(M, "M"), n = detail::blas_int(N, "N"), k = detail::blas_int(K, "K");
   const blasint la = detail::blas_int(lda, "lda"), lb = detail::blas_int(ldb, "ldb"), lc = detail::blas_int(ldc, "ldc");
-#if GATTN_WITH_DNNL
-  if constexpr (std::is_same_v<T, float>) {
-    // Row-major like CBLAS; inside an OpenMP parallel region it runs on the calling thread.
-    const dnnl_status_t s =
-        dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, A, la, B, lb, beta, C, lc);
-    if (s != dnnl_success)
-      throw ValueError("gemm: oneDNN's sgemm refused " + std::to_string(M) + "x" + std::to_string(N) + "x" +
-                       std::to_string(K) + " (status " + std::to_string(static_cast<int>(s)) + ")");
-    return;
-  }
-#endif
   const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, A, la, B, lb, beta, C, lc);
   else
     cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, A, la, B, lb, beta, C, lc);
+}
+
+// The same contract as blas_gemm; f32 runs on oneDNN when the build has it.
+template <class T>
+void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
+          std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
+#if GATTN_WITH_DNNL
+  if constexpr (std::is_same_v<T, float>) {
+    if (M != 0 && N != 0 && K != 0) {
+      // Row-major like CBLAS; inside an OpenMP parallel region it runs on the calling thread.
+      const dnnl_status_t s =
+          dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', detail::blas_int(M, "M"), detail::blas_int(N, "N"),
+                     detail::blas_int(K, "K"), alpha, A, detail::blas_int(lda, "lda"), B, detail::blas_int(ldb, "ldb"),
+                     beta, C, detail::blas_int(ldc, "ldc"));
+      if (s != dnnl_success)
+        throw ValueError("gemm: oneDNN's sgemm refused " + std::to_string(M) + "x" + std::to_string(N) + "x" +
+                         std::to_string(K) + " (status " + std::to_string(static_cast<int>(s)) + ")");
+      return;
+    }
+  }
+#endif
+  blas_gemm<T>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 // The library f32 GEMMs run on, for --version: "oneDNN 2.6.3" or "OpenBLAS".
