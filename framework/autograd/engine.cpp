@@ -157,9 +157,8 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     std::vector<Tensor> input_grads;
     if (any_grad) {
       g.resize(n->outputs().size());
-      const std::int64_t t0 = profile::enabled() ? profile::now_ns() : 0;
+      const profile::BackwardTimer timer(n->name().c_str());
       input_grads = n->apply(g);
-      if (t0) profile::add_backward(n->name(), 1e-9 * static_cast<double>(profile::now_ns() - t0));
     }
     g.clear();
     const std::vector<Edge> edges = n->inputs();
@@ -169,9 +168,8 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       Tensor gi = any_grad ? input_grads[i] : Tensor();
       if (e.leaf) {
         if (gi.defined()) {
-          const std::int64_t t0 = profile::enabled() ? profile::now_ns() : 0;
+          const profile::BackwardTimer timer("(leaf accumulate)");
           accumulate_into_leaf(*e.leaf, gi);
-          if (t0) profile::add_backward("(leaf accumulate)", 1e-9 * static_cast<double>(profile::now_ns() - t0));
         }
         if (track_leaves && --leaf_pending[e.leaf.get()] == 0) g_leaf_ready_hook(*e.leaf);
       } else if (e.fn) {
@@ -185,9 +183,8 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
                                 std::to_string(i) + " of shape " + shape_str(want));
           Tensor& acc = slot[static_cast<std::size_t>(e.output_nr)];
           if (acc.defined()) {
-            const std::int64_t t0 = profile::enabled() ? profile::now_ns() : 0;
+            const profile::BackwardTimer timer("(gradient sum)");
             acc = sum_gradients(acc, gi, "backward");
-            if (t0) profile::add_backward("(gradient sum)", 1e-9 * static_cast<double>(profile::now_ns() - t0));
           } else {
             acc = gi;
           }

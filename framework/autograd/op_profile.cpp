@@ -9,27 +9,21 @@ namespace {
 std::atomic<bool> g_enabled{false};
 std::map<std::string, OpTimes> g_times;  // touched only by the thread that runs the graph
 std::int64_t g_lap_ns = 0;
-}  // namespace
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+}  // namespace
 
 bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
 
 void enable(bool on) {
-  if (on) reset();
+  if (on) {
+    g_times.clear();
+    g_lap_ns = now_ns();
+  }
   g_enabled.store(on, std::memory_order_relaxed);
-}
-
-void reset() {
-  g_times.clear();
-  g_lap_ns = now_ns();
-}
-
-void lap() {
-  if (enabled()) g_lap_ns = now_ns();
 }
 
 void forward_recorded(const char* op) {
@@ -41,10 +35,12 @@ void forward_recorded(const char* op) {
   g_lap_ns = now;
 }
 
-void add_backward(const std::string& op, double seconds) {
-  if (!enabled()) return;
-  OpTimes& t = g_times[op];
-  t.backward_s += seconds;
+BackwardTimer::BackwardTimer(const char* name) : name_(name), start_ns_(enabled() ? now_ns() : 0) {}
+
+BackwardTimer::~BackwardTimer() {
+  if (!enabled() || start_ns_ == 0) return;
+  OpTimes& t = g_times[name_];
+  t.backward_s += 1e-9 * static_cast<double>(now_ns() - start_ns_);
   ++t.backward_calls;
 }
 

@@ -2,8 +2,8 @@
 //
 // Forward: an op computes its output and then records it (autograd::record), so the time since the
 // previous record on this thread is charged to the op being recorded: its kernel plus the model
-// code that ran since the previous op (views, checks, allocation). lap() starts a fresh interval,
-// so time spent outside the graph (data, the optimizer) is not charged to the first op.
+// code that ran since the previous op (views, checks, allocation). A Section (below) ends with a
+// fresh interval, so time spent outside the graph (data, the optimizer) is not charged to an op.
 // Backward: each node's backward function is timed by its op name; summing gradients that meet at a
 // node and accumulating them into leaves are charged to "(gradient sum)" and "(leaf accumulate)".
 // Sections time spans that are not ops (the optimizer step, clipping, the data).
@@ -25,14 +25,23 @@ struct OpTimes {
 bool enabled();
 // Starts (clearing what was collected) or stops collecting.
 void enable(bool on);
-// Discards what was collected so far (keeps collecting if enabled).
-void reset();
-// The next forward op's interval starts now.
-void lap();
 
-// Hooks for the engine and record(): no-ops while disabled.
+// The hook for record(): a no-op while disabled.
 void forward_recorded(const char* op);
-void add_backward(const std::string& op, double seconds);
+
+// Times a span of the backward pass (a node's backward function, a gradient sum) as backward time
+// of `name`, which must outlive the timer. Nothing is read or charged while disabled.
+class BackwardTimer {
+ public:
+  explicit BackwardTimer(const char* name);
+  ~BackwardTimer();
+  BackwardTimer(const BackwardTimer&) = delete;
+  BackwardTimer& operator=(const BackwardTimer&) = delete;
+
+ private:
+  const char* name_;
+  std::int64_t start_ns_;
+};
 
 // Times a named span that is not an op ("optimizer step"): charged as forward time of that name,
 // and the next op's interval starts where the span ends.
@@ -50,8 +59,5 @@ class Section {
 
 // What was collected, by op name.
 std::map<std::string, OpTimes> snapshot();
-
-// Monotonic nanoseconds (steady_clock), for callers that time a span themselves.
-std::int64_t now_ns();
 
 }  // namespace gattn::autograd::profile

@@ -66,6 +66,26 @@ void adamw_update(T* __restrict p, const T* __restrict g, T* __restrict m, T* __
   }
 }
 
+// Calls fn(item, first, end) for every kNormBlock-sized block [first, end) of every item (items[i].n
+// elements) in one parallel region: one fork/join per step instead of one per parameter (the model
+// has dozens of parameters, most of them small, and each region costs a wake-up of the pool). The
+// blocks are fixed, not per thread, so what a block computes does not depend on the thread count.
+template <class Item, class Fn>
+void for_each_block(const std::vector<Item>& items, std::int64_t cost_per_element, Fn fn) {
+  std::vector<std::pair<std::size_t, std::int64_t>> blocks;  // (item, first element)
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    for (std::int64_t at = 0; at < items[i].n; at += kNormBlock) blocks.emplace_back(i, at);
+    total += items[i].n;
+  }
+  const std::int64_t count = static_cast<std::int64_t>(blocks.size());
+#pragma omp parallel for schedule(dynamic, 1) if (cpu::worth_parallel(total * cost_per_element))
+  for (std::int64_t k = 0; k < count; ++k) {
+    const auto [i, first] = blocks[static_cast<std::size_t>(k)];
+    fn(items[i], first, std::min(items[i].n, first + kNormBlock));
+  }
+}
+
 // One host parameter's update of this step.
 template <class T>
 struct HostUpdate {
@@ -77,27 +97,14 @@ struct HostUpdate {
   UpdateCoeffs c;
 };
 
-// Every host parameter's update in one parallel region over fixed-size pieces of all of them: one
-// fork/join per step instead of one per parameter (the model has dozens, most of them small, and
-// each region costs a wake-up of the pool).
 template <class T>
 void adamw_update_all(const std::vector<HostUpdate<T>>& updates) {
-  std::vector<std::pair<std::size_t, std::int64_t>> pieces;  // (update, first element)
-  std::int64_t total = 0;
-  for (std::size_t u = 0; u < updates.size(); ++u) {
-    for (std::int64_t at = 0; at < updates[u].n; at += kNormBlock) pieces.emplace_back(u, at);
-    total += updates[u].n;
-  }
-  const std::int64_t count = static_cast<std::int64_t>(pieces.size());
-#pragma omp parallel for schedule(dynamic, 1) if (cpu::worth_parallel(total * 8))
-  for (std::int64_t k = 0; k < count; ++k) {
-    const HostUpdate<T>& u = updates[pieces[static_cast<std::size_t>(k)].first];
-    const std::int64_t begin = pieces[static_cast<std::size_t>(k)].second;
-    adamw_update(u.p, u.g, u.m, u.v, begin, std::min(u.n, begin + kNormBlock), u.c);
-  }
+  for_each_block(updates, 8, [](const HostUpdate<T>& u, std::int64_t first, std::int64_t end) {
+    adamw_update(u.p, u.g, u.m, u.v, first, end, u.c);
+  });
 }
 
-// One host gradient's share of clip_grad_norm: its fixed-size blocks' sums of squares.
+// One host gradient's share of clip_grad_norm: its blocks' sums of squares, partials[b] for block b.
 template <class T>
 struct HostNorm {
   const T* g;
@@ -105,26 +112,13 @@ struct HostNorm {
   double* partials;
 };
 
-// The blocks of every host gradient in one parallel region (see adamw_update_all); each block's
-// sum is the same whatever thread takes it.
 template <class T>
 void block_sums_of_squares_all(const std::vector<HostNorm<T>>& grads) {
-  std::vector<std::pair<std::size_t, std::int64_t>> blocks;  // (gradient, block)
-  std::int64_t total = 0;
-  for (std::size_t i = 0; i < grads.size(); ++i) {
-    for (std::int64_t b = 0; b < num_blocks(grads[i].n); ++b) blocks.emplace_back(i, b);
-    total += grads[i].n;
-  }
-  const std::int64_t count = static_cast<std::int64_t>(blocks.size());
-#pragma omp parallel for schedule(dynamic, 1) if (cpu::worth_parallel(total))
-  for (std::int64_t k = 0; k < count; ++k) {
-    const HostNorm<T>& h = grads[blocks[static_cast<std::size_t>(k)].first];
-    const std::int64_t b = blocks[static_cast<std::size_t>(k)].second;
-    const std::int64_t end = std::min(h.n, (b + 1) * kNormBlock);
+  for_each_block(grads, 1, [](const HostNorm<T>& h, std::int64_t first, std::int64_t end) {
     double s = 0.0;
-    for (std::int64_t i = b * kNormBlock; i < end; ++i) s += static_cast<double>(h.g[i]) * static_cast<double>(h.g[i]);
-    h.partials[b] = s;
-  }
+    for (std::int64_t i = first; i < end; ++i) s += static_cast<double>(h.g[i]) * static_cast<double>(h.g[i]);
+    h.partials[first / kNormBlock] = s;
+  });
 }
 
 // The parameter's grad, checked against it; undefined when there is none.

@@ -18,16 +18,15 @@ void apply_default_openmp_wait_policy(char** argv, char** envp) {
   constexpr int kMaxEntries = 4096;
   static char* env[kMaxEntries + 3];
   if (!argv || !envp) return;
-  auto starts_with = [](const char* s, const char* prefix) {
-    while (*prefix)
-      if (*s++ != *prefix++) return false;
-    return true;
+  auto is_variable = [](const char* entry, const char* name) {  // entry is "name=..."
+    while (*name)
+      if (*entry++ != *name++) return false;
+    return *entry == '=';
   };
   int n = 0;
   for (; envp[n]; ++n) {
-    if (starts_with(envp[n], "OMP_WAIT_POLICY=") || starts_with(envp[n], "GOMP_SPINCOUNT=") ||
-        starts_with(envp[n], "GATTN_OPENMP_POLICY_SET="))
-      return;
+    for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", kMarker})
+      if (is_variable(envp[n], name)) return;
     if (n == kMaxEntries) return;  // an environment this large keeps libgomp's default
     env[n] = envp[n];
   }
