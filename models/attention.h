@@ -21,6 +21,10 @@ namespace gattn::models {
 struct LayerStats {
   ops::AttentionStats attention;
   ops::GateMoments gate;        // all gate values of this layer, every gate pooled (empty without gates)
+  // The gate values of each head [H], pooled over the layer's gates that have one value set per head
+  // (score, forget, output, context); empty when no gate of the layer reports per head. The pair
+  // gate's values live inside the fused op, which pools its heads: they are in `gate` only.
+  std::vector<ops::GateMoments> gate_by_head;
   double attn_entropy() const;  // mean over heads and queries
   double sink_ratio() const;    // mean over heads and queries i ≥ 1 of A_i0
 };
