@@ -96,7 +96,9 @@ Tensor GatedAttention::forward(const Tensor& h, AttentionContext& ctx) {
   return proj->forward(attend(project(h, x), ctx));
 }
 
-Tensor GatedAttention::attend(const AttentionInputs& in, AttentionContext& ctx) {
+Tensor GatedAttention::attend(const AttentionInputs& projected, AttentionContext& ctx) {
+  AttentionInputs in = projected;
+  for (const auto& g : gates) g->gate_qk(in, ctx);
   ops::AttentionTerms terms;
   Gate* mixture = nullptr;
   for (const auto& g : gates) {
@@ -110,12 +112,14 @@ Tensor GatedAttention::attend(const AttentionInputs& in, AttentionContext& ctx) 
   return y;
 }
 
-Tensor GatedAttention::forward_cached(const Tensor& h, LayerKVCache& cache, std::int64_t pos) {
+Tensor GatedAttention::forward_cached(const Tensor& h, LayerKVCache& cache, std::int64_t pos, std::int64_t step) {
   AttentionContext eval;  // generation: eval-mode math, nothing reported
+  eval.step = step;
   AttentionInputs in{h, Tensor(), Tensor(), Tensor()};
   Tensor x = h;
   for (const auto& g : gates) x = g->gate_input(in, x, eval);
   in = project(h, x);
+  for (const auto& g : gates) g->gate_qk(in, eval);  // the cache holds the gated k
   write_cache_rows(cache.k, in.k, pos);
   write_cache_rows(cache.v, in.v, pos);
   // The new positions' column terms are summed over the gates: clear what a previous sequence left
@@ -126,7 +130,7 @@ Tensor GatedAttention::forward_cached(const Tensor& h, LayerKVCache& cache, std:
   ops::CachedAttentionInputs terms;
   Gate* mixture = nullptr;
   for (const auto& g : gates) {
-    g->add_cached_terms(in, cache, pos, terms);
+    g->add_cached_terms(in, cache, pos, terms, eval);
     if (g->mixes_attention()) mixture = g.get();
   }
   terms.col_bias = cache.col_bias;  // allocated by the first gate with a column term, if any

@@ -2,6 +2,7 @@
 // attention op with this layer's gates, the output projection. Each gate kind lives in one file in
 // models/gates/ behind the Gate interface (models/gating/gate.h); nothing here names a kind.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
@@ -20,7 +21,7 @@ namespace gattn::models {
 // Statistics of one layer for one forward: attention entropy, sink ratio, gate moments.
 struct LayerStats {
   ops::AttentionStats attention;
-  ops::GateMoments gate;        // all gate values of this layer, every gate pooled (empty without gates)
+  ops::GateMoments gate;  // all gate values of this layer, every gate pooled (empty without gates)
   // The gate values of each head [H], pooled over the layer's gates that have one value set per head
   // (score, forget, output, context); empty when no gate of the layer reports per head. The pair
   // gate's values live inside the fused op, which pools its heads: they are in `gate` only.
@@ -49,11 +50,14 @@ struct RegularizerSum {
 };
 inline constexpr const char* kGateEntropy = "gate_entropy";  // mean binary entropy of the gate values
 inline constexpr const char* kAttnEntropy = "attn_entropy";  // mean entropy of the attention rows
+inline constexpr const char* kGateL1 = "gate_l1";            // mean of the (soft) gate values
 
 // What a forward pass asks of each attention layer, and where the layer reports back.
 struct AttentionContext {
   bool training = false;
-  Generator* noise = nullptr;  // gumbel_sigmoid noise while training
+  Generator* noise = nullptr;  // gumbel_sigmoid noise and gate dropout while training
+  // Optimizer steps done: where the scheduled gate options (temperature, ramp) stand.
+  std::int64_t step = 0;
   bool collect_stats = false;
   LayerStats* stats = nullptr;                         // this layer's stats (when collect_stats)
   std::set<std::string> wanted;                        // the regularisers asked for, by name
@@ -88,9 +92,9 @@ class GatedAttention : public nn::Module {
   // The gates and the attention between the projections: h, q, k, v -> the heads-merged output
   // [B, T, C] that attn.proj takes (what `gattn bench attention` times).
   Tensor attend(const AttentionInputs& in, AttentionContext& ctx);
-  // Generation: h [B, n, C] of positions pos … pos+n−1; appends them to `cache` (eval-mode math,
-  // no autograd).
-  Tensor forward_cached(const Tensor& h, LayerKVCache& cache, std::int64_t pos);
+  // Generation: h [B, n, C] of positions pos … pos+n−1; appends them to `cache` (eval-mode math at
+  // optimizer step `step`, which fixes the scheduled gate options; no autograd).
+  Tensor forward_cached(const Tensor& h, LayerKVCache& cache, std::int64_t pos, std::int64_t step = 0);
   std::shared_ptr<nn::Linear> qkv, proj;
   std::vector<std::shared_ptr<Gate>> gates;  // in the order of application; empty for the baseline
 

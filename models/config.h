@@ -22,8 +22,8 @@ struct GateConfig {
   bool all_layers = true;            // `layers: all`
   std::vector<std::int64_t> layers;  // block indices when not all_layers
   // Keys most kinds read (each kind declares which of them it uses).
-  std::string activation = "sigmoid";  // sigmoid | gumbel_sigmoid
-  double temperature = 1.0;            // gumbel_sigmoid τ (> 0)
+  std::string activation = "sigmoid";  // sigmoid | gumbel_sigmoid | softplus | tanh_magnitude
+  double temperature = 1.0;            // τ (> 0): the gate is act(z/τ); the start of a schedule
   // Initial gate bias; NaN = the kind's default (registered with the kind).
   double init_bias = std::numeric_limits<double>::quiet_NaN();
   std::string init_weight = "normal";  // zero | normal (std init_std)

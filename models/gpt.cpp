@@ -49,8 +49,8 @@ Tensor Block::forward(const Tensor& x, AttentionContext& ctx) {
   return with_mlp(x + attn->forward(ln1->forward(x), ctx));
 }
 
-Tensor Block::forward_cached(const Tensor& x, LayerKVCache& cache, std::int64_t pos) {
-  return with_mlp(x + attn->forward_cached(ln1->forward(x), cache, pos));
+Tensor Block::forward_cached(const Tensor& x, LayerKVCache& cache, std::int64_t pos, std::int64_t step) {
+  return with_mlp(x + attn->forward_cached(ln1->forward(x), cache, pos, step));
 }
 
 Tensor Block::with_mlp(const Tensor& y) {
@@ -116,6 +116,7 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
   AttentionContext ctx;
   ctx.training = is_training();
   ctx.noise = &noise_;
+  ctx.step = step_;
   ctx.collect_stats = options.collect_stats;
   ctx.wanted = options.regularizers;
   if (options.collect_stats) result.stats.resize(static_cast<std::size_t>(config_.n_layer));
@@ -165,7 +166,7 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) {
   for (std::int64_t t = 0; t < n; ++t) position_ids[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(pos + t);
   Tensor positions = Tensor::from_ints(position_ids, {n});
   Tensor x = wte->forward(idx) + wpe->forward(positions);
-  for (std::size_t i = 0; i < blocks->size(); ++i) x = (*blocks)[i].forward_cached(x, cache.layers[i], pos);
+  for (std::size_t i = 0; i < blocks->size(); ++i) x = (*blocks)[i].forward_cached(x, cache.layers[i], pos, step_);
   cache.advance(n);
   return ops::linear(ln_f->forward(x), wte->weight);
 }

@@ -22,8 +22,9 @@ class Block : public nn::Module {
   Block(const ModelConfig& config, std::int64_t layer, Generator& init);
   // x [B, T, C] -> [B, T, C]
   Tensor forward(const Tensor& x, AttentionContext& ctx);
-  // Generation: x [B, n, C] at positions pos … pos+n−1, appended to this block's cache.
-  Tensor forward_cached(const Tensor& x, LayerKVCache& cache, std::int64_t pos);
+  // Generation: x [B, n, C] at positions pos … pos+n−1, appended to this block's cache; `step` as
+  // GPT::step().
+  Tensor forward_cached(const Tensor& x, LayerKVCache& cache, std::int64_t pos, std::int64_t step);
   std::shared_ptr<nn::LayerNorm> ln1, ln2;
   std::shared_ptr<GatedAttention> attn;
   std::shared_ptr<nn::Linear> fc, proj;  // registered under "mlp" as mlp.fc, mlp.proj
@@ -70,8 +71,15 @@ class GPT : public nn::Module {
   Tensor forward_cached(const Tensor& idx, KVCache& cache);
 
   const ModelConfig& config() const { return config_; }
-  // Training-time noise (gumbel_sigmoid) draws from this generator; checkpoints save its state.
+  // Training-time noise (gumbel_sigmoid, gate dropout) draws from this generator; checkpoints save
+  // its state.
   Generator& noise_generator() { return noise_; }
+
+  // The optimizer steps done, which fixes where the scheduled gate options stand (a temperature
+  // schedule, an effect ramp) in every forward: the trainer sets it before each step and eval, a
+  // model loaded from a checkpoint takes the checkpoint's step. 0 for a new model.
+  void set_step(std::int64_t step) { step_ = step; }
+  std::int64_t step() const { return step_; }
 
   // Model FLOPs per token for one forward + backward (training) step at sequence length T:
   // 6·N_matmul + Σ_layers 12·C·k̄ (QKᵀ and AV over the k̄ keys a query visits, ×3 for backward),
@@ -87,6 +95,7 @@ class GPT : public nn::Module {
  private:
   ModelConfig config_;
   Generator noise_;
+  std::int64_t step_ = 0;
 };
 
 }  // namespace gattn::models

@@ -6,6 +6,6 @@
 namespace gattn::ops {
 
 enum class BinaryOp : int { add, sub, mul, div };
-enum class UnaryOp : int { exp, log, tanh, sigmoid, log_sigmoid, relu, gelu, square, sqrt };
+enum class UnaryOp : int { exp, log, tanh, sigmoid, log_sigmoid, relu, gelu, square, sqrt, heaviside };
 
 }  // namespace gattn::ops

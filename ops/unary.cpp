@@ -2,7 +2,7 @@
 // of each function and its derivative sits with its kernel struct in ops/cpu/unary.h:
 //   exp: g·y   log: g/x   tanh: g·(1−y²)   sigmoid: g·y(1−y)   log_sigmoid: g·σ(−x)
 //   relu: g·[x>0]   gelu: g·(½(1+t) + ½x(1−t²)·c(1+3a x²)), t = tanh(c(x + a x³))
-//   square: 2g·x   sqrt: g/(2y)
+//   square: 2g·x   sqrt: g/(2y)   heaviside: 0
 #include "ops/unary.h"
 
 #include "ops/common.h"
@@ -69,5 +69,6 @@ Tensor relu(const Tensor& x) { return unary_op<cpu::ReluFn>(x, "relu", UnaryOp::
 Tensor gelu(const Tensor& x) { return unary_op<cpu::GeluFn>(x, "gelu", UnaryOp::gelu); }
 Tensor square(const Tensor& x) { return unary_op<cpu::SquareFn>(x, "square", UnaryOp::square); }
 Tensor sqrt(const Tensor& x) { return unary_op<cpu::SqrtFn>(x, "sqrt", UnaryOp::sqrt); }
+Tensor heaviside(const Tensor& x) { return unary_op<cpu::HeavisideFn>(x, "heaviside", UnaryOp::heaviside); }
 
 }  // namespace gattn::ops

@@ -17,5 +17,8 @@ Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x);
 Tensor square(const Tensor& x);
 Tensor sqrt(const Tensor& x);
+// 1[x > 0] with a zero gradient: the forward of a hard threshold (models/gating uses it with a
+// straight-through estimator, g + stop_gradient(1[g > θ] − g)).
+Tensor heaviside(const Tensor& x);
 
 }  // namespace gattn::ops

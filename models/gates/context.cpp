@@ -1,8 +1,11 @@
 // Gate kind `context` (the second paradigm of the Gate+Attention article, "解码端调制上下文向量"): a
 // gate from the head's query and attention output, interpolating between them:
-// y_n ← g ⊙ y_n + (1 − g) ⊙ q_n, g = σ([q_n ; y_n]·Wᵀ + b), with W [d, 2d] shared by the heads.
+// y_n ← g ⊙ y_n + (1 − g) ⊙ q_n, g = act([q_n ; y_n]·Wᵀ + b), with W shared by the heads: a vector
+// gate (granularity elementwise, W [d, 2d]) or a scalar one per head and position (headwise,
+// W [1, 2d]), the article's "标量gate或向量gate". Heads left out of `heads` keep y_n.
 #include "models/gating/activation.h"
 #include "models/gating/gate.h"
+#include "models/gating/options.h"
 #include "models/gating/registry.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
@@ -12,25 +15,42 @@ namespace gattn::models {
 
 namespace {
 
+std::int64_t gate_width(const ModelConfig& model, const GateConfig& gate) {
+  return gate.string_option("granularity") == "headwise" ? 1 : model.head_dim();
+}
+bool has_magnitude(const GateConfig& gate) { return gate.activation == "tanh_magnitude"; }
+
 class ContextGate : public Gate {
  public:
-  ContextGate(const ModelConfig& model, const GateConfig& gate, Generator& init) : gate_(gate) {
-    const std::int64_t d = model.head_dim();
-    weight = register_parameter("weight", init_gate_weight({d, 2 * d}, model, gate, init));
-    bias = register_parameter("bias", init_gate_bias({d}, model, gate));
+  ContextGate(const ModelConfig& model, const GateConfig& gate, Generator& init)
+      : gate_(gate), options_(GateOptions::of(gate)), units_(head_units(model.n_head, options_)) {
+    const std::int64_t d = model.head_dim(), w = gate_width(model, gate);
+    weight = register_parameter("weight", init_gate_weight({w, 2 * d}, model, gate, init));
+    bias = register_parameter("bias", init_gate_bias({w}, model, gate));
+    if (has_magnitude(gate)) {
+      magnitude_weight = register_parameter("magnitude_weight", init_gate_weight({w, 2 * d}, model, gate, init));
+      magnitude_bias = register_parameter("magnitude_bias", init_gate_bias({w}, model, gate));
+    }
   }
 
-  Tensor gate_heads(const AttentionInputs& in, const Tensor& y, AttentionContext& ctx) override {
-    GateActivation g = activate_gate(ops::linear(ops::concat({in.q, y}, 3), weight, bias), gate_, ctx);
-    report_gate(g, ctx, 2);  // g: [B, H, T, d]
+  Tensor gate_heads(const AttentionInputs& in, const Tensor& y_all, AttentionContext& ctx) override {
+    const Tensor q = carried_heads(in.q, units_), y = carried_heads(y_all, units_);  // [B, H', T, d]
+    const Tensor x = gate_input_norm(ops::concat({q, y}, 3), options_);
+    const Tensor z_magnitude = magnitude_weight.defined() ? ops::linear(x, magnitude_weight, magnitude_bias) : Tensor();
+    GateEffect e = value_effect(activate_gate(ops::linear(x, weight, bias), gate_, options_, ctx, z_magnitude),
+                                options_, ctx);  // [B, H', T, d or 1]
+    report_gate(e, ctx, {2, 1, &units_});
     // g ⊙ y + (1 − g) ⊙ q written as q + g ⊙ (y − q): one product instead of two.
-    return in.q + g.value * (y - in.q);
+    return with_carried_heads(y_all, q + e.value * (y - q), units_);
   }
 
-  Tensor weight, bias;  // [d, 2d], [d]
+  Tensor weight, bias;                      // [d or 1, 2d], [d or 1]
+  Tensor magnitude_weight, magnitude_bias;  // the same, with tanh_magnitude only
 
  private:
   GateConfig gate_;
+  GateOptions options_;
+  HeadUnits units_;
 };
 
 }  // namespace
@@ -38,22 +58,36 @@ class ContextGate : public Gate {
 GATTN_GATE_KIND(context) {
   GateKindSpec s;
   s.name = "context";
-  s.summary = "g = σ([q_n ; y_n]·Wᵀ + b), y_n ← g ⊙ y_n + (1−g) ⊙ q_n, W shared by the heads";
+  s.summary = "g = act([q_n ; y_n]·Wᵀ + b), y_n ← g ⊙ y_n + (1−g) ⊙ q_n, W shared by the heads";
   s.reference = "the Gate+Attention article's second paradigm (解码端调制上下文向量)";
   s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
-  s.gate_values = "g: H·d values per token";
-  s.parameter_doc = "`weight` [d, 2d], `bias` [d]";
+  s.activations = {"sigmoid", "gumbel_sigmoid", "softplus", "tanh_magnitude"};
+  s.options = {choice_option("granularity", "elementwise", {"elementwise", "headwise"},
+                             "elementwise: a vector gate (d values per head); headwise: a scalar gate per head")};
+  for (GateOptionSpec& o : shared_gate_options({"temperature_final", "temperature_steps", "hard", "hard_threshold",
+                                                "heads", "input_norm", "dropout", "ramp_start", "ramp_steps"}))
+    s.options.push_back(std::move(o));
+  s.gate_values = "g: d (elementwise) or 1 (headwise) values per token and gated head";
+  s.parameter_doc =
+      "`weight` [d or 1, 2d], `bias` [d or 1]; tanh_magnitude adds `magnitude_weight`, "
+      "`magnitude_bias` of the same shapes";
   s.order = 60;
-  s.parameters = [](const ModelConfig& m, const GateConfig&) {
-    const std::int64_t d = m.head_dim();
-    return std::vector<GateParameterSpec>{{"weight", {d, 2 * d}}, {"bias", {d}}};
+  s.parameters = [](const ModelConfig& m, const GateConfig& g) {
+    const std::int64_t d = m.head_dim(), w = gate_width(m, g);
+    std::vector<GateParameterSpec> p{{"weight", {w, 2 * d}}, {"bias", {w}}};
+    if (has_magnitude(g)) {
+      p.push_back({"magnitude_weight", {w, 2 * d}});
+      p.push_back({"magnitude_bias", {w}});
+    }
+    return p;
   };
   s.make = [](const ModelConfig& m, const GateConfig& g, Generator& init) {
     return std::make_shared<ContextGate>(m, g, init);
   };
-  // [q; y]·Wᵀ per head: W is shared, so it counts once per head.
-  s.multiply_adds = [](const ModelConfig& m, const GateConfig&) {
-    return static_cast<double>(m.n_head * 2 * m.head_dim() * m.head_dim());
+  // [q; y]·Wᵀ per gated head: W is shared, so it counts once per head.
+  s.multiply_adds = [](const ModelConfig& m, const GateConfig& g) {
+    const std::int64_t heads = head_units(m.n_head, GateOptions::of(g)).units;
+    return static_cast<double>(heads * 2 * m.head_dim() * gate_width(m, g) * (has_magnitude(g) ? 2 : 1));
   };
   return s;
 }

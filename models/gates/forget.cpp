@@ -4,6 +4,7 @@
 // T×T decay matrix.
 #include "models/gating/activation.h"
 #include "models/gating/gate.h"
+#include "models/gating/options.h"
 #include "models/gating/registry.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
@@ -19,23 +20,23 @@ constexpr const char* kKind = "forget";
 
 class ForgetGate : public Gate {
  public:
-  ForgetGate(const ModelConfig& model, const GateConfig& gate, Generator& init) : gate_(gate) {
-    weight = register_parameter("weight", init_gate_weight({model.n_head, model.n_embd}, model, gate, init));
-    bias = register_parameter("bias", init_gate_bias({model.n_head}, model, gate));
+  ForgetGate(const ModelConfig& model, const GateConfig& gate, Generator& init)
+      : gate_(gate), options_(GateOptions::of(gate)), units_(head_units(model.n_head, options_)) {
+    weight = register_parameter("weight", init_gate_weight({units_.units, model.n_embd}, model, gate, init));
+    bias = register_parameter("bias", init_gate_bias({units_.units}, model, gate));
   }
 
   void add_terms(const AttentionInputs& in, ops::AttentionTerms& terms, AttentionContext& ctx) override {
-    GateActivation g = activate_gate(ops::linear(in.h, weight, bias), gate_, ctx);  // [B, T, H]
-    report_gate(g, ctx);
-    Tensor c = ops::cumsum(log_forget(g), 2);  // [B, H, T]
+    GateEffect e = log_effect(activation(in, ctx), options_, ctx);  // [B, T, U]
+    report_gate(e, ctx, {1, 2, &units_});
+    Tensor c = ops::cumsum(log_forget(e), 2);  // [B, H, T]
     accumulate(terms.row_bias, c);
     accumulate(terms.col_bias, ops::neg(c));
   }
 
   void add_cached_terms(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos,
-                        ops::CachedAttentionInputs& terms) override {
-    AttentionContext eval;
-    Tensor c = ops::cumsum(log_forget(activate_gate(ops::linear(in.h, weight, bias), gate_, eval)), 2);  // [B, H, n]
+                        ops::CachedAttentionInputs& terms, const AttentionContext& ctx) override {
+    Tensor c = ops::cumsum(log_forget(log_effect(activation(in, ctx), options_, ctx)), 2);  // [B, H, n]
     // The prefix sums continue from the last cached position's c, kept in this gate's slot.
     Tensor& cached = cache_term(cache.gate_state[kKind], cache);
     if (pos > 0) c = c + ops::slice(cached, 2, pos - 1, pos);
@@ -44,13 +45,24 @@ class ForgetGate : public Gate {
     accumulate(terms.row_bias, c);
   }
 
-  Tensor weight, bias;  // [H, C], [H]
+  Tensor weight, bias;  // [U, C], [U]: U = the gated heads / groups
 
  private:
-  // log σ(u) [B, H, T] from the logit.
-  static Tensor log_forget(const GateActivation& g) { return ops::transpose(ops::log_sigmoid(g.logit), 1, 2); }
+  GateActivation activation(const AttentionInputs& in, const AttentionContext& ctx) const {
+    return activate_gate(ops::linear(gate_input_norm(in.h, options_), weight, bias), gate_, options_, ctx);
+  }
+  // log g [B, H, T] (0, no forgetting, on heads without the gate).
+  Tensor log_forget(const GateEffect& e) const {
+    return ops::transpose(expand_to_heads(e.log_value, units_, 1, 0.0), 1, 2);
+  }
   GateConfig gate_;
+  GateOptions options_;
+  HeadUnits units_;
 };
+
+std::int64_t forget_units(const ModelConfig& m, const GateConfig& g) {
+  return head_units(m.n_head, GateOptions::of(g)).units;
+}
 
 }  // namespace
 
@@ -62,16 +74,21 @@ GATTN_GATE_KIND(forget) {
   s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
   // σ(3) ≈ 0.95: little forgetting until it is learned, as the Forgetting Transformer starts.
   s.default_init_bias = 3.0;
-  s.gate_values = "σ(f): H values per token";
-  s.parameter_doc = "`weight` [H, C], `bias` [H] (bias default 3: σ ≈ 0.95)";
+  s.options = shared_gate_options({"temperature_final", "temperature_steps", "hard", "hard_threshold", "groups",
+                                   "heads", "input_norm", "dropout", "ramp_start", "ramp_steps"});
+  s.gate_values = "σ(f): one value per token and gated head (or group)";
+  s.parameter_doc = "`weight` [U, C], `bias` [U] (U = H/groups over the gated heads; bias default 3: σ ≈ 0.95)";
   s.order = 30;
-  s.parameters = [](const ModelConfig& m, const GateConfig&) {
-    return std::vector<GateParameterSpec>{{"weight", {m.n_head, m.n_embd}}, {"bias", {m.n_head}}};
+  s.parameters = [](const ModelConfig& m, const GateConfig& g) {
+    const std::int64_t u = forget_units(m, g);
+    return std::vector<GateParameterSpec>{{"weight", {u, m.n_embd}}, {"bias", {u}}};
   };
   s.make = [](const ModelConfig& m, const GateConfig& g, Generator& init) {
     return std::make_shared<ForgetGate>(m, g, init);
   };
-  s.multiply_adds = [](const ModelConfig& m, const GateConfig&) { return static_cast<double>(m.n_head * m.n_embd); };
+  s.multiply_adds = [](const ModelConfig& m, const GateConfig& g) {
+    return static_cast<double>(forget_units(m, g) * m.n_embd);
+  };
   return s;
 }
 

@@ -1,8 +1,10 @@
-// Gate kind `output` (Qiu et al. 2025, "Gated Attention for Large Language Models", G1): a sigmoid
-// gate on the attention output before attn.proj, y_n ← y_n ⊙ σ(h·Wᵀ + b)_n, elementwise (d values
-// per head) or headwise (one per head).
+// Gate kind `output` (Qiu et al. 2025, "Gated Attention for Large Language Models", G1): a gate on
+// the attention output before attn.proj, y_n ← y_n ⊙ g_n with g = act(h·Wᵀ + b), elementwise (d
+// values per head) or headwise (one per head); G heads may share one gate (groups), and heads
+// left out of `heads` pass ungated. With activation tanh_magnitude, g = tanh(h·Wᵀ + b)·σ(h·Vᵀ + c).
 #include "models/gating/activation.h"
 #include "models/gating/gate.h"
+#include "models/gating/options.h"
 #include "models/gating/registry.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
@@ -14,35 +16,58 @@ namespace {
 
 bool headwise(const GateConfig& gate) { return gate.string_option("granularity") == "headwise"; }
 
-// Rows of W (and b): one per channel, or one per head.
-std::int64_t gate_rows(const ModelConfig& model, const GateConfig& gate) {
-  return headwise(gate) ? model.n_head : model.n_embd;
+// Rows of W (and b): w values per unit (d elementwise, 1 headwise), one unit per gated head or group.
+std::int64_t gate_width(const ModelConfig& model, const GateConfig& gate) {
+  return headwise(gate) ? 1 : model.head_dim();
 }
+std::int64_t gate_rows(const ModelConfig& model, const GateConfig& gate) {
+  return head_units(model.n_head, GateOptions::of(gate)).units * gate_width(model, gate);
+}
+bool has_magnitude(const GateConfig& gate) { return gate.activation == "tanh_magnitude"; }
 
 class OutputGate : public Gate {
  public:
   OutputGate(const ModelConfig& model, const GateConfig& gate, Generator& init)
-      : gate_(gate), n_head_(model.n_head), head_dim_(model.head_dim()), headwise_(headwise(gate)) {
-    weight = register_parameter("weight", init_gate_weight({gate_rows(model, gate), model.n_embd}, model, gate, init));
-    bias = register_parameter("bias", init_gate_bias({gate_rows(model, gate)}, model, gate));
+      : gate_(gate),
+        options_(GateOptions::of(gate)),
+        units_(head_units(model.n_head, options_)),
+        n_head_(model.n_head),
+        head_dim_(model.head_dim()),
+        width_(gate_width(model, gate)) {
+    const std::int64_t rows = units_.units * width_;
+    weight = register_parameter("weight", init_gate_weight({rows, model.n_embd}, model, gate, init));
+    bias = register_parameter("bias", init_gate_bias({rows}, model, gate));
+    if (has_magnitude(gate)) {
+      magnitude_weight =
+          register_parameter("magnitude_weight", init_gate_weight({rows, model.n_embd}, model, gate, init));
+      magnitude_bias = register_parameter("magnitude_bias", init_gate_bias({rows}, model, gate));
+    }
   }
 
   Tensor gate_output(const AttentionInputs& in, const Tensor& y, AttentionContext& ctx) override {
-    GateActivation g = activate_gate(ops::linear(in.h, weight, bias), gate_, ctx);  // y, h: [B, T, C]
-    report_gate(g, ctx);
-    if (!headwise_) return y * g.value;
-    // One gate per head: broadcast over the head's d columns.
+    const Tensor x = gate_input_norm(in.h, options_);  // y, h: [B, T, C]
+    const Tensor z_magnitude = magnitude_weight.defined() ? ops::linear(x, magnitude_weight, magnitude_bias) : Tensor();
+    GateEffect e = value_effect(activate_gate(ops::linear(x, weight, bias), gate_, options_, ctx, z_magnitude),
+                                options_, ctx);  // [B, T, U·w]
     const std::int64_t B = y.size(0), T = y.size(1);
-    Tensor out = ops::reshape(y, {B, T, n_head_, head_dim_}) * ops::reshape(g.value, {B, T, n_head_, 1});
+    GateEffect shown = e;
+    shown.reported = ops::reshape(e.reported, {B, T, units_.units, width_});
+    report_gate(shown, ctx, {1, 2, &units_});
+    const Tensor g = expand_to_heads(e.value, units_, width_, 1.0);  // [B, T, H·w]
+    if (width_ == head_dim_) return y * g;
+    // One gate per head: broadcast over the head's d columns.
+    Tensor out = ops::reshape(y, {B, T, n_head_, head_dim_}) * ops::reshape(g, {B, T, n_head_, 1});
     return ops::reshape(out, {B, T, n_head_ * head_dim_});
   }
 
-  Tensor weight, bias;  // [H·d or H, C], [H·d or H]
+  Tensor weight, bias;                      // [U·w, C], [U·w]
+  Tensor magnitude_weight, magnitude_bias;  // the same, with tanh_magnitude only
 
  private:
   GateConfig gate_;
-  std::int64_t n_head_, head_dim_;
-  bool headwise_;
+  GateOptions options_;
+  HeadUnits units_;
+  std::int64_t n_head_, head_dim_, width_;
 };
 
 }  // namespace
@@ -50,22 +75,37 @@ class OutputGate : public Gate {
 GATTN_GATE_KIND(output) {
   GateKindSpec s;
   s.name = "output";
-  s.summary = "after attention, before attn.proj: y_n ← y_n ⊙ σ(h·Wᵀ + b)_n";
+  s.summary =
+      "after attention, before attn.proj: y_n ← y_n ⊙ g_n, g = act(h·Wᵀ + b) (tanh_magnitude: "
+      "tanh(h·Wᵀ + b)·σ(h·Vᵀ + c))";
   s.reference = "Qiu et al. 2025, Gated Attention for Large Language Models (G1)";
   s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
+  s.activations = {"sigmoid", "gumbel_sigmoid", "softplus", "tanh_magnitude"};
   s.options = {choice_option("granularity", "elementwise", {"elementwise", "headwise"},
                              "elementwise: d gate values per head; headwise: one per head")};
-  s.gate_values = "σ(h·Wᵀ + b): H·d (elementwise) or H (headwise) values per token";
-  s.parameter_doc = "`weight` [H·d or H, C], `bias` [H·d or H]";
+  for (GateOptionSpec& o :
+       shared_gate_options({"temperature_final", "temperature_steps", "hard", "hard_threshold", "groups", "heads",
+                            "input_norm", "dropout", "ramp_start", "ramp_steps"}))
+    s.options.push_back(std::move(o));
+  s.gate_values = "g: d (elementwise) or 1 (headwise) values per token and gated head (or group)";
+  s.parameter_doc =
+      "`weight` [U·d or U, C], `bias` [U·d or U] (U = H/groups over the gated heads); tanh_magnitude adds "
+      "`magnitude_weight`, `magnitude_bias` of the same shapes";
   s.order = 70;
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
-    return std::vector<GateParameterSpec>{{"weight", {gate_rows(m, g), m.n_embd}}, {"bias", {gate_rows(m, g)}}};
+    const std::int64_t rows = gate_rows(m, g);
+    std::vector<GateParameterSpec> p{{"weight", {rows, m.n_embd}}, {"bias", {rows}}};
+    if (has_magnitude(g)) {
+      p.push_back({"magnitude_weight", {rows, m.n_embd}});
+      p.push_back({"magnitude_bias", {rows}});
+    }
+    return p;
   };
   s.make = [](const ModelConfig& m, const GateConfig& g, Generator& init) {
     return std::make_shared<OutputGate>(m, g, init);
   };
   s.multiply_adds = [](const ModelConfig& m, const GateConfig& g) {
-    return static_cast<double>(gate_rows(m, g) * m.n_embd);
+    return static_cast<double>(gate_rows(m, g) * m.n_embd * (has_magnitude(g) ? 2 : 1));
   };
   return s;
 }

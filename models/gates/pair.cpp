@@ -7,6 +7,7 @@
 
 #include "models/gating/activation.h"
 #include "models/gating/gate.h"
+#include "models/gating/options.h"
 #include "models/gating/registry.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -17,12 +18,18 @@ namespace gattn::models {
 
 namespace {
 
+bool shared(const GateConfig& gate) { return gate.option("shared_projection").get<bool>(); }
+
 class PairGate : public Gate {
  public:
   PairGate(const ModelConfig& model, const GateConfig& gate, Generator& init)
-      : gate_(gate), n_head_(model.n_head), head_dim_(model.head_dim()) {
-    wq = register_parameter("wq", init_gate_weight({n_head_, head_dim_}, model, gate, init));
-    wk = register_parameter("wk", init_gate_weight({n_head_, head_dim_}, model, gate, init));
+      : gate_(gate), options_(GateOptions::of(gate)), n_head_(model.n_head), head_dim_(model.head_dim()) {
+    if (shared(gate)) {
+      weight = register_parameter("weight", init_gate_weight({n_head_, head_dim_}, model, gate, init));
+    } else {
+      wq = register_parameter("wq", init_gate_weight({n_head_, head_dim_}, model, gate, init));
+      wk = register_parameter("wk", init_gate_weight({n_head_, head_dim_}, model, gate, init));
+    }
     bias = register_parameter("bias", init_gate_bias({n_head_}, model, gate));
     // α = σ(alpha) starts at alpha_init (default 1/2: alpha 0, half the attention mass open to
     // gating); the reproduction article tunes it per task (0.5, 0.7, 0.9).
@@ -33,8 +40,10 @@ class PairGate : public Gate {
   void add_terms(const AttentionInputs& in, ops::AttentionTerms& terms, AttentionContext& ctx) override {
     terms.modulation_row = row_term(in.q);
     terms.modulation_col = col_term(in.k);
-    terms.modulation_alpha = ops::sigmoid(alpha);
-    terms.modulation_temperature = gate_temperature(gate_);
+    // The ramp scales α: α·(r·G + 1 − r) + 1 − α = (α·r)·G + 1 − α·r.
+    const double r = options_.ramp_at(ctx.step);
+    terms.modulation_alpha = r == 1.0 ? ops::sigmoid(alpha) : ops::mul_scalar(ops::sigmoid(alpha), r);
+    terms.modulation_temperature = options_.temperature_at(ctx.step);
     if (gate_noise_active(gate_, ctx)) {
       if (!ctx.noise)
         throw ValueError(gate_.where +
@@ -45,24 +54,34 @@ class PairGate : public Gate {
   }
 
   void add_cached_terms(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos,
-                        ops::CachedAttentionInputs& terms) override {
+                        ops::CachedAttentionInputs& terms, const AttentionContext& ctx) override {
     write_cache_rows(cache_term(cache.modulation_col, cache), col_term(in.k), pos);
     terms.modulation_row = row_term(in.q);
     terms.modulation_col = cache.modulation_col;
-    terms.modulation_alpha = 1.0 / (1.0 + std::exp(-alpha.item()));
-    terms.modulation_temperature = gate_temperature(gate_);
+    terms.modulation_alpha = options_.ramp_at(ctx.step) / (1.0 + std::exp(-alpha.item()));
+    terms.modulation_temperature = options_.temperature_at(ctx.step);
   }
 
-  Tensor wq, wk, bias, alpha;  // [H, d], [H, d], [H], [1]
+  Tensor wq, wk;       // [H, d] each; or
+  Tensor weight;       // [H, d]: shared_projection, one w for q and k
+  Tensor bias, alpha;  // [H], [1]
 
  private:
-  // a_i = q_i·wq_n + b_n and c_j = k_j·wk_n per head, on the unscaled q, k: [B, H, T].
+  // a_i = q_i·wq_n + b_n and c_j = k_j·wk_n per head, on the unscaled q, k (LayerNorm'd over d with
+  // input_norm): [B, H, T].
   Tensor row_term(const Tensor& q) const {
-    return ops::sum(q * ops::reshape(wq, {1, n_head_, 1, head_dim_}), {3}) + ops::reshape(bias, {1, n_head_, 1});
+    return ops::sum(
+               gate_input_norm(q, options_) * ops::reshape(weight.defined() ? weight : wq, {1, n_head_, 1, head_dim_}),
+               {3}) +
+           ops::reshape(bias, {1, n_head_, 1});
   }
-  Tensor col_term(const Tensor& k) const { return ops::sum(k * ops::reshape(wk, {1, n_head_, 1, head_dim_}), {3}); }
+  Tensor col_term(const Tensor& k) const {
+    return ops::sum(
+        gate_input_norm(k, options_) * ops::reshape(weight.defined() ? weight : wk, {1, n_head_, 1, head_dim_}), {3});
+  }
 
   GateConfig gate_;
+  GateOptions options_;
   std::int64_t n_head_, head_dim_;
 };
 
@@ -75,7 +94,9 @@ GATTN_GATE_KIND(pair) {
   s.reference = "the Gated Attention reproduction article (门控注意力创新设计)";
   s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
   s.gate_values = "G_ij over the visible (query, key) pairs";
-  s.parameter_doc = "`wq` [H, d], `wk` [H, d], `bias` [H], `alpha` [1] (log(α₀/(1−α₀)), α₀ = `alpha_init`)";
+  s.parameter_doc =
+      "`wq` [H, d], `wk` [H, d] (or `weight` [H, d] with shared_projection), `bias` [H], `alpha` [1] "
+      "(log(α₀/(1−α₀)), α₀ = `alpha_init`)";
   GateOptionSpec alpha_init;
   alpha_init.key = "alpha_init";
   alpha_init.default_value = 0.5;
@@ -84,9 +105,22 @@ GATTN_GATE_KIND(pair) {
     if (!v.is_number() || !(v.get<double>() > 0.0 && v.get<double>() < 1.0))
       throw ValueError(key + ": must be a number in (0, 1), got " + v.dump());
   };
-  s.options = {alpha_init};
+  GateOptionSpec shared_projection;
+  shared_projection.key = "shared_projection";
+  shared_projection.default_value = false;
+  shared_projection.doc = "one projection w per head for q and k: G_ij = σ(w·(q_i + k_j) + b)";
+  shared_projection.check = [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
+    if (!v.is_boolean()) throw ValueError(key + ": expected true or false, got " + v.dump());
+  };
+  s.options = {alpha_init, shared_projection};
+  // hard, dropout, groups and heads would act on G inside the fused kernels: not built (docs/gates.md).
+  for (GateOptionSpec& o :
+       shared_gate_options({"temperature_final", "temperature_steps", "input_norm", "ramp_start", "ramp_steps"}))
+    s.options.push_back(std::move(o));
   s.order = 40;
-  s.parameters = [](const ModelConfig& m, const GateConfig&) {
+  s.parameters = [](const ModelConfig& m, const GateConfig& g) {
+    if (shared(g))
+      return std::vector<GateParameterSpec>{{"weight", {m.n_head, m.head_dim()}}, {"bias", {m.n_head}}, {"alpha", {1}}};
     return std::vector<GateParameterSpec>{
         {"wq", {m.n_head, m.head_dim()}}, {"wk", {m.n_head, m.head_dim()}}, {"bias", {m.n_head}}, {"alpha", {1}}};
   };

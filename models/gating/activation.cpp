@@ -1,22 +1,46 @@
-// The gate activation, the reporting of gate values and the gate parameters' initialisation.
+// The gate activation, the shared options on its values, the reporting of gate values and the gate
+// parameters' initialisation.
 #include "models/gating/activation.h"
+
+#include <algorithm>
+#include <cmath>
 
 #include "models/inspection.h"
 #include "models/regularizers.h"
 #include "ops/elementwise.h"
+#include "ops/nn_functional.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/unary.h"
 
 namespace gattn::models {
 
-double gate_temperature(const GateConfig& gate) { return gate.activation == "gumbel_sigmoid" ? gate.temperature : 1.0; }
+namespace {
+
+// log of a closed hard gate: e^−30 ≈ 1e−13 of an open key's weight, finite so that a prefix sum of
+// closed forget gates stays in range and an all-closed row of keys keeps a defined softmax.
+constexpr double kClosedLog = -30.0;
+
+// 1 where a gate connection is kept, 0 where dropout replaces it by 1: exact 0/1 values from the
+// model's noise stream (the inverted dropout of ones is 1/(1−p) or 0).
+Tensor kept_mask(const Tensor& like, double p, const AttentionContext& ctx) {
+  if (!ctx.noise) throw ValueError("gate dropout needs a noise generator while training (AttentionContext.noise)");
+  Tensor ones = Tensor::ones(like.shape(), like.dtype(), like.device());
+  return ops::heaviside(ops::dropout(ones, p, *ctx.noise, true));
+}
+
+}  // namespace
+
+bool is_sigmoid_family(const std::string& activation) {
+  return activation == "sigmoid" || activation == "gumbel_sigmoid";
+}
 
 bool gate_noise_active(const GateConfig& gate, const AttentionContext& ctx) {
   return gate.activation == "gumbel_sigmoid" && ctx.training;
 }
 
-GateActivation activate_gate(const Tensor& z, const GateConfig& gate, const AttentionContext& ctx) {
+GateActivation activate_gate(const Tensor& z, const GateConfig& gate, const GateOptions& options,
+                             const AttentionContext& ctx, const Tensor& z_magnitude) {
   GateActivation out;
   Tensor u = z;
   if (gate_noise_active(gate, ctx)) {
@@ -28,19 +52,86 @@ GateActivation activate_gate(const Tensor& z, const GateConfig& gate, const Atte
     ctx.noise->logistic_(noise);
     u = z + noise.to(z.device());
   }
-  const double tau = gate_temperature(gate);
+  const double tau = options.temperature_at(ctx.step);
   if (tau != 1.0) u = ops::mul_scalar(u, 1.0 / tau);
-  out.logit = u;
-  out.value = ops::sigmoid(u);
+  if (is_sigmoid_family(gate.activation)) {
+    out.logit = u;
+    out.value = ops::sigmoid(u);
+  } else if (gate.activation == "softplus") {
+    out.value = ops::neg(ops::log_sigmoid(ops::neg(u)));  // softplus(u) = −log σ(−u), stable both ways
+  } else if (gate.activation == "tanh_magnitude") {
+    if (!z_magnitude.defined())
+      throw ValueError(gate.where + ".activation: tanh_magnitude needs the gate's magnitude projection");
+    Tensor v = tau != 1.0 ? ops::mul_scalar(z_magnitude, 1.0 / tau) : z_magnitude;
+    out.value = ops::tanh(u) * ops::sigmoid(v);
+  } else {
+    throw ValueError(gate.where + ".activation: unknown activation '" + gate.activation + "'");
+  }
   return out;
 }
 
-void report_gate(const GateActivation& gate, AttentionContext& ctx, std::int64_t token_axis) {
-  if (ctx.collect_stats && ctx.stats) add_gate_moments(ctx.stats->gate, gate.value);
-  if (ctx.inspect) inspect_gate_values(gate.value.detach(), token_axis, *ctx.inspect);
-  if (ctx.wants(kGateEntropy))
-    ctx.add_regularizer(kGateEntropy, ops::sum(binary_entropy_from_logit(gate.logit)),
-                        static_cast<double>(gate.value.numel()));
+GateEffect value_effect(const GateActivation& g, const GateOptions& options, const AttentionContext& ctx) {
+  GateEffect e;
+  e.soft = g;
+  Tensor v = g.value;
+  if (options.hard) {
+    const Tensor soft = g.value.detach();
+    // Forward exactly 1[g > θ] (g − stop_gradient(g) is 0); backward the soft gate's gradient.
+    v = ops::heaviside(ops::add_scalar(soft, -options.hard_threshold)) + (v - soft);
+  }
+  if (options.dropout > 0 && ctx.training) {
+    const Tensor kept = kept_mask(v, options.dropout, ctx);
+    v = v * kept + ops::add_scalar(ops::neg(kept), 1.0);
+  }
+  const double r = options.ramp_at(ctx.step);
+  if (r != 1.0) v = ops::add_scalar(ops::mul_scalar(v, r), 1.0 - r);
+  e.value = v;
+  e.reported = v.detach();
+  return e;
+}
+
+GateEffect log_effect(const GateActivation& g, const GateOptions& options, const AttentionContext& ctx) {
+  if (!g.logit.defined()) throw ValueError("a gate on the logits needs a sigmoid-family activation");
+  GateEffect e;
+  e.soft = g;
+  const double r = options.ramp_at(ctx.step);
+  // log(1 − r + r·σ(u)); exactly log σ(u) when the ramp is over.
+  Tensor l = r == 1.0 ? ops::log_sigmoid(g.logit) : ops::log(ops::add_scalar(ops::mul_scalar(g.value, r), 1.0 - r));
+  if (options.hard) {
+    // Forward: 0 where open, max(log(1 − r), −30) where closed; backward: the soft term's gradient.
+    const double closed = r >= 1.0 ? kClosedLog : std::max(std::log1p(-r), kClosedLog);
+    const Tensor open = ops::heaviside(ops::add_scalar(g.value.detach(), -options.hard_threshold));
+    const Tensor hard_log = ops::mul_scalar(ops::add_scalar(ops::neg(open), 1.0), closed);
+    l = hard_log + (l - l.detach());
+  }
+  if (options.dropout > 0 && ctx.training) l = l * kept_mask(l, options.dropout, ctx);  // dropped: log 1 = 0
+  e.log_value = l;
+  // The plain gate reports σ(u) itself (bitwise today's statistics); with options, exp of the term.
+  e.reported = options.plain_effect() ? g.value.detach() : ops::exp(l.detach());
+  return e;
+}
+
+void report_gate(const GateEffect& effect, AttentionContext& ctx, const GateLayout& layout) {
+  if (ctx.collect_stats && ctx.stats) {
+    add_gate_moments(ctx.stats->gate, effect.reported);
+    if (layout.unit_axis >= 0 && layout.units) {
+      const HeadUnits& u = *layout.units;
+      std::vector<ops::GateMoments>& by_head = ctx.stats->gate_by_head;
+      if (by_head.empty()) by_head.resize(static_cast<std::size_t>(u.n_head));
+      for (std::int64_t unit = 0; unit < u.units; ++unit) {
+        ops::GateMoments m;
+        add_gate_moments(m, ops::slice(effect.reported, layout.unit_axis, unit, unit + 1));
+        for (std::int64_t h : u.heads_of_unit[static_cast<std::size_t>(unit)])
+          by_head[static_cast<std::size_t>(h)].merge(m);
+      }
+    }
+  }
+  if (ctx.inspect) inspect_gate_values(effect.reported, layout.token_axis, *ctx.inspect);
+  if (ctx.wants(kGateEntropy) && effect.soft.logit.defined())
+    ctx.add_regularizer(kGateEntropy, ops::sum(binary_entropy_from_logit(effect.soft.logit)),
+                        static_cast<double>(effect.soft.value.numel()));
+  if (ctx.wants(kGateL1))
+    ctx.add_regularizer(kGateL1, ops::sum(effect.soft.value), static_cast<double>(effect.soft.value.numel()));
 }
 
 Tensor init_gate_weight(const Shape& shape, const ModelConfig& model, const GateConfig& gate, Generator& init) {
@@ -52,6 +143,10 @@ Tensor init_gate_weight(const Shape& shape, const ModelConfig& model, const Gate
 
 Tensor init_gate_bias(const Shape& shape, const ModelConfig& model, const GateConfig& gate) {
   return Tensor::full(shape, gate.resolved_init_bias(), model.dtype);
+}
+
+Tensor gate_input_norm(const Tensor& x, const GateOptions& options) {
+  return options.input_norm ? ops::layer_norm(x, Tensor(), Tensor(), 1e-5) : x;
 }
 
 void add_cache_rows(Tensor& slot, const LayerKVCache& cache, const Tensor& src, std::int64_t pos) {

@@ -12,9 +12,12 @@ namespace gattn::models {
 
 Tensor Gate::gate_input(const AttentionInputs&, const Tensor& x, AttentionContext&) { return x; }
 
+void Gate::gate_qk(AttentionInputs&, AttentionContext&) {}
+
 void Gate::add_terms(const AttentionInputs&, ops::AttentionTerms&, AttentionContext&) {}
 
-void Gate::add_cached_terms(const AttentionInputs&, LayerKVCache&, std::int64_t, ops::CachedAttentionInputs&) {}
+void Gate::add_cached_terms(const AttentionInputs&, LayerKVCache&, std::int64_t, ops::CachedAttentionInputs&,
+                            const AttentionContext&) {}
 
 Tensor Gate::attend(const AttentionInputs&, const ops::AttentionTerms&, AttentionContext&) {
   throw std::logic_error("Gate::attend called on a gate that does not mix attentions");

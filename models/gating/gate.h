@@ -2,6 +2,7 @@
 // attention. GatedAttention (models/attention.cpp) calls the hooks of the block's gates in this fixed
 // order, so gates compose without knowing of each other:
 //   1. gate_input      on h, before attn.qkv                         (the tensor q, k, v come from)
+//   1b. gate_qk        on q and k per head, before the logits        (a multiplicative score gate)
 //   2. add_terms       additive logit terms and the modulation of the fused op (row/column biases,
 //                      the pairwise modulation after softmax); several gates' terms add up
 //   3. attend          an expert mixture that replaces the one attention call (at most one per block)
@@ -26,12 +27,15 @@ class Gate : public nn::Module {
  public:
   // 1. The tensor q, k, v are projected from (h itself by default).
   virtual Tensor gate_input(const AttentionInputs& in, const Tensor& x, AttentionContext& ctx);
+  // 1b. Rescales q and/or k of `in` in place (in.q, in.k [B, H, T, d]; unchanged by default).
+  virtual void gate_qk(AttentionInputs& in, AttentionContext& ctx);
   // 2. Adds this gate's terms to the fused op's (q, k, v of `in` are final).
   virtual void add_terms(const AttentionInputs& in, ops::AttentionTerms& terms, AttentionContext& ctx);
   // 2'. Generation: `in` holds the new positions pos … pos+n−1 (their k, v already in the cache);
   // appends this gate's per-key terms to `cache` and adds its terms for the new queries to `terms`.
+  // `ctx` is the eval-mode context of the generation (its step fixes the scheduled options).
   virtual void add_cached_terms(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos,
-                                ops::CachedAttentionInputs& terms);
+                                ops::CachedAttentionInputs& terms, const AttentionContext& ctx);
   // 3. Whether this gate replaces the attention call by a mixture of attentions (attend below).
   virtual bool mixes_attention() const { return false; }
   // The mixture's output [B, H, T, d] given the block's terms; reports the attention statistics.

@@ -126,11 +126,16 @@ void validate_gate_entry(const GateConfig& g, const ModelConfig& model) {
     for (const GateOptionSpec& o : kind.options) option = option || o.key == key;
     if (!option) bad(p + key, "means nothing for gate kind '" + kind.name + "' (its keys: " + keys_of(kind) + ")");
   }
-  if (contains(g.set_keys, "temperature") && g.activation != "gumbel_sigmoid")
-    bad(p + "temperature",
-        "means nothing with activation '" + g.activation + "' (the temperature divides the gumbel_sigmoid logits)");
-  if (g.activation != "sigmoid" && g.activation != "gumbel_sigmoid")
-    bad(p + "activation", "expected one of sigmoid, gumbel_sigmoid, got '" + g.activation + "'");
+  static const std::vector<std::string> activations = {"sigmoid", "gumbel_sigmoid", "softplus", "tanh_magnitude"};
+  if (!contains(activations, g.activation))
+    bad(p + "activation",
+        "expected one of sigmoid, gumbel_sigmoid, softplus, tanh_magnitude, got '" + g.activation + "'");
+  if (contains(kind.common_keys, "activation") && !contains(kind.activations, g.activation)) {
+    std::string list;
+    for (const std::string& a : kind.activations) list += (list.empty() ? "" : ", ") + a;
+    bad(p + "activation",
+        "'" + g.activation + "' means nothing for gate kind '" + kind.name + "' (its activations: " + list + ")");
+  }
   if (!(g.temperature > 0) || !std::isfinite(g.temperature))
     bad(p + "temperature", "must be a finite number > 0, got " + num(g.temperature));
   if (std::isinf(g.init_bias)) bad(p + "init_bias", "must be finite, got " + num(g.init_bias));
@@ -152,8 +157,14 @@ std::string gate_kinds_markdown() {
   for (const GateKindSpec* k : gate_kinds()) {
     std::string keys;
     for (const std::string& c : k->common_keys) keys += (keys.empty() ? "" : ", ") + ("`" + c + "`");
+    // The shared options by name (their math is under "Gate options"), the kind's own with their docs.
+    std::string shared;
     for (const GateOptionSpec& o : k->options)
-      keys += (keys.empty() ? "" : ", ") + ("`" + o.key + "` (" + o.default_value.dump() + "): " + o.doc);
+      if (o.shared)
+        shared += (shared.empty() ? "" : ", ") + ("`" + o.key + "`");
+      else
+        keys += (keys.empty() ? "" : ", ") + ("`" + o.key + "` (" + o.default_value.dump() + "): " + o.doc);
+    if (!shared.empty()) keys += "; options " + shared;
     out += "| `" + k->name + "` | " + k->summary + " | " + k->parameter_doc + " | " + keys + " | " + k->gate_values +
            " | " + k->reference + " |\n";
   }

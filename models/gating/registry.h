@@ -23,7 +23,8 @@ class Gate;
 struct GateOptionSpec {
   std::string key;
   nlohmann::json default_value;
-  std::string doc;  // one line: what it does and its values
+  std::string doc;      // one line: what it does and its values
+  bool shared = false;  // one of the options several kinds share (models/gating/options.h)
   // Throws ValueError("<key path>: ...") for a bad value; `key_path` is e.g. "model.gates[1].top_k".
   std::function<void(const nlohmann::json& value, const std::string& key_path, const GateConfig& gate,
                      const ModelConfig& model)>
@@ -39,8 +40,10 @@ struct GateKindSpec {
   std::string name;
   std::string summary;    // the math in one line (docs table, `gattn gates`)
   std::string reference;  // where the kind comes from: a paper or article title
-  // Which of the common keys (activation, temperature, init_bias, init_weight) the kind reads.
+  // Which of the common keys (activation, temperature, init_bias, init_weight, init_std) the kind reads.
   std::vector<std::string> common_keys;
+  // The activations it accepts (when it reads `activation`): a gate on the logits needs log σ.
+  std::vector<std::string> activations = {"sigmoid", "gumbel_sigmoid"};
   std::vector<GateOptionSpec> options;
   double default_init_bias = 0;  // what init_bias null means
   // Where a block registers its parameters when this is its only gate: "gate" (attn.gate.*), or
@@ -72,7 +75,7 @@ const GateKindSpec& gate_kind(const std::string& name, const std::string& key_pa
 std::string gate_kind_list();
 // The common keys a gate entry may hold for any kind besides its own: kind, layers.
 bool is_entry_key(const std::string& key);
-// The keys every kind may read (activation, temperature, init_bias, init_weight).
+// The keys every kind may read (activation, temperature, init_bias, init_weight, init_std).
 const std::vector<std::string>& common_gate_keys();
 
 // Checks one gate entry against its kind: the kind exists, every key in set_keys means something

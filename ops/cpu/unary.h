@@ -152,6 +152,21 @@ struct SqrtFn {
   }
 };
 
+// heaviside: y = 1[x > 0] (NaN stays NaN), dy/dx = 0 (a threshold; a straight-through estimator adds the gradient
+// of the soft function it stands for).
+struct HeavisideFn {
+  static constexpr bool kSavesOutput = false;
+  static constexpr std::int64_t kCost = 1;
+  template <class T>
+  static T f(T x) {
+    return x > T(0) ? T(1) : (x <= T(0) ? T(0) : x);  // NaN stays NaN
+  }
+  template <class T>
+  static T df(T, T) {
+    return T(0);
+  }
+};
+
 // y[i] = Fn::f(x[i]) for i < n. x and y may be the same buffer.
 template <class Fn, class T>
 void unary_forward(const T* x, T* y, std::int64_t n) {

@@ -31,9 +31,10 @@ __device__ inline float forward(float x) {
   }
   if constexpr (Op == UnaryOp::square) return x * x;
   if constexpr (Op == UnaryOp::sqrt) return sqrtf(x);
+  if constexpr (Op == UnaryOp::heaviside) return x > 0.0f ? 1.0f : (x <= 0.0f ? 0.0f : x);
 }
 
-// s is the saved input (log, log_sigmoid, relu, gelu, square) or output (exp, tanh, sigmoid, sqrt).
+// s is the saved input (log, log_sigmoid, relu, gelu, square, heaviside) or output (exp, tanh, sigmoid, sqrt).
 template <UnaryOp Op>
 __device__ inline float backward(float g, float s) {
   if constexpr (Op == UnaryOp::exp) return g * s;
@@ -54,6 +55,7 @@ __device__ inline float backward(float g, float s) {
   }
   if constexpr (Op == UnaryOp::square) return 2.0f * g * s;
   if constexpr (Op == UnaryOp::sqrt) return g / (2.0f * s);
+  if constexpr (Op == UnaryOp::heaviside) return 0.0f;  // g and s do not enter: a threshold has no gradient
 }
 
 template <UnaryOp Op>
@@ -96,6 +98,9 @@ void with_op(UnaryOp op, Fn&& fn) {
       break;
     case UnaryOp::sqrt:
       fn.template operator()<UnaryOp::sqrt>();
+      break;
+    case UnaryOp::heaviside:
+      fn.template operator()<UnaryOp::heaviside>();
       break;
   }
 }

@@ -11,6 +11,7 @@
 #include "framework/io/errors.h"
 #include "framework/io/module_io.h"
 #include "framework/io/safetensors.h"
+#include "framework/io/train_state.h"
 #include "recipes/common/memory_check.h"
 #include "recipes/common/run_setup.h"
 
@@ -34,9 +35,18 @@ fs::path resolve_checkpoint(const std::string& dir, const std::string& who) {
 
 }  // namespace
 
+std::int64_t checkpoint_step(const std::filesystem::path& dir) {
+  if (fs::exists(dir / kStateFile)) return read_train_state((dir / kStateFile).string()).step;
+  const std::string name = dir.filename().string();
+  if (name.size() == 13 && name.rfind("step_", 0) == 0 && name.find_first_not_of("0123456789", 5) == std::string::npos)
+    return std::stoll(name.substr(5));
+  return 0;
+}
+
 CheckpointModel load_checkpoint_model(const std::string& dir, const std::vector<std::string>& overrides,
                                       const std::string& who) {
-  const std::string model_path = (resolve_checkpoint(dir, who) / "model.safetensors").string();
+  const fs::path checkpoint_dir = resolve_checkpoint(dir, who);
+  const std::string model_path = (checkpoint_dir / "model.safetensors").string();
   const SafetensorsFile file = load_safetensors(model_path);
   verify_checkpoint_file(file);
   auto config_it = file.metadata.find("config");
@@ -59,6 +69,7 @@ CheckpointModel load_checkpoint_model(const std::string& dir, const std::vector<
   out.model =
       std::make_unique<models::GPT>(out.config.model_config(), static_cast<std::uint64_t>(out.config.get_int("seed")));
   load_module(file, *out.model);
+  out.model->set_step(checkpoint_step(checkpoint_dir));
   auto vocab_it = file.metadata.find("vocab");
   if (vocab_it != file.metadata.end()) out.vocab_json = vocab_it->second;
   // Every token id of the vocabulary must be one the model embeds (verify_checkpoint_file checked its form).

@@ -2,6 +2,8 @@
 // resolved config from the weights' metadata (plus overrides), the model with its weights, and the
 // text vocabulary when the run had one.
 #pragma once
+#include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +19,11 @@ struct CheckpointModel {
   std::unique_ptr<models::GPT> model;
   std::string vocab_json;  // "vocab" (docs/checkpoint-format.md): byte values by token id; "" for tokens/synthetic
 };
+
+// The optimizer steps a checkpoint directory's weights have seen: state.json's step, else the step
+// in the directory's name (step_00000040), else 0. It fixes the scheduled gate options (temperature,
+// ramp) for eval and generation; a damaged state.json throws CheckpointError.
+std::int64_t checkpoint_step(const std::filesystem::path& dir);
 
 // `dir` is a checkpoint directory (holding model.safetensors) or a run directory, whose
 // checkpoints/latest is used. Sets the CPU thread count from train.threads. Throws CheckpointError

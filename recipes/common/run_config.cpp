@@ -72,8 +72,26 @@ void check_run_name(const config::Settings& cfg) {
 
 // Cross-key rules that the per-key schema cannot express: ModelConfig::validate's (shape and gate
 // rules; its ValueError starts with the key, which Settings turns into the line) and the run's.
+// regularization.gate_l1 is the mean of gate values in [0, ∞): a gate whose values are signed
+// (tanh_magnitude), a router's softmax (sums to 1) or the pair gate's G (inside the fused kernels,
+// which do not return its sum) has nothing it could penalise.
+void check_gate_l1(const config::Settings& cfg, const models::ModelConfig& model) {
+  if (cfg.get_double("regularization.gate_l1") == 0.0) return;
+  for (const models::GateConfig& g : model.gate_entries()) {
+    std::string why;
+    if (g.kind == "pair") why = "the pair gate's values live inside the fused attention, which does not sum them";
+    if (g.kind == "routed") why = "the router's weights are a softmax (their mean is fixed)";
+    if (g.activation == "tanh_magnitude") why = "activation tanh_magnitude gives signed values";
+    if (!why.empty())
+      throw ConfigError(cfg.where("regularization.gate_l1") + ": regularization.gate_l1 means nothing for " + g.where +
+                        " (kind " + g.kind + "): " + why);
+  }
+}
+
 void validate_run(const config::Settings& cfg) {
-  model_config_of(cfg).validate();
+  const models::ModelConfig model = model_config_of(cfg);
+  model.validate();
+  check_gate_l1(cfg, model);
   check_run_name(cfg);
   const std::string kind = cfg.get_string("data.kind");
   if ((kind == "text" || kind == "tokens") && cfg.get_string("data.path").empty())

@@ -25,12 +25,32 @@ std::vector<KeySpec> run_keys() {
   s.push_back(str_key("model.gate.kind", "none",
                       "the gate kind: none or a registered kind (`gattn gates` lists them; docs/gates.md)"));
   s.push_back(choice_key("model.gate.granularity", "elementwise", {"elementwise", "headwise"},
-                         "output gate: one value per channel or per head"));
+                         "output and context gates: one value per channel or per head"));
   s.push_back(all_or_int_list_key("model.gate.layers", "block indices", 0.0,
                                   "blocks with a gate: all or a list of block indices"));
-  s.push_back(choice_key("model.gate.activation", "sigmoid", {"sigmoid", "gumbel_sigmoid"},
-                         "gate nonlinearity (gumbel_sigmoid adds logistic noise while training)"));
-  s.push_back(num_key("model.gate.temperature", 1.0, 0.0, true, "gumbel_sigmoid temperature"));
+  s.push_back(choice_key("model.gate.activation", "sigmoid",
+                         {"sigmoid", "gumbel_sigmoid", "softplus", "tanh_magnitude"},
+                         "gate nonlinearity (gumbel_sigmoid adds logistic noise while training; softplus and "
+                         "tanh_magnitude for gates that multiply: input, output, context)"));
+  s.push_back(num_key("model.gate.temperature", 1.0, 0.0, true, "τ: the gate is act(z/τ) (the start of a schedule)"));
+  s.push_back(nullable(num_key("model.gate.temperature_final", std::nullopt, 0.0, true,
+                               "τ after temperature_steps steps (null = temperature)")));
+  s.push_back(int_key("model.gate.temperature_steps", 0, 0.0, "steps over which τ goes linearly to temperature_final"));
+  s.push_back(bool_key("model.gate.hard", false, "forward 1[g > hard_threshold], backward the soft gradient"));
+  s.push_back(num_key("model.gate.hard_threshold", 0.5, std::nullopt, false, "the hard gate's threshold"));
+  s.push_back(pos_int("model.gate.groups", 1, "consecutive heads sharing one gate (divides n_head)"));
+  s.push_back(all_or_int_list_key("model.gate.heads", "head indices", 0.0, "heads with a gate: all or a list"));
+  s.push_back(bool_key("model.gate.input_norm", false, "LayerNorm (no affine) on the gate's input"));
+  s.push_back(at_most(
+      num_key("model.gate.dropout", 0.0, 0.0, false, "while training, probability that a gate value is replaced by 1"),
+      1.0, true));
+  s.push_back(int_key("model.gate.ramp_start", 0, 0.0, "step from which the gate's effect ramps in"));
+  s.push_back(int_key("model.gate.ramp_steps", 0, 0.0, "steps of the ramp (0 = none)"));
+  s.push_back(choice_key("model.gate.form", "additive", {"additive", "multiplicative"},
+                         "score: S + log g (additive) or S ⊙ g (multiplicative)"));
+  s.push_back(choice_key("model.gate.source", "key", {"key", "query_key"},
+                         "score: the gate of the key, or of the query and the key (multiplicative)"));
+  s.push_back(bool_key("model.gate.shared_projection", false, "pair: one projection w for q and k"));
   s.push_back(nullable(num_key("model.gate.init_bias", std::nullopt, std::nullopt, false,
                                "initial gate bias (null = the kind's default: 3 for forget, else 0)")));
   s.push_back(choice_key("model.gate.init_weight", "normal", {"zero", "normal"},
@@ -79,6 +99,8 @@ std::vector<KeySpec> run_keys() {
 
   s.push_back(num_key("regularization.gate_entropy", 0.0, std::nullopt, false,
                       "weight of the gate binary entropy (> 0 pushes gates to 0/1)"));
+  s.push_back(num_key("regularization.gate_l1", 0.0, std::nullopt, false,
+                      "weight of the mean gate value (> 0 pushes gates towards 0: sparsity)"));
   s.push_back(num_key("regularization.attn_entropy", 0.0, std::nullopt, false, "weight of the attention entropy"));
   s.push_back(num_key("regularization.router_balance", 0.0, std::nullopt, false,
                       "weight of the routed gate's load-balance loss"));

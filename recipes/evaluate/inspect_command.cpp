@@ -17,6 +17,7 @@
 #include "framework/io/safetensors.h"
 #include "framework/io/train_state.h"
 #include "models/gpt.h"
+#include "recipes/common/checkpoint_model.h"
 #include "recipes/common/recipe.h"
 
 namespace gattn::recipes {
@@ -174,6 +175,11 @@ int run_inspect(const InspectArgs& args) {
   models::GPT& model = *built;
   const models::ModelConfig& mc = model.config();
   load_module(file, model);
+  try {
+    model.set_step(checkpoint_step(args.checkpoint));  // where scheduled gate options stand
+  } catch (const CheckpointError&) {
+    // inspect reads damaged checkpoints too (print_training_state said what is wrong): step 0.
+  }
   model.eval();
   std::int64_t n = args.sample_tokens > 0 ? std::min(args.sample_tokens, mc.block_size) : mc.block_size;
   auto [idx, described] = sample_tokens(config, file.metadata, mc.vocab_size, n);

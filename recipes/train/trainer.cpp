@@ -108,6 +108,7 @@ int Trainer::run() {
     const bool log_step = done % log_every_ == 0 || step == 0 || last;
     maybe_inject_fault(rank_, done);
     maybe_start_op_profile(step);
+    run_.model->set_step(step);  // the scheduled gate options (temperature, ramp) stand at `step` steps done
     StepResult r = forward_backward(log_step, uploader);
     reduce_across_ranks(r);
     const double loss = r.loss_sum / static_cast<double>(grad_accum_);
@@ -343,6 +344,7 @@ void Trainer::log_train(std::int64_t step, const StepResult& r, double loss, dou
 }
 
 void Trainer::evaluate_and_log(std::int64_t done) {
+  run_.model->set_step(done);
   last_eval_ = evaluate(*run_.model, *run_.data, run_.config, batch_size_, &comm_);
   if (lead_) {
     nlohmann::json line = {{"step", done}, {"split", "val"}, {"loss", last_eval_.loss}};

@@ -84,7 +84,7 @@ TEST(CudaElementwise, UnaryFunctionsMatchCpuForwardAndBackward) {
   using Fn = Tensor (*)(const Tensor&);
   const std::vector<std::pair<const char*, Fn>> anywhere = {
       {"exp", ops::exp},   {"tanh", ops::tanh}, {"sigmoid", ops::sigmoid}, {"log_sigmoid", ops::log_sigmoid},
-      {"relu", ops::relu}, {"gelu", ops::gelu}, {"square", ops::square}};
+      {"relu", ops::relu}, {"gelu", ops::gelu}, {"square", ops::square},   {"heaviside", ops::heaviside}};
   const std::vector<std::pair<const char*, Fn>> positive = {{"log", ops::log}, {"sqrt", ops::sqrt}};
   for (std::int64_t n : kSizes) {
     const Tensor x = frand({n}, 30, -4.0, 4.0), xp = frand({n}, 31, 0.1, 4.0);

@@ -483,8 +483,22 @@ TEST(ConfigGates, SettingsThatDoNothingAreErrors) {
                       {"model.gate.activation: means nothing for gate kind 'routed'"}));
   EXPECT_TRUE(rejects("model:\n  gate:\n    kind: routed\n    init_bias: 1\n",
                       {"model.gate.init_bias: means nothing for gate kind 'routed'"}));
-  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: output\n    temperature: 0.5\n",
-                      {"model.gate.temperature: means nothing with activation 'sigmoid'"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: score\n    activation: softplus\n",
+                      {"model.gate.activation: 'softplus' means nothing for gate kind 'score'"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: pair\n    hard: true\n",
+                      {"model.gate.hard: means nothing for gate kind 'pair'"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: input\n    groups: 2\n",
+                      {"model.gate.groups: means nothing for gate kind 'input'"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: output\n    shared_projection: true\n",
+                      {"model.gate.shared_projection: means nothing for gate kind 'output'"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: output\n    hard_threshold: 0.3\n",
+                      {"model.gate.hard_threshold: means nothing without hard: true"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: output\n    temperature_final: 2\n",
+                      {"model.gate.temperature_final: needs temperature_steps > 0"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: score\n    source: query_key\n",
+                      {"model.gate.source: query_key needs form: multiplicative"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: output\n    activation: tanh_magnitude\n    hard: true\n",
+                      {"model.gate.hard: means nothing with activation 'tanh_magnitude'"}));
   EXPECT_TRUE(rejects("model:\n  gate:\n    top_k: 2\n", {"model.gate.top_k: means nothing without a gate"}));
   EXPECT_TRUE(rejects("model:\n  gates:\n    - {kind: score, top_k: 2}\n",
                       {"model.gates[0].top_k: means nothing for gate kind 'score'"}));

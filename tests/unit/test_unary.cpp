@@ -39,6 +39,7 @@ const std::vector<NamedFn>& all_fns() {
       {"gelu", ops::gelu, -6, 6},
       {"square", ops::square, -3, 3},
       {"sqrt", ops::sqrt, 0.1, 5},
+      {"heaviside", ops::heaviside, -2, 2},
   };
   return fns;
 }
@@ -58,6 +59,7 @@ TEST(UnaryForward, KnownValues) {
   EXPECT_TRUE(test::all_close(ops::log_sigmoid(f64({0, 2, -2})),
                               f64({-0.6931471805599453, -0.1269280110429725, -2.1269280110429727}), 0, 1e-15));
   EXPECT_EQ(ops::relu(f64({-1, 0, 2.5})).to_vector(), (std::vector<double>{0, 0, 2.5}));
+  EXPECT_EQ(ops::heaviside(f64({-1, 0, 1e-300, 2.5})).to_vector(), (std::vector<double>{0, 0, 1, 1}));
   // GPT-2's tanh-approximate GELU; gelu(−x) = gelu(x) − x.
   EXPECT_TRUE(test::all_close(ops::gelu(f64({1.0, -1.0, 0.0, 3.0})),
                               f64({0.8411919906082768, -0.15880800939172324, 0.0, 2.996362607918227}), 0, 1e-14));
@@ -143,8 +145,8 @@ TEST(UnaryGrad, EveryFunctionOnAwkwardShapes) {
   for (const auto& f : all_fns()) {
     for (const Shape& s : shapes) {
       Tensor x = test::rand(s, seed++, f.low, f.high);
-      if (std::string(f.name) == "relu") {
-        // Keep inputs away from the kink at 0, where the derivative jumps.
+      if (std::string(f.name) == "relu" || std::string(f.name) == "heaviside") {
+        // Keep inputs away from the kink (the step) at 0, where the derivative jumps.
         double* p = x.data<double>();
         for (std::int64_t i = 0; i < x.numel(); ++i)
           if (std::abs(p[i]) < 0.05) p[i] += 0.1;
