@@ -82,6 +82,95 @@ inline Tensor hidden_keys(std::int64_t T, std::int64_t window) {
   return Tensor::from_ints(m, {T, T});
 }
 
+// ---- the gate options (docs/gates.md "Gate options") in eval mode, written out on the host ----
+
+// An option of a gate entry: its value, or `fallback` when the entry does not set it.
+inline nlohmann::json ref_option(const models::GateConfig& g, const std::string& key, nlohmann::json fallback) {
+  auto it = g.options.find(key);
+  return it == g.options.end() || it->is_null() ? fallback : *it;
+}
+
+// x with f applied to every value (no autograd: the reference is forward-only).
+template <class F>
+Tensor host_map(const Tensor& x, F f) {
+  std::vector<double> v = x.to_vector();
+  for (double& e : v) e = f(e);
+  return Tensor::from(v, x.shape(), x.dtype());
+}
+
+// τ at step s: linear from temperature to temperature_final over temperature_steps.
+inline double ref_tau(const models::GateConfig& g, std::int64_t s) {
+  const double t0 = g.temperature, t1 = ref_option(g, "temperature_final", t0).get<double>();
+  const double n = ref_option(g, "temperature_steps", 0).get<double>();
+  if (n <= 0) return t0;
+  const double f = std::min(1.0, static_cast<double>(s) / n);
+  return t0 + (t1 - t0) * f;
+}
+
+inline double ref_ramp(const models::GateConfig& g, std::int64_t s) {
+  const double s0 = ref_option(g, "ramp_start", 0).get<double>(), n = ref_option(g, "ramp_steps", 0).get<double>();
+  if (n <= 0) return static_cast<double>(s) >= s0 ? 1.0 : 0.0;
+  return std::min(1.0, std::max(0.0, (static_cast<double>(s) - s0) / n));
+}
+
+// LayerNorm without affine over the last axis, from its definition.
+inline Tensor ref_norm(const Tensor& x) {
+  const std::int64_t last = x.dim() - 1;
+  Tensor mu = ops::mean(x, {last}, true);
+  Tensor var = ops::mean(ops::square(x - mu), {last}, true);
+  return (x - mu) / ops::sqrt(ops::add_scalar(var, 1e-5));
+}
+
+inline Tensor ref_gate_input(const models::GateConfig& g, const Tensor& x) {
+  return ref_option(g, "input_norm", false).get<bool>() ? ref_norm(x) : x;
+}
+
+// The soft gate in eval: act(z/τ) (tanh_magnitude: tanh(z/τ)·σ(zm/τ)).
+inline Tensor ref_soft(const models::GateConfig& g, const Tensor& z, const Tensor& zm, std::int64_t step) {
+  const double inv = 1.0 / ref_tau(g, step);
+  if (g.activation == "softplus")
+    return host_map(ops::mul_scalar(z, inv), [](double u) { return std::log1p(std::exp(u)); });
+  if (g.activation == "tanh_magnitude")
+    return ops::tanh(ops::mul_scalar(z, inv)) * ops::sigmoid(ops::mul_scalar(zm, inv));
+  return ops::sigmoid(ops::mul_scalar(z, inv));
+}
+
+// hard (1[g > θ]) then ramp (1 − r(1 − g)): the value a multiplying gate applies.
+inline Tensor ref_effective(const models::GateConfig& g, const Tensor& soft, std::int64_t step) {
+  const bool hard = ref_option(g, "hard", false).get<bool>();
+  const double theta = ref_option(g, "hard_threshold", 0.5).get<double>(), r = ref_ramp(g, step);
+  return host_map(soft, [&](double v) {
+    if (hard) v = v > theta ? 1.0 : 0.0;
+    return 1.0 - r * (1.0 - v);
+  });
+}
+
+// The logit term of score and forget: log of the effective value, a closed hard gate at most −30 below.
+inline Tensor ref_log_effective(const models::GateConfig& g, const Tensor& soft, std::int64_t step) {
+  return host_map(ref_effective(g, soft, step), [](double v) { return std::max(std::log(v), -30.0); });
+}
+
+// Per-unit values [B, T, U·w] -> per head [B, T, H·w]: `groups` consecutive heads share a unit, units
+// exist for the listed heads only, the others read `neutral`.
+inline Tensor ref_per_head(const models::GateConfig& g, const Tensor& x, std::int64_t H, std::int64_t w,
+                           double neutral) {
+  const std::int64_t G = ref_option(g, "groups", 1).get<std::int64_t>();
+  const nlohmann::json listed = ref_option(g, "heads", "all");
+  std::vector<bool> carried(static_cast<std::size_t>(H), listed.is_string());
+  if (!listed.is_string())
+    for (const auto& h : listed) carried[h.get<std::size_t>()] = true;
+  std::vector<Tensor> parts;
+  std::int64_t unit = -1;
+  for (std::int64_t h = 0; h < H; ++h) {
+    if (h % G == 0 && carried[static_cast<std::size_t>(h)]) ++unit;
+    if (carried[static_cast<std::size_t>(h)])
+      parts.push_back(ops::slice(x, 2, unit * w, unit * w + w));
+    else
+      parts.push_back(Tensor::full({x.size(0), x.size(1), w}, neutral, x.dtype()));
+  }
+  return ops::concat(parts, 2);
+}
+
 struct RefGate {
   Tensor key_bias, forget_cum, pair_g, pair_alpha;  // [B,H,T], [B,H,T], [B,H,T,T], [1]
 };
@@ -109,13 +198,18 @@ inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
   for (const models::GateConfig& g : c.layer_gates(layer)) gates[g.kind] = g;
   auto has = [&](const std::string& kind) { return gates.count(kind) != 0; };
   auto G = [&](const std::string& kind, const std::string& n) { return m.parameter(gate_prefix(c, layer, kind) + n); };
-  // gumbel_sigmoid in eval is σ(z/τ).
-  auto logit = [&](const std::string& kind, const Tensor& x, const Tensor& w, const Tensor& b) {
+  const std::int64_t step = m.step();
+  // The soft gate in eval (gumbel_sigmoid is σ(z/τ)) from the kind's input x.
+  auto soft_of = [&](const std::string& kind, const Tensor& x_raw) {
     const models::GateConfig& g = gates.at(kind);
-    return ops::mul_scalar(ops::linear(x, w, b), g.activation == "gumbel_sigmoid" ? 1.0 / g.temperature : 1.0);
+    const Tensor x = ref_gate_input(g, x_raw);
+    const Tensor zm = g.activation == "tanh_magnitude"
+                          ? ops::linear(x, G(kind, "magnitude_weight"), G(kind, "magnitude_bias"))
+                          : Tensor();
+    return ref_soft(g, ops::linear(x, G(kind, "weight"), G(kind, "bias")), zm, step);
   };
   auto gate_of = [&](const std::string& kind, const Tensor& x) {
-    return ops::sigmoid(logit(kind, x, G(kind, "weight"), G(kind, "bias")));
+    return ref_effective(gates.at(kind), soft_of(kind, x), step);
   };
 
   const Tensor x = has("input") ? h * gate_of("input", h) : h;
@@ -123,10 +217,22 @@ inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
   Tensor q = heads(ops::slice(qkv, 2, 0, C), H), k = heads(ops::slice(qkv, 2, C, 2 * C), H),
          v = heads(ops::slice(qkv, 2, 2 * C, 3 * C), H);
   RefGate g;
-  if (has("score")) g.key_bias = ops::permute(ops::log(gate_of("score", h)), {0, 2, 1});
+  if (has("score")) {
+    const models::GateConfig& sg = gates.at("score");
+    if (ref_option(sg, "form", "additive") == "multiplicative") {
+      // S_ij·g_j (·g_i for query_key) = (g_i q_i)·(g_j k_j)/√d.
+      Tensor gh = ops::unsqueeze(ops::permute(ref_per_head(sg, gate_of("score", h), H, 1, 1.0), {0, 2, 1}), 3);
+      k = k * gh;
+      if (ref_option(sg, "source", "key") == "query_key") q = q * gh;
+    } else {
+      g.key_bias =
+          ops::permute(ref_per_head(sg, ref_log_effective(sg, soft_of("score", h), step), H, 1, 0.0), {0, 2, 1});
+    }
+  }
   if (has("forget")) {
-    // c = (log σ f) · U with U_li = [l ≤ i]: the prefix sums as a product, not a scan.
-    Tensor ls = ops::permute(ops::log(gate_of("forget", h)), {0, 2, 1});
+    // c = (log g) · U with U_li = [l ≤ i]: the prefix sums as a product, not a scan.
+    const models::GateConfig& fg = gates.at("forget");
+    Tensor ls = ops::permute(ref_per_head(fg, ref_log_effective(fg, soft_of("forget", h), step), H, 1, 0.0), {0, 2, 1});
     std::vector<double> u(static_cast<std::size_t>(T * T));
     for (std::int64_t l = 0; l < T; ++l)
       for (std::int64_t i = 0; i < T; ++i) u[static_cast<std::size_t>(l * T + i)] = l <= i;
@@ -135,12 +241,15 @@ inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
   }
   if (has("pair")) {
     const models::GateConfig& pg = gates.at("pair");
-    const double inv_tau = pg.activation == "gumbel_sigmoid" ? 1.0 / pg.temperature : 1.0;
-    Tensor a =
-        ops::sum(q * ops::reshape(G("pair", "wq"), {1, H, 1, d}), {3}) + ops::reshape(G("pair", "bias"), {1, H, 1});
-    Tensor b = ops::sum(k * ops::reshape(G("pair", "wk"), {1, H, 1, d}), {3});
+    const double inv_tau = 1.0 / ref_tau(pg, step);
+    const bool shared = ref_option(pg, "shared_projection", false).get<bool>();
+    const Tensor wq = G("pair", shared ? "weight" : "wq"), wk = G("pair", shared ? "weight" : "wk");
+    Tensor a = ops::sum(ref_gate_input(pg, q) * ops::reshape(wq, {1, H, 1, d}), {3}) +
+               ops::reshape(G("pair", "bias"), {1, H, 1});
+    Tensor b = ops::sum(ref_gate_input(pg, k) * ops::reshape(wk, {1, H, 1, d}), {3});
     g.pair_g = ops::sigmoid(ops::mul_scalar(ops::unsqueeze(a, 3) + ops::unsqueeze(b, 2), inv_tau));
-    g.pair_alpha = ops::sigmoid(G("pair", "alpha"));
+    // A ramp r: α(rG + 1 − r) + 1 − α = (αr)G + 1 − αr.
+    g.pair_alpha = ops::mul_scalar(ops::sigmoid(G("pair", "alpha")), ref_ramp(pg, step));
   }
   Tensor yh;
   if (has("routed")) {
@@ -171,13 +280,28 @@ inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
     yh = naive_attention(q, k, v, g, 0);
   }
   if (has("context")) {
-    Tensor gate = ops::sigmoid(logit("context", ops::concat({q, yh}, 3), G("context", "weight"), G("context", "bias")));
-    yh = gate * yh + (ops::neg(gate) + 1.0) * q;
+    // Per head: [q_n; y_n] → g (d values, or 1 headwise), mixed in on the listed heads only.
+    const models::GateConfig& cg = gates.at("context");
+    const nlohmann::json listed = ref_option(cg, "heads", "all");
+    std::vector<Tensor> out;
+    for (std::int64_t n = 0; n < H; ++n) {
+      Tensor qn = ops::slice(q, 1, n, n + 1), yn = ops::slice(yh, 1, n, n + 1);
+      bool carried = listed.is_string();
+      for (const auto& e : listed.is_string() ? nlohmann::json::array() : listed) carried = carried || e == n;
+      if (carried) {
+        Tensor gate = gate_of("context", ops::concat({qn, yn}, 3));
+        yn = gate * yn + (ops::neg(gate) + 1.0) * qn;
+      }
+      out.push_back(yn);
+    }
+    yh = ops::concat(out, 1);
   }
   Tensor y = unheads(yh);
   if (has("output")) {
-    Tensor gate = gate_of("output", h);
-    if (gates.at("output").string_option("granularity") == "headwise")
+    const models::GateConfig& og = gates.at("output");
+    const bool headwise = og.string_option("granularity") == "headwise";
+    Tensor gate = ref_per_head(og, gate_of("output", h), H, headwise ? 1 : d, 1.0);
+    if (headwise)
       y = ops::reshape(ops::reshape(y, {B, T, H, d}) * ops::reshape(gate, {B, T, H, 1}), {B, T, C});
     else
       y = y * gate;
