@@ -81,6 +81,65 @@ TEST(CudaGpt, LossRegularisersAndGradientsMatchTheCpuForEveryGateKind) {
   }
 }
 
+TEST(CudaGpt, GateOptionsMatchTheCpuInTraining) {
+  // The shared gate options on both devices in training mode (dropout draws the same Philox mask
+  // on both), at a step inside the schedules: loss, gate_l1 and every parameter gradient.
+  GATTN_REQUIRE_DEVICE();
+  ExactF32 exact;
+  const std::vector<std::pair<std::string, nlohmann::json>> cases = {
+      {"score",
+       {{"groups", 2},
+        {"hard", true},
+        {"input_norm", true},
+        {"ramp_steps", 4},
+        {"temperature_steps", 6},
+        {"temperature_final", 0.5}}},
+      {"score", {{"form", "multiplicative"}, {"source", "query_key"}, {"dropout", 0.3}}},
+      {"forget", {{"heads", {1}}, {"hard", true}, {"hard_threshold", 0.3}}},
+      {"output", {{"activation", "softplus"}, {"granularity", "headwise"}, {"dropout", 0.3}}},
+      {"input", {{"activation", "tanh_magnitude"}, {"input_norm", true}}},
+      {"context", {{"granularity", "headwise"}, {"heads", {0}}, {"dropout", 0.2}}},
+      {"pair", {{"shared_projection", true}, {"input_norm", true}, {"ramp_start", 1}, {"ramp_steps", 3}}},
+  };
+  for (const auto& [kind, options] : cases) {
+    SCOPED_TRACE(kind + " " + options.dump());
+    models::ModelConfig c = small_config(kind);
+    for (auto it = options.begin(); it != options.end(); ++it) {
+      if (it.key() == "activation")
+        c.gate.activation = it.value().get<std::string>();
+      else
+        c.gate.options[it.key()] = it.value();
+    }
+    c.validate();
+    ModelPair m(c);
+    m.cpu->train();
+    m.gpu->train();
+    m.cpu->set_step(2);
+    m.gpu->set_step(2);
+    const Tensor x = test::tokens(3, 13, 11, 1), y = test::tokens(3, 13, 11, 2);
+    models::ForwardOptions fo;
+    if (kind != "pair") fo.regularizers = {"gate_l1"};
+    models::ForwardResult rc = m.cpu->forward(x, y, fo);
+    models::ForwardResult rg = m.gpu->forward(x.to(Device::cuda), y.to(Device::cuda), fo);
+    EXPECT_TRUE(close(rg.loss.item(), rc.loss.item(), 1e-5, "loss"));
+    Tensor total_c = rc.loss, total_g = rg.loss;
+    if (rc.regularizer("gate_l1").defined()) {
+      EXPECT_TRUE(close(rg.regularizer("gate_l1").item(), rc.regularizer("gate_l1").item(), 1e-5, "gate_l1"));
+      total_c = total_c + rc.regularizer("gate_l1") * 0.1;
+      total_g = total_g + rg.regularizer("gate_l1") * 0.1;
+    }
+    total_c.backward();
+    total_g.backward();
+    auto gpu_params = m.gpu->named_parameters();
+    std::size_t i = 0;
+    for (auto& [name, p] : m.cpu->named_parameters()) {
+      const Tensor& q = gpu_params[i++].second;
+      ASSERT_TRUE(q.grad().defined()) << name;
+      EXPECT_TRUE(test::all_close(q.grad(), p.grad(), 2e-5, 1e-3)) << name;
+    }
+  }
+}
+
 TEST(CudaGpt, TwentyAdamWStepsTrackTheCpu) {
   GATTN_REQUIRE_DEVICE();
   ExactF32 exact;

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The shared gate options from the command line: a run whose gates have a temperature schedule, a
+# ramp, dropout, hard thresholds, groups and a tanh-magnitude output gate stops, resumes and ends
+# with the same metrics and weights, bit for bit, as the uninterrupted run; `gattn eval` of a
+# checkpoint takes the checkpoint's step for the scheduled options (its loss equals the val line
+# of that step); options a kind cannot use exit 2 with one line naming the key.
+set -u
+gattn="$1"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+write_verse "$tmp/text.txt"
+cat >"$tmp/tiny.yaml" <<YAML
+run: {name: tiny, dir: $tmp/full}
+seed: 3
+device: cpu
+data: {kind: text, path: $tmp/text.txt}
+model:
+  block_size: 16
+  n_layer: 2
+  n_head: 2
+  n_embd: 16
+  gates:
+    - {kind: score, groups: 2, temperature: 2.0, temperature_final: 0.5, temperature_steps: 8, dropout: 0.2}
+    - {kind: forget, hard: true, hard_threshold: 0.2, input_norm: true, heads: [1]}
+    - {kind: pair, shared_projection: true, ramp_start: 2, ramp_steps: 5, alpha_init: 0.7}
+    - {kind: output, activation: tanh_magnitude, granularity: headwise, ramp_start: 3, ramp_steps: 4}
+train: {batch_size: 4, max_steps: 10, log_every: 1, threads: 1}
+optim: {lr: 3.0e-3, warmup_steps: 2}
+regularization: {gate_entropy: 0.01}
+eval: {every: 3, max_windows: 4}
+checkpoint: {every: 3, keep_last: 0}
+YAML
+
+"$gattn" train --config "$tmp/tiny.yaml" >"$tmp/full.out" 2>&1 || fail "uninterrupted run exited $?: $(cat "$tmp/full.out")"
+out=$("$gattn" train --config "$tmp/tiny.yaml" run.dir="$tmp/split" --stop-after 4 2>&1) || fail "stopped run exited $?: $out"
+out=$("$gattn" train --config "$tmp/tiny.yaml" run.dir="$tmp/split" --resume auto 2>&1) || fail "resume exited $?: $out"
+
+python3 - "$tmp/full/metrics.jsonl" "$tmp/split/metrics.jsonl" <<'PY' || fail "resumed metrics differ from the uninterrupted run's"
+import json, sys
+def lines(path):
+    out = []
+    for line in open(path):
+        d = json.loads(line)
+        d.pop("tokens_per_s", None); d.pop("elapsed_s", None)
+        out.append(d)
+    return out
+a, b = lines(sys.argv[1]), lines(sys.argv[2])
+assert any("gate_entropy" in d for d in a), "no gate_entropy logged"
+if a != b:
+    for x, y in zip(a, b):
+        if x != y: print("first difference:\n  ", x, "\n  ", y); break
+    sys.exit(1)
+PY
+python3 - "$tmp/full/checkpoints/step_00000010/model.safetensors" "$tmp/split/checkpoints/step_00000010/model.safetensors" <<'PY' ||
+import json, struct, sys
+def tensors(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n]); header.pop("__metadata__", None)
+    return {k: raw[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in header.items()}
+a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+assert "blocks.0.attn.gate.pair.weight" in a and "blocks.0.attn.gate.output.magnitude_weight" in a, sorted(a)
+sys.exit(0 if a == b else 1)
+PY
+  fail "final weights differ"
+
+# eval of the step-6 checkpoint (mid-ramp for pair and output): the loss the run logged at step 6.
+got=$("$gattn" eval --checkpoint "$tmp/full/checkpoints/step_00000006" 2>&1) || fail "eval exited $?: $got"
+python3 - "$tmp/full/metrics.jsonl" "$got" <<'PY' || fail "eval of step 6 does not reproduce the run's val loss: $got"
+import json, sys
+val = [json.loads(l) for l in open(sys.argv[1]) if '"val"' in l]
+logged = [d["loss"] for d in val if d["step"] == 6][0]
+got = json.loads(sys.argv[2].strip().splitlines()[-1])["loss"]
+assert abs(got - logged) <= 1e-6 * abs(logged), (got, logged)
+PY
+
+expect() {  # expect PATTERN ARGS...: exit 2 and one stderr line matching PATTERN
+  local pattern=$1
+  shift
+  local err rc
+  err=$("$gattn" train --config "$tmp/tiny.yaml" run.dir="$tmp/refused" 'model.gates=[]' "$@" 2>&1 >/dev/null); rc=$?
+  [[ $rc -eq 2 ]] || fail "$*: exit $rc, expected 2 ($err)"
+  [[ $(wc -l <<<"$err") -eq 1 ]] || fail "$*: more than one line: $err"
+  grep -q -- "$pattern" <<<"$err" || fail "$*: '$err' does not mention '$pattern'"
+}
+expect "model.gate.activation: 'softplus' means nothing for gate kind 'score'" model.gate.kind=score model.gate.activation=softplus
+expect "model.gate.groups: must divide model.n_head=2" model.gate.kind=forget model.gate.groups=3
+expect "model.gate.hard: means nothing for gate kind 'pair'" model.gate.kind=pair model.gate.hard=true
+expect "regularization.gate_l1 means nothing for model.gate (kind pair)" model.gate.kind=pair regularization.gate_l1=0.1
+expect "model.gate.heads: head 5 out of range" model.gate.kind=output 'model.gate.heads=[5]'
+expect "model.gate.dropout" model.gate.kind=output model.gate.dropout=1.0
+[[ ! -e "$tmp/refused" ]] || fail "a refused config created its run directory"
+echo ok
