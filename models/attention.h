@@ -20,7 +20,7 @@ namespace gattn::models {
 // Statistics of one layer for one forward: attention entropy, sink ratio, gate moments.
 struct LayerStats {
   ops::AttentionStats attention;
-  ops::GateMoments gate;        // all gate values of this layer, every gate pooled (empty without gates)
+  ops::GateMoments gate;  // all gate values of this layer, every gate pooled (empty without gates)
   // The gate values of each head [H], pooled over the layer's gates that have one value set per head
   // (score, forget, output, context); empty when no gate of the layer reports per head. The pair
   // gate's values live inside the fused op, which pools its heads: they are in `gate` only.
