@@ -19,9 +19,9 @@
 #include "framework/optim/adamw.h"
 #include "framework/runtime/threads.h"
 #include "models/gpt.h"
-#include "models/layer_stats_io.h"
 #include "ops/autocast.h"
 #include "ops/elementwise.h"
+#include "recipes/common/stats_reduce.h"
 #include "recipes/common/stop_signal.h"
 #include "recipes/train/batch_upload.h"
 #include "recipes/train/fault_injection.h"
@@ -291,10 +291,9 @@ void Trainer::reduce_across_ranks(StepResult& r) {
   r.loss_sum = sums[0] / world_;
   std::size_t at = 1;
   for (auto& [name, sum] : r.regularizers) sum = sums[at++] / world_;
+  // Every rank collects stats on the same (log) steps, so all of them take part or none.
   if (!r.stats.empty())
-    models::unflatten_stats(
-        comm_.all_reduce_host(models::flatten_stats(r.stats), dist::ReduceOp::sum, "all-reduce of the gate statistics"),
-        r.stats);
+    all_reduce_stats(comm_, r.stats, run_.model->config().n_layer, "all-reduce of the gate statistics");
 }
 
 bool Trainer::update_or_skip(std::int64_t step, double loss, double grad_norm) {
