@@ -344,8 +344,8 @@ void Trainer::log_train(std::int64_t step, const StepResult& r, double loss, dou
 void Trainer::evaluate_and_log(std::int64_t done) {
   last_eval_ = evaluate(*run_.model, *run_.data, run_.config, batch_size_, &comm_);
   if (lead_) {
-    nlohmann::json line = {{"step", done}, {"split", "val"}, {"loss", last_eval_.loss}};
-    if (last_eval_.accuracy) line["accuracy"] = *last_eval_.accuracy;
+    nlohmann::json line = {{"step", done}, {"split", "val"}};
+    add_eval_fields(line, last_eval_);
     metrics_->write(line);
   }
   say(format_eval(done, last_eval_));
