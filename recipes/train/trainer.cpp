@@ -333,6 +333,7 @@ void Trainer::log_train(std::int64_t step, const StepResult& r, double loss, dou
   window_start_ = t.elapsed_s;
   t.lr = optimizer_->lr_of_group(optim::AdamW::kDefaultGroup, step);
   t.stats = r.stats;
+  t.pair_alpha = pair_alpha_by_layer(*run_.model);  // after the optimizer step this line reports
   for (const auto& [name, sum] : r.regularizers) t.regularizers[name] = sum / static_cast<double>(grad_accum_);
   const nlohmann::json line = train_metrics_line(t);
   metrics_->write(line);

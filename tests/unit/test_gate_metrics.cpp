@@ -1,15 +1,18 @@
 // The gate metrics of metrics.jsonl: per-head gate statistics through the flat layout ranks
-// all-reduce, batch merging and the metrics line; the val gate statistics; the padding of a rank
-// that ran no eval batch.
+// all-reduce, batch merging and the metrics line; the val gate statistics; the pair gates' α per
+// layer; the padding of a rank that ran no eval batch.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <mutex>
 
 #include "framework/tensor/error.h"
+#include "models/gpt.h"
 #include "models/layer_stats_io.h"
 #include "recipes/common/stats_reduce.h"
+#include "recipes/train/metrics_line.h"
 #include "thread_world.h"
+#include "unit/model_test_util.h"
 
 namespace gattn {
 namespace {
@@ -151,6 +154,47 @@ TEST(GateMetrics, ARankWithoutEvalBatchesJoinsTheReductionPadded) {
   });
   EXPECT_EQ(results[0], models::flatten_stats(ran));
   EXPECT_EQ(results[1], results[0]);
+}
+
+TEST(GateMetrics, PairAlphaPerLayerFromTheNamedParameters) {
+  // Block 0: a pair gate alone (attn.gate.alpha); block 1: pair and output (attn.gate.pair.alpha);
+  // block 2: output only.
+  models::ModelConfig c = test::tiny_config("none", DType::f32);
+  c.n_layer = 3;
+  models::GateConfig pair, output;
+  pair.kind = "pair";
+  pair.all_layers = false;
+  pair.layers = {0, 1};
+  pair.where = "model.gates[0]";
+  output.kind = "output";
+  output.all_layers = false;
+  output.layers = {1, 2};
+  output.where = "model.gates[1]";
+  c.gates = {pair, output};
+  models::GPT model(c, 1);
+  model.parameter("blocks.0.attn.gate.alpha").copy_from(Tensor::from({0.5}, {1}, DType::f32));
+  model.parameter("blocks.1.attn.gate.pair.alpha").copy_from(Tensor::from({-1.25}, {1}, DType::f32));
+  const std::vector<std::optional<double>> alpha = recipes::pair_alpha_by_layer(model);
+  ASSERT_EQ(alpha.size(), 3u);
+  ASSERT_TRUE(alpha[0] && alpha[1]);
+  EXPECT_NEAR(*alpha[0], 1 / (1 + std::exp(-0.5)), 1e-7);
+  EXPECT_NEAR(*alpha[1], 1 / (1 + std::exp(1.25)), 1e-7);
+  EXPECT_FALSE(alpha[2]);
+
+  recipes::TrainLine t;
+  t.pair_alpha = alpha;
+  const nlohmann::json line = recipes::train_metrics_line(t);
+  ASSERT_EQ(line["pair_alpha_by_layer"].size(), 3u);
+  EXPECT_DOUBLE_EQ(line["pair_alpha_by_layer"][1].get<double>(), *alpha[1]);
+  EXPECT_TRUE(line["pair_alpha_by_layer"][2].is_null());
+  EXPECT_DOUBLE_EQ(line["pair_alpha"].get<double>(), (*alpha[0] + *alpha[1]) / 2);
+
+  // Without a pair gate: no α, no keys.
+  models::GPT plain(test::tiny_config("output", DType::f32), 1);
+  EXPECT_TRUE(recipes::pair_alpha_by_layer(plain).empty());
+  recipes::TrainLine none;
+  EXPECT_FALSE(recipes::train_metrics_line(none).contains("pair_alpha_by_layer"));
+  EXPECT_FALSE(recipes::train_metrics_line(none).contains("pair_alpha"));
 }
 
 }  // namespace
