@@ -1,16 +1,22 @@
-// The gate metrics of metrics.jsonl: per-head gate statistics through the flat layout ranks
-// all-reduce, batch merging and the metrics line; the val gate statistics; the pair gates' α per
-// layer; the padding of a rank that ran no eval batch.
+// The gate metrics of metrics.jsonl and the summaries: per-head gate statistics through the flat
+// layout ranks all-reduce, batch merging and the metrics line; the val gate statistics; the pair
+// gates' α per layer; the padding of a rank that ran no eval batch; the ablation summary's model
+// size, FLOPs and generation speed columns; the report's per-head table.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <mutex>
 
 #include "framework/tensor/error.h"
 #include "models/gpt.h"
 #include "models/layer_stats_io.h"
+#include "recipes/ablate/ablation_summary.h"
+#include "recipes/ablate/generation_speed.h"
+#include "recipes/ablate/report_html.h"
 #include "recipes/common/stats_reduce.h"
 #include "recipes/train/metrics_line.h"
+#include "test_util.h"
 #include "thread_world.h"
 #include "unit/model_test_util.h"
 
@@ -195,6 +201,95 @@ TEST(GateMetrics, PairAlphaPerLayerFromTheNamedParameters) {
   recipes::TrainLine none;
   EXPECT_FALSE(recipes::train_metrics_line(none).contains("pair_alpha_by_layer"));
   EXPECT_FALSE(recipes::train_metrics_line(none).contains("pair_alpha"));
+}
+
+recipes::RunRecord record(double loss, double gen_tps) {
+  recipes::RunRecord r;
+  r.val_loss = loss;
+  r.tokens_per_s = 100;
+  r.parameters = 1234;
+  r.flops_per_token = 61234;
+  r.generation_tokens_per_s = gen_tps;
+  r.last_step = 10;
+  return r;
+}
+
+TEST(GateMetrics, AblationSummaryHasSizeFlopsAndGenerationColumns) {
+  using namespace recipes;
+  const std::vector<GridAxis> grid{{"model.gate.kind", {"none"}}, {"seed", {"0", "1"}}};
+  const std::vector<Cell> cells = expand_grid(grid);
+  const std::vector<CellResult> results{{cells[0], record(2.0, 1000)}, {cells[1], record(3.0, 3000)}};
+  const std::string md = summary_markdown(grid, results);
+  EXPECT_NE(md.find("| tokens/s | gen tokens/s | parameters | MFLOP/token |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 100 ± 0 | 2000 ± 1414 | 1234 | 0.0612 |"), std::string::npos) << md;
+  const std::string csv = summary_csv(grid, results);
+  EXPECT_NE(csv.find(",steps,elapsed_s,flops_per_token,generation_tokens_per_s\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nkind-none_seed-1,none,1,3,,,,,,100,1234,10,,61234,3000\n"), std::string::npos) << csv;
+}
+
+TEST(GateMetrics, RunRecordReadsModelSizeAndAFreshGenerationFile) {
+  using namespace recipes;
+  test::TempDir tmp;
+  const std::string dir = tmp.path().string();
+  {
+    std::ofstream(tmp.file("metrics.jsonl"))
+        << R"({"step":5,"split":"train","loss":2.0,"gate_mean":0.5,"gate_mean_by_head":[[0.25,0.75],null]})"
+           "\n";
+    std::ofstream(tmp.file("config.yaml")) << "model: {vocab_size: 11, block_size: 8, n_layer: 2, n_head: 2, "
+                                              "n_embd: 8}\n";
+    std::filesystem::create_directories(tmp.path() / "checkpoints");
+    std::ofstream(tmp.file("checkpoints/latest")) << "step_00000005\n";
+  }
+  GenerationSpeed g;
+  g.tokens_per_s = 4321;
+  g.checkpoint = "step_00000005";
+  write_generation(dir, g);
+  RunRecord r = read_run(dir);
+  models::ModelConfig mc;
+  mc.vocab_size = 11;
+  mc.block_size = 8;
+  mc.n_layer = 2;
+  mc.n_head = 2;
+  mc.n_embd = 8;
+  models::GPT model(mc, 0);
+  ASSERT_TRUE(r.parameters && r.flops_per_token);
+  EXPECT_EQ(*r.parameters, model.num_parameters());
+  EXPECT_DOUBLE_EQ(*r.flops_per_token, model.flops_per_token(8));
+  EXPECT_GT(*r.flops_per_token, 6.0 * 8 * 8);
+  ASSERT_TRUE(r.generation_tokens_per_s);
+  EXPECT_DOUBLE_EQ(*r.generation_tokens_per_s, 4321);
+  EXPECT_EQ(r.gate_mean_by_head.size(), 2u);
+  // Measured on an older checkpoint: stale, not shown.
+  std::ofstream(tmp.file("checkpoints/latest")) << "step_00000009\n";
+  EXPECT_FALSE(read_run(dir).generation_tokens_per_s);
+}
+
+TEST(GateMetrics, ReportShowsTheFinalGateMeanPerHead) {
+  using namespace recipes;
+  ReportRun run;
+  run.record.name = "gated";
+  run.record.dir = "runs/gated";
+  run.record.config = {{"model", {{"n_layer", 2}}}};
+  run.record.metrics.push_back({{"step", 1},
+                                {"split", "train"},
+                                {"loss", 2.0},
+                                {"gate_mean_by_layer", {0.5, 0.4}},
+                                {"gate_mean_by_head", {{0.25, 0.75}, nullptr}}});
+  run.record.gate_mean = 0.45;
+  run.record.gate_mean_by_head = run.record.metrics[0]["gate_mean_by_head"];
+  run.record.generation_tokens_per_s = 812.0;
+  run.probe.note = "no checkpoint";
+  ReportOptions o;
+  const std::string html = report_html({run}, o);
+  const std::size_t table = html.find("id=\"gate-by-head-run0\"");
+  ASSERT_NE(table, std::string::npos) << html;
+  EXPECT_NE(html.find("<th>head 1</th>", table), std::string::npos);
+  EXPECT_NE(html.find("<td>0.75</td>", table), std::string::npos);
+  EXPECT_NE(html.find("<td>1</td><td>–</td><td>–</td>", table), std::string::npos);  // layer 1: no heads
+  EXPECT_NE(html.find("<th>gen tokens/s</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td>812</td>"), std::string::npos);
+  run.record.gate_mean_by_head = nullptr;
+  EXPECT_EQ(report_html({run}, o).find("gate-by-head-run0"), std::string::npos);
 }
 
 }  // namespace
