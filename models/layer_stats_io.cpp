@@ -1,16 +1,38 @@
-// The statistics as metrics.jsonl fields and as the flat sums ranks all-reduce.
+// The statistics as metrics.jsonl fields, their sum over batches, and the flat sums ranks all-reduce.
 #include "models/layer_stats_io.h"
 
 #include <cmath>
 #include <cstdint>
+#include <string>
+
+#include "framework/tensor/error.h"
 
 namespace gattn::models {
 
 namespace {
 
 // Per layer: two GateMoments (the modulation's, the layer's gates') of 5 fields, then the entropy
-// and sink sums and counts.
-constexpr std::size_t kStatsFields = 14;
+// and sink sums and counts; then 5 fields per head of gate_by_head.
+constexpr std::size_t kMomentFields = 5;
+constexpr std::size_t kStatsFields = 2 * kMomentFields + 4;
+
+void put(std::vector<double>& out, const ops::GateMoments& g) {
+  out.insert(out.end(), {g.sum, g.sum_sq, static_cast<double>(g.count), static_cast<double>(g.below_0_1),
+                         static_cast<double>(g.above_0_9)});
+}
+
+const double* get(const double* f, ops::GateMoments& g) {
+  auto as_int = [](double x) { return static_cast<std::int64_t>(std::llround(x)); };
+  g.sum = f[0];
+  g.sum_sq = f[1];
+  g.count = as_int(f[2]);
+  g.below_0_1 = as_int(f[3]);
+  g.above_0_9 = as_int(f[4]);
+  return f + kMomentFields;
+}
+
+nlohmann::json mean_or_null(const ops::GateMoments& g) { return g.count > 0 ? nlohmann::json(g.mean()) : nullptr; }
+nlohmann::json std_or_null(const ops::GateMoments& g) { return g.count > 0 ? nlohmann::json(g.std()) : nullptr; }
 
 }  // namespace
 
@@ -18,6 +40,8 @@ void add_stats_to_metrics(nlohmann::json& line, const std::vector<LayerStats>& s
   ops::GateMoments all;
   nlohmann::json gate_mean = nlohmann::json::array(), entropy = nlohmann::json::array(), sink = nlohmann::json::array();
   nlohmann::json lt = nlohmann::json::array(), gt = nlohmann::json::array(), gstd = nlohmann::json::array();
+  nlohmann::json head_mean = nlohmann::json::array(), head_std = nlohmann::json::array();
+  bool any_by_head = false;
   double entropy_sum = 0, sink_sum = 0;
   for (const auto& s : stats) {
     all.merge(s.gate);
@@ -36,6 +60,19 @@ void add_stats_to_metrics(nlohmann::json& line, const std::vector<LayerStats>& s
       lt.push_back(nullptr);
       gt.push_back(nullptr);
     }
+    if (s.gate_by_head.empty()) {
+      head_mean.push_back(nullptr);
+      head_std.push_back(nullptr);
+    } else {
+      any_by_head = true;
+      nlohmann::json m = nlohmann::json::array(), sd = nlohmann::json::array();
+      for (const ops::GateMoments& h : s.gate_by_head) {
+        m.push_back(mean_or_null(h));
+        sd.push_back(std_or_null(h));
+      }
+      head_mean.push_back(std::move(m));
+      head_std.push_back(std::move(sd));
+    }
   }
   const double n = stats.empty() ? 1.0 : static_cast<double>(stats.size());
   line["attn_entropy"] = entropy_sum / n;
@@ -52,6 +89,46 @@ void add_stats_to_metrics(nlohmann::json& line, const std::vector<LayerStats>& s
     line["gate_frac_lt_0.1_by_layer"] = lt;
     line["gate_frac_gt_0.9_by_layer"] = gt;
   }
+  if (any_by_head) {
+    line["gate_mean_by_head"] = head_mean;
+    line["gate_std_by_head"] = head_std;
+  }
+}
+
+void add_val_gate_stats(nlohmann::json& line, const std::vector<LayerStats>& stats) {
+  ops::GateMoments all;
+  nlohmann::json by_layer = nlohmann::json::array();
+  for (const LayerStats& s : stats) {
+    all.merge(s.gate);
+    by_layer.push_back(mean_or_null(s.gate));
+  }
+  if (all.count == 0) return;
+  line["val_gate_mean"] = all.mean();
+  line["val_gate_std"] = all.std();
+  line["val_gate_mean_by_layer"] = by_layer;
+}
+
+void merge_stats(std::vector<LayerStats>& into, const std::vector<LayerStats>& from) {
+  if (into.empty()) {
+    into = from;
+    return;
+  }
+  if (from.empty()) return;
+  if (into.size() != from.size())
+    throw ValueError("merge_stats: stats of " + std::to_string(from.size()) + " layers added to stats of " +
+                     std::to_string(into.size()));
+  for (std::size_t l = 0; l < into.size(); ++l) {
+    LayerStats& a = into[l];
+    const LayerStats& b = from[l];
+    a.attention.merge(b.attention);
+    a.gate.merge(b.gate);
+    if (b.gate_by_head.empty()) continue;
+    if (a.gate_by_head.empty()) a.gate_by_head.resize(b.gate_by_head.size());
+    if (a.gate_by_head.size() != b.gate_by_head.size())
+      throw ValueError("merge_stats: layer " + std::to_string(l) + " has " + std::to_string(b.gate_by_head.size()) +
+                       " heads' gate values to add to " + std::to_string(a.gate_by_head.size()));
+    for (std::size_t h = 0; h < a.gate_by_head.size(); ++h) a.gate_by_head[h].merge(b.gate_by_head[h]);
+  }
 }
 
 // LayerStats are sums and counts, so the statistics of the global batch are the ranks' sums added.
@@ -59,32 +136,33 @@ std::vector<double> flatten_stats(const std::vector<LayerStats>& stats) {
   std::vector<double> out;
   for (const auto& s : stats) {
     const ops::AttentionStats& a = s.attention;
-    for (const ops::GateMoments* g : {&a.modulation, &s.gate})
-      out.insert(out.end(), {g->sum, g->sum_sq, static_cast<double>(g->count), static_cast<double>(g->below_0_1),
-                             static_cast<double>(g->above_0_9)});
+    put(out, a.modulation);
+    put(out, s.gate);
     out.insert(out.end(),
                {a.entropy_sum, static_cast<double>(a.entropy_count), a.sink_sum, static_cast<double>(a.sink_count)});
+    for (const ops::GateMoments& h : s.gate_by_head) put(out, h);
   }
   return out;
 }
 
 void unflatten_stats(const std::vector<double>& v, std::vector<LayerStats>& stats) {
+  std::size_t expected = 0;
+  for (const LayerStats& s : stats) expected += kStatsFields + kMomentFields * s.gate_by_head.size();
+  if (v.size() != expected)
+    throw ValueError("unflatten_stats: " + std::to_string(v.size()) + " values for stats laid out in " +
+                     std::to_string(expected) + " (the ranks' models differ?)");
   auto as_int = [](double x) { return static_cast<std::int64_t>(std::llround(x)); };
-  for (std::size_t l = 0; l < stats.size(); ++l) {
-    const double* f = v.data() + l * kStatsFields;
-    ops::AttentionStats& a = stats[l].attention;
-    for (ops::GateMoments* g : {&a.modulation, &stats[l].gate}) {
-      g->sum = f[0];
-      g->sum_sq = f[1];
-      g->count = as_int(f[2]);
-      g->below_0_1 = as_int(f[3]);
-      g->above_0_9 = as_int(f[4]);
-      f += 5;
-    }
+  const double* f = v.data();
+  for (LayerStats& s : stats) {
+    ops::AttentionStats& a = s.attention;
+    f = get(f, a.modulation);
+    f = get(f, s.gate);
     a.entropy_sum = f[0];
     a.entropy_count = as_int(f[1]);
     a.sink_sum = f[2];
     a.sink_count = as_int(f[3]);
+    f += 4;
+    for (ops::GateMoments& h : s.gate_by_head) f = get(f, h);
   }
 }
 

@@ -1,8 +1,9 @@
 // `gattn ablate --config ABLATION.yaml [run.dir=DIR] [key.path=value ...]`: trains every cell of an
 // ablation grid, one after another, each as a `gattn train` child process into DIR/cells/<name>/
 // (its output in DIR/logs/<name>.log); finished cells are skipped and interrupted ones resumed, so
-// re-running the command continues where it stopped. summary.csv and summary.md cover the finished
-// cells after each one; report.html comes at the end.
+// re-running the command continues where it stopped. After a cell trains, its final checkpoint's
+// KV-cached generation speed is measured here (DIR/cells/<name>/generation.json). summary.csv and
+// summary.md cover the finished cells after each one; report.html comes at the end.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -16,12 +17,14 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "framework/io/checkpoint.h"
 #include "framework/io/errors.h"
 #include "framework/io/run_files.h"
 #include "recipes/ablate/ablation.h"
 #include "recipes/ablate/ablation_summary.h"
+#include "recipes/ablate/generation_speed.h"
 #include "recipes/ablate/report.h"
 #include "recipes/common/recipe.h"
 #include "recipes/common/run_config.h"
@@ -128,7 +131,25 @@ void check_ablation_outputs(const std::string& dir, const std::vector<PlannedCel
   if (fs::exists(d, ec) && !fs::is_directory(d, ec))
     throw OutputPathError("run.dir: " + dir + " exists and is not a directory");
   for (const char* f : {"summary.csv", "summary.md", "report.html"}) check_output_file((d / f).string(), "ablate");
-  for (const PlannedCell& p : plan) check_output_file((d / "logs" / (p.cell.name + ".log")).string(), "ablate");
+  for (const PlannedCell& p : plan) {
+    check_output_file((d / "logs" / (p.cell.name + ".log")).string(), "ablate");
+    check_output_file((fs::path(p.dir) / kGenerationFile).string(), "ablate");
+  }
+}
+
+// Measures a finished cell's generation speed unless generation.json already holds it for the
+// cell's final checkpoint; returns the tokens/s. A checkpoint that cannot be loaded here only costs
+// the column (one line says why).
+std::optional<double> ensure_generation_speed(const PlannedCell& p) {
+  if (auto known = read_generation_tokens_per_s(p.dir)) return known;
+  try {
+    const GenerationSpeed g = measure_generation(p.dir);
+    write_generation(p.dir, g);
+    return g.tokens_per_s;
+  } catch (const std::exception& e) {
+    std::cerr << "gattn: ablate: cell " << p.cell.name << ": generation speed not measured: " << e.what() << "\n";
+    return std::nullopt;
+  }
 }
 
 int run_ablate(const AblateArgs& args) {
@@ -194,6 +215,7 @@ int run_ablate(const AblateArgs& args) {
         std::string("[").append(std::to_string(i + 1)) + "/" + std::to_string(n) + "] " + p.cell.name;
     if (run_finished(p.dir, p.max_steps)) {
       std::cout << tag << ": finished, skipped\n" << std::flush;
+      ensure_generation_speed(p);  // a cell an older gattn trained, or whose file was removed
       continue;
     }
     // A cell with a run directory was interrupted: continue it from its last checkpoint.
@@ -219,12 +241,17 @@ int run_ablate(const AblateArgs& args) {
                 << " (checkpointed); run the same command again to resume\n";
       return 0;
     }
+    const std::optional<double> generation = ensure_generation_speed(p);
     const RunRecord r = read_run(p.dir);
     char result[96];
     std::snprintf(result, sizeof result, ", val loss %.4f", r.val_loss.value_or(std::nan("")));
     std::cout << tag << ": done in " << seconds(took) << result;
     if (r.val_accuracy) {
       std::snprintf(result, sizeof result, ", accuracy %.1f%%", 100 * *r.val_accuracy);
+      std::cout << result;
+    }
+    if (generation) {
+      std::snprintf(result, sizeof result, ", generation %.0f tokens/s", *generation);
       std::cout << result;
     }
     std::cout << "\n" << std::flush;

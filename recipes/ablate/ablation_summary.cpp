@@ -34,6 +34,14 @@ std::string short_key(const std::string& key) {
 
 bool is_seed(const GridAxis& axis) { return axis.key == "seed"; }
 
+// FLOPs as MFLOP with three significant digits ("61.2", "0.0612"), whole numbers from 100 on.
+std::string mflop(double flops) {
+  const double m = flops / 1e6;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, m >= 100 ? "%.0f" : "%.3g", m);
+  return buf;
+}
+
 }  // namespace
 
 std::string summary_csv(const std::vector<GridAxis>& grid, const std::vector<CellResult>& cells) {
@@ -41,7 +49,7 @@ std::string summary_csv(const std::vector<GridAxis>& grid, const std::vector<Cel
   for (const GridAxis& a : grid) out += std::string(",").append(csv_field(a.key));
   out +=
       ",val_loss,val_accuracy,gate_mean,gate_frac_lt_0.1,attn_entropy,sink_ratio,tokens_per_s,parameters,steps,elapsed_"
-      "s\n";
+      "s,flops_per_token,generation_tokens_per_s\n";
   for (const CellResult& c : cells) {
     out += csv_field(c.cell.name);
     for (const auto& [key, value] : c.cell.point) out += std::string(",").append(csv_field(value));
@@ -52,7 +60,9 @@ std::string summary_csv(const std::vector<GridAxis>& grid, const std::vector<Cel
     out.push_back(',');
     if (r.parameters) out += std::to_string(*r.parameters);
     out += std::string(",").append(std::to_string(r.last_step));
-    out += std::string(",").append(csv_number(r.elapsed_s)) + "\n";
+    out += std::string(",").append(csv_number(r.elapsed_s));
+    out += std::string(",").append(csv_number(r.flops_per_token));
+    out += std::string(",").append(csv_number(r.generation_tokens_per_s)) + "\n";
   }
   return out;
 }
@@ -89,8 +99,8 @@ std::string summary_markdown(const std::vector<GridAxis>& grid, const std::vecto
     head += " val accuracy (%) |";
     rule += " --- |";
   }
-  head += " gate mean | gate < 0.1 | attn entropy | sink ratio | tokens/s | parameters |";
-  rule += " --- | --- | --- | --- | --- | --- |";
+  head += " gate mean | gate < 0.1 | attn entropy | sink ratio | tokens/s | gen tokens/s | parameters | MFLOP/token |";
+  rule += " --- | --- | --- | --- | --- | --- | --- | --- |";
   std::string out = head + "\n" + rule + "\n";
 
   for (const std::string& id : order) {
@@ -116,8 +126,11 @@ std::string summary_markdown(const std::vector<GridAxis>& grid, const std::vecto
     add(stat([](const RunRecord& r) { return r.attn_entropy; }, 1, 3));
     add(stat([](const RunRecord& r) { return r.sink_ratio; }, 1, 3));
     add(stat([](const RunRecord& r) { return r.tokens_per_s; }, 1, 0));
+    add(stat([](const RunRecord& r) { return r.generation_tokens_per_s; }, 1, 0));
+    // The model's size and compute: the same for every seed of the group.
     const RunRecord& first = members.front()->run;
     add(first.parameters ? std::to_string(*first.parameters) : std::string("–"));
+    add(first.flops_per_token ? mflop(*first.flops_per_token) : std::string("–"));
     out += row + "\n";
   }
   return out;

@@ -1,5 +1,7 @@
 // The tables `gattn ablate` writes: summary.csv (one row per cell, raw final values) and
-// summary.md (one row per grid point without the seed: mean ± std over the seeds).
+// summary.md (one row per grid point without the seed: mean ± std over the seeds). Besides the
+// final metrics both give the model's parameters and training FLOPs per token and the KV-cached
+// generation tokens/s measured on each cell's final checkpoint (RunRecord).
 #pragma once
 #include <string>
 #include <vector>

@@ -29,6 +29,7 @@ th:first-child, td:first-child { text-align: left; }
 .tokens { font-family: monospace; font-size: 13px; line-height: 1.9; margin: 2px 0 8px 0; }
 .tokens span { white-space: pre; padding: 1px 0; }
 .layer-label { font-size: 12px; color: #555; }
+table.by-head { margin-top: 12px; } caption { text-align: left; font-size: 13px; padding: 2px 0; }
 .legend-ramp { display: inline-block; width: 160px; height: 10px; vertical-align: middle;
   background: linear-gradient(to right, #f7fbff, #08306b); border: 1px solid #aaa; }
 )";
@@ -55,15 +56,43 @@ int n_layers(const RunRecord& r) {
 std::string summary_table(const std::vector<ReportRun>& runs) {
   std::string s =
       "<table><tr><th>run</th><th>steps</th><th>val loss</th><th>val accuracy (%)</th><th>gate mean</th>"
-      "<th>gate &lt; 0.1</th><th>attn entropy</th><th>sink ratio</th><th>tokens/s</th><th>parameters</th></tr>";
+      "<th>gate &lt; 0.1</th><th>attn entropy</th><th>sink ratio</th><th>tokens/s</th><th>gen tokens/s</th>"
+      "<th>parameters</th><th>MFLOP/token</th></tr>";
   for (const ReportRun& run : runs) {
     const RunRecord& r = run.record;
+    std::optional<double> mflop;
+    if (r.flops_per_token) mflop = *r.flops_per_token / 1e6;
     s += std::string("<tr><td>").append(escape_xml(r.name)) + "</td><td>" + std::to_string(r.last_step) + "</td><td>" +
          opt_text(r.val_loss, 4) + "</td><td>" + opt_text(r.val_accuracy, 1, 100) + "</td><td>" +
          opt_text(r.gate_mean, 3) + "</td><td>" + opt_text(r.gate_frac_lt_0_1, 3) + "</td><td>" +
          opt_text(r.attn_entropy, 3) + "</td><td>" + opt_text(r.sink_ratio, 3) + "</td><td>" +
-         opt_text(r.tokens_per_s, 0) + "</td><td>" + (r.parameters ? std::to_string(*r.parameters) : "–") +
-         "</td></tr>";
+         opt_text(r.tokens_per_s, 0) + "</td><td>" + opt_text(r.generation_tokens_per_s, 0) + "</td><td>" +
+         (r.parameters ? std::to_string(*r.parameters) : "–") + "</td><td>" +
+         opt_text(mflop, mflop && *mflop >= 100 ? 0 : 3) + "</td></tr>";
+  }
+  return s + "</table>";
+}
+
+// The final gate mean of each head (the last train line's gate_mean_by_head) as a table, a row per
+// layer; "" when the run logged no per-head values.
+std::string gate_by_head_table(const ReportRun& run, std::size_t k) {
+  const nlohmann::json& rows = run.record.gate_mean_by_head;
+  if (!rows.is_array() || rows.empty()) return "";
+  std::size_t heads = 0;
+  for (const nlohmann::json& row : rows)
+    if (row.is_array()) heads = std::max(heads, row.size());
+  std::string s = std::string("<table class=\"by-head\" id=\"gate-by-head-run").append(std::to_string(k)) +
+                  "\"><caption>" + escape_xml(run.record.name) +
+                  ": final gate mean per head</caption><tr><th>layer</th>";
+  for (std::size_t h = 0; h < heads; ++h) s += std::string("<th>head ").append(std::to_string(h)) + "</th>";
+  s += "</tr>";
+  for (std::size_t l = 0; l < rows.size(); ++l) {
+    s += std::string("<tr><td>").append(std::to_string(l)) + "</td>";
+    for (std::size_t h = 0; h < heads; ++h) {
+      const bool value = rows[l].is_array() && h < rows[l].size() && rows[l][h].is_number();
+      s += "<td>" + (value ? report::format_number(rows[l][h].get<double>(), 3) : std::string("–")) + "</td>";
+    }
+    s += "</tr>";
   }
   return s + "</table>";
 }
@@ -118,7 +147,10 @@ std::string gate_over_training(const std::vector<ReportRun>& runs) {
     o.height = 260;
     s += figure(report::line_chart(series, o));
   }
-  return s + "</div>";
+  s += "</div>";
+  for (std::size_t k = 0; k < runs.size(); ++k)
+    if (has_gates(runs[k])) s += gate_by_head_table(runs[k], k);
+  return s;
 }
 
 std::string gate_histograms(const std::vector<ReportRun>& runs) {

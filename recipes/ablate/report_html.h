@@ -1,6 +1,7 @@
 // The page `gattn report` writes: one self-contained HTML file (inline SVG and CSS, no scripts, no
 // network) with the runs' summary table, loss curves, attention entropy and sink ratio, gate means
-// per layer over training, gate-value histograms per layer, and for one sample text the tokens
+// per layer over training (and the final gate mean per head where the gates report per head),
+// gate-value histograms per layer, and for one sample text the tokens
 // coloured by their gate value per layer and the attention maps of chosen heads.
 #pragma once
 #include <string>

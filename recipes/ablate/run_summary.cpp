@@ -9,6 +9,7 @@
 #include "framework/io/metrics.h"
 #include "models/gpt.h"
 #include "recipes/ablate/ablation.h"
+#include "recipes/ablate/generation_speed.h"
 #include "recipes/common/run_config.h"
 
 namespace gattn::recipes {
@@ -23,15 +24,18 @@ std::optional<double> number(const nlohmann::json& line, const std::string& key)
   return it->get<double>();
 }
 
-// Parameters of the model the config describes (building it is cheap next to training it).
-std::optional<std::int64_t> parameters_of(const std::string& config_path) {
+// Parameters and training FLOPs per token of the model the config describes (building it is cheap
+// next to training it).
+void read_model_size(const std::string& config_path, RunRecord& run) {
   try {
     const Config cfg = Config::load(config_path);
     models::ModelConfig mc = cfg.model_config();
-    if (mc.vocab_size <= 0) return std::nullopt;
-    return models::GPT(mc, 0).num_parameters();
+    if (mc.vocab_size <= 0) return;
+    models::GPT model(mc, 0);
+    run.parameters = model.num_parameters();
+    run.flops_per_token = model.flops_per_token(mc.block_size);
   } catch (const std::exception&) {
-    return std::nullopt;  // an unreadable config only costs the column
+    // an unreadable config only costs the columns
   }
 }
 
@@ -55,8 +59,9 @@ RunRecord read_run(const std::string& dir) {
     } catch (const std::exception&) {
       run.config = nullptr;
     }
-    run.parameters = parameters_of(config.string());
+    read_model_size(config.string(), run);
   }
+  run.generation_tokens_per_s = read_generation_tokens_per_s(dir);
   std::vector<double> speeds;
   for (const nlohmann::json& line : run.metrics) {
     const std::string split = line.value("split", "");
@@ -70,6 +75,8 @@ RunRecord read_run(const std::string& dir) {
       run.attn_entropy = number(line, "attn_entropy");
       run.sink_ratio = number(line, "sink_ratio");
       run.elapsed_s = number(line, "elapsed_s");
+      auto by_head = line.find("gate_mean_by_head");
+      run.gate_mean_by_head = by_head != line.end() && by_head->is_array() ? *by_head : nlohmann::json();
       if (auto v = number(line, "tokens_per_s")) speeds.push_back(*v);
     }
   }

@@ -1,6 +1,6 @@
 // What `gattn ablate` and `gattn report` read back from a run directory (docs/run-directory.md): the metrics
 // lines, the final numbers of a run (val loss and accuracy, gate and attention statistics, speed,
-// size), and mean ± std over seeds.
+// size, compute, generation speed), and mean ± std over seeds.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -22,10 +22,19 @@ struct RunRecord {
   std::optional<double> tokens_per_s;  // median over train lines (robust to the slow first step)
   std::optional<double> elapsed_s;
   std::optional<std::int64_t> parameters;  // from the config's model shape
+  // Model FLOPs per token of a training step (forward + backward, models::GPT::flops_per_token) at
+  // the config's block size.
+  std::optional<double> flops_per_token;
+  // KV-cached generation tokens/s on the latest checkpoint (generation.json, which `gattn ablate`
+  // writes after training a cell: recipes/ablate/generation_speed.h); unset when not measured.
+  std::optional<double> generation_tokens_per_s;
+  // The last train line's gate_mean_by_head ([L][H], null rows for layers without per-head
+  // values); null when the run logged none.
+  nlohmann::json gate_mean_by_head;
 };
 
-// Reads dir/metrics.jsonl (required: a directory without it throws UsageError, exit 2) and
-// dir/config.yaml (optional).
+// Reads dir/metrics.jsonl (required: a directory without it throws UsageError, exit 2),
+// dir/config.yaml and dir/generation.json (both optional).
 RunRecord read_run(const std::string& dir);
 
 // The values of `key` on lines of `split` ("train"/"val") as (step, value); lines without it are

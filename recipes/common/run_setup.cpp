@@ -17,10 +17,12 @@
 #include "framework/io/run_files.h"
 #include "framework/io/safetensors.h"
 #include "framework/runtime/threads.h"
+#include "models/layer_stats_io.h"
 #include "models/sampling.h"
 #include "ops/cuda/runtime_info.h"
 #include "ops/nn_functional.h"
 #include "recipes/common/memory_check.h"
+#include "recipes/common/stats_reduce.h"
 
 namespace gattn::recipes {
 
@@ -158,11 +160,15 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
   double loss_sum = 0, correct = 0;
   std::int64_t tokens = 0;
   std::int64_t batch_index = 0;
+  models::ForwardOptions fo;
+  fo.collect_stats = model.config().has_gates();  // the val gate statistics, a by-product of the forward
+  std::vector<models::LayerStats> stats;
   for (std::int64_t first = 0; first < windows; first += batch_size) {
     if (batch_index++ % world != rank) continue;
     const std::int64_t count = std::min(batch_size, windows - first);
     Batch batch = data.eval_batch(first, count, T);
-    models::ForwardResult r = model.forward(batch.x.to(device), batch.y.to(device));
+    models::ForwardResult r = model.forward(batch.x.to(device), batch.y.to(device), fo);
+    models::merge_stats(stats, r.stats);
     std::int64_t n = 0;
     for (double t : batch.y.to_vector()) n += t >= 0;
     loss_sum += r.loss.item() * static_cast<double>(n);
@@ -177,8 +183,10 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
     loss_sum = sums[0];
     correct = sums[1];
     tokens = static_cast<std::int64_t>(sums[2]);
+    if (fo.collect_stats) all_reduce_stats(*comm, stats, model.config().n_layer, "all-reduce of the eval statistics");
   }
   EvalResult e;
+  e.stats = std::move(stats);
   e.tokens = tokens;
   e.loss = tokens ? loss_sum / static_cast<double>(tokens) : 0.0;
   if (data.reports_accuracy()) e.accuracy = tokens ? correct / static_cast<double>(tokens) : 0.0;
@@ -193,7 +201,21 @@ std::string format_eval(std::int64_t step, const EvalResult& e) {
   else
     std::snprintf(buf, sizeof buf, "eval at step %lld: val loss %.4f (%lld tokens)", static_cast<long long>(step),
                   e.loss, static_cast<long long>(e.tokens));
-  return buf;
+  std::string out = buf;
+  nlohmann::json gates;
+  models::add_val_gate_stats(gates, e.stats);
+  if (gates.contains("val_gate_mean")) {
+    std::snprintf(buf, sizeof buf, ", val gate mean %.3f (std %.3f)", gates["val_gate_mean"].get<double>(),
+                  gates["val_gate_std"].get<double>());
+    out += buf;
+  }
+  return out;
+}
+
+void add_eval_fields(nlohmann::json& line, const EvalResult& e) {
+  line["loss"] = e.loss;
+  if (e.accuracy) line["accuracy"] = *e.accuracy;
+  models::add_val_gate_stats(line, e.stats);
 }
 
 CheckpointWritten save_checkpoint_directory(const RunSetup& run, const OptimizerSnapshot& optimizer,

@@ -2,6 +2,7 @@
 // evaluation on the val split, checkpoint metadata, and text sampling for the end of a run.
 #pragma once
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,14 +59,23 @@ struct EvalResult {
   double loss = 0;
   std::int64_t tokens = 0;         // predicted tokens the loss averages over
   std::optional<double> accuracy;  // synthetic tasks: answer-token accuracy
+  // Models with gates: the per-layer statistics of every eval forward, summed over all windows (eval
+  // mode: no gate noise); empty for a model without gates.
+  std::vector<models::LayerStats> stats;
 };
 
-// Mean loss over the val split's eval windows (docs/config.md), in batches of `batch_size` windows. With a
-// communicator of several ranks the batches are dealt round-robin and the sums reduced: every rank
-// gets the same result, each having run 1/world of the windows.
+// Mean loss over the val split's eval windows (docs/config.md), in batches of `batch_size` windows, and
+// for a model with gates the gate and attention statistics of those forwards. With a communicator of
+// several ranks the batches are dealt round-robin and the sums reduced: every rank gets the same
+// result, each having run 1/world of the windows.
 EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t batch_size,
                     dist::Communicator* comm = nullptr);
+// "eval at step N: val loss …" with the answer accuracy (synthetic tasks) and the val gate mean and
+// std (models with gates).
 std::string format_eval(std::int64_t step, const EvalResult& e);
+// The fields an eval adds to a val line of metrics.jsonl and to `gattn eval`'s line: loss, accuracy
+// (synthetic tasks) and the val gate statistics (models::add_val_gate_stats).
+void add_eval_fields(nlohmann::json& line, const EvalResult& e);
 
 // Writes checkpoints/step_<state.step>/ (not yet `latest`): the weights with the metadata docs/checkpoint-format.md
 // lists,

@@ -1,7 +1,9 @@
 // `gattn eval --checkpoint DIR [key.path=value ...]`: the val loss of a checkpoint over the eval
 // windows of docs/config.md, printed as one JSON line {"loss":…, "tokens":…} (plus "accuracy" for
-// synthetic tasks). The run's config comes from the checkpoint's metadata; overrides such as
-// eval.max_windows=50 or data.path=… apply on top (a text with another vocabulary is refused).
+// synthetic tasks and, for models with gates, val_gate_mean, val_gate_std and
+// val_gate_mean_by_layer, as on a metrics.jsonl val line). The run's config comes from the
+// checkpoint's metadata; overrides such as eval.max_windows=50 or data.path=… apply on top (a text
+// with another vocabulary is refused).
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -26,8 +28,8 @@ int run_eval(const EvalArgs& args) {
   check_same_vocabulary(ckpt.vocab_json, ckpt.model_path, *data);  // resume refuses the same change
   models::GPT& model = *ckpt.model;
   EvalResult e = evaluate(model, *data, cfg, cfg.get_int("train.batch_size"));
-  nlohmann::json line = {{"loss", e.loss}, {"tokens", e.tokens}};
-  if (e.accuracy) line["accuracy"] = *e.accuracy;
+  nlohmann::json line = {{"tokens", e.tokens}};
+  add_eval_fields(line, e);  // loss, accuracy and the val gate statistics: a val line's fields
   std::cout << line.dump() << "\n";
   return 0;
 }

@@ -203,6 +203,24 @@ int run_inspect(const InspectArgs& args) {
     std::cout << "  " << std::setw(12) << s.attn_entropy() << "  " << std::setw(10) << s.sink_ratio() << "\n";
     std::cout << std::defaultfloat << std::setprecision(6);
   }
+  // Per head, where a layer's gates report per-head values.
+  bool by_head = false;
+  for (const auto& s : r.stats) by_head = by_head || !s.gate_by_head.empty();
+  if (by_head) {
+    std::cout << "  gate_mean by head:\n";
+    for (std::size_t l = 0; l < r.stats.size(); ++l) {
+      if (r.stats[l].gate_by_head.empty()) continue;
+      std::cout << "  " << std::setw(5) << l << std::fixed << std::setprecision(4);
+      for (const ops::GateMoments& h : r.stats[l].gate_by_head) {
+        std::cout << "  ";
+        if (h.count > 0)
+          std::cout << h.mean();
+        else
+          std::cout << "-";
+      }
+      std::cout << "\n" << std::defaultfloat << std::setprecision(6);
+    }
+  }
   return 0;
 }
 

@@ -1,9 +1,34 @@
 // The train line of metrics.jsonl.
 #include "recipes/train/metrics_line.h"
 
+#include <cmath>
+
 #include "models/layer_stats_io.h"
 
 namespace gattn::recipes {
+
+std::vector<std::optional<double>> pair_alpha_by_layer(models::GPT& model) {
+  const models::ModelConfig& mc = model.config();
+  std::vector<std::optional<double>> out(static_cast<std::size_t>(mc.n_layer));
+  bool any = false;
+  std::map<std::string, Tensor> params;
+  for (std::int64_t l = 0; l < mc.n_layer; ++l) {
+    bool pair = false;
+    for (const models::GateConfig& g : mc.layer_gates(l)) pair = pair || g.kind == "pair";
+    if (!pair) continue;
+    if (params.empty())
+      for (auto& [name, p] : model.named_parameters()) params.emplace(name, p);
+    const std::string attn = "blocks." + std::to_string(l) + ".attn.";
+    auto it = params.find(attn + "gate.pair.alpha");  // several gates in the block
+    if (it == params.end()) it = params.find(attn + "gate.alpha");
+    if (it == params.end()) continue;
+    const double a = it->second.to_vector().at(0);
+    out[static_cast<std::size_t>(l)] = 1.0 / (1.0 + std::exp(-a));
+    any = true;
+  }
+  if (!any) out.clear();
+  return out;
+}
 
 nlohmann::json train_metrics_line(const TrainLine& t) {
   nlohmann::json line = {{"step", t.step},           {"split", "train"},
@@ -11,6 +36,20 @@ nlohmann::json train_metrics_line(const TrainLine& t) {
                          {"grad_norm", t.grad_norm}, {"tokens_per_s", t.tokens_per_s},
                          {"elapsed_s", t.elapsed_s}};
   models::add_stats_to_metrics(line, t.stats);
+  if (!t.pair_alpha.empty()) {
+    nlohmann::json by_layer = nlohmann::json::array();
+    double sum = 0;
+    int n = 0;
+    for (const std::optional<double>& a : t.pair_alpha) {
+      by_layer.push_back(a ? nlohmann::json(*a) : nlohmann::json(nullptr));
+      if (a) {
+        sum += *a;
+        ++n;
+      }
+    }
+    line["pair_alpha_by_layer"] = by_layer;
+    if (n > 0) line["pair_alpha"] = sum / n;
+  }
   for (const auto& [name, value] : t.regularizers) line[line.contains(name) ? name + "_reg" : name] = value;
   return line;
 }

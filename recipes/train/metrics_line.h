@@ -1,25 +1,34 @@
 // The train line of metrics.jsonl: step, loss, learning rate, gradient norm, throughput, time, the
-// gate and attention statistics, and every regulariser the model computed.
+// gate and attention statistics, the pair gates' α, and every regulariser the model computed.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "models/attention.h"
+#include "models/gpt.h"
 
 namespace gattn::recipes {
 
 struct TrainLine {
   std::int64_t step = 0;  // optimizer steps done
   double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, elapsed_s = 0;
-  std::vector<models::LayerStats> stats;       // empty when not collected
-  std::map<std::string, double> regularizers;  // name -> mean over the step's micro-batches
+  std::vector<models::LayerStats> stats;          // empty when not collected
+  std::map<std::string, double> regularizers;     // name -> mean over the step's micro-batches
+  std::vector<std::optional<double>> pair_alpha;  // per layer: σ(alpha) of its pair gate; empty without one
 };
 
+// Per layer, α = σ(alpha) of the block's pair gate as the weights hold it now (nullopt for a block
+// without one); empty when no block has a pair gate. The parameter is looked up among the model's
+// named parameters: attn.gate.pair.alpha in a block with several gates, attn.gate.alpha otherwise.
+std::vector<std::optional<double>> pair_alpha_by_layer(models::GPT& model);
+
 // The line's JSON. A regulariser goes under its name, or <name>_reg where a statistic already has
-// that name (attn_entropy).
+// that name (attn_entropy). With pair gates: pair_alpha_by_layer (null for a layer without one) and
+// pair_alpha, their mean.
 nlohmann::json train_metrics_line(const TrainLine& t);
 
 }  // namespace gattn::recipes

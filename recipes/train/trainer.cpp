@@ -19,9 +19,9 @@
 #include "framework/optim/adamw.h"
 #include "framework/runtime/threads.h"
 #include "models/gpt.h"
-#include "models/layer_stats_io.h"
 #include "ops/autocast.h"
 #include "ops/elementwise.h"
+#include "recipes/common/stats_reduce.h"
 #include "recipes/common/stop_signal.h"
 #include "recipes/train/batch_upload.h"
 #include "recipes/train/fault_injection.h"
@@ -292,10 +292,9 @@ void Trainer::reduce_across_ranks(StepResult& r) {
   r.loss_sum = sums[0] / world_;
   std::size_t at = 1;
   for (auto& [name, sum] : r.regularizers) sum = sums[at++] / world_;
+  // Every rank collects stats on the same (log) steps, so all of them take part or none.
   if (!r.stats.empty())
-    models::unflatten_stats(
-        comm_.all_reduce_host(models::flatten_stats(r.stats), dist::ReduceOp::sum, "all-reduce of the gate statistics"),
-        r.stats);
+    all_reduce_stats(comm_, r.stats, run_.model->config().n_layer, "all-reduce of the gate statistics");
 }
 
 bool Trainer::update_or_skip(std::int64_t step, double loss, double grad_norm) {
@@ -335,6 +334,7 @@ void Trainer::log_train(std::int64_t step, const StepResult& r, double loss, dou
   window_start_ = t.elapsed_s;
   t.lr = optimizer_->lr_of_group(optim::AdamW::kDefaultGroup, step);
   t.stats = r.stats;
+  t.pair_alpha = pair_alpha_by_layer(*run_.model);  // after the optimizer step this line reports
   for (const auto& [name, sum] : r.regularizers) t.regularizers[name] = sum / static_cast<double>(grad_accum_);
   const nlohmann::json line = train_metrics_line(t);
   metrics_->write(line);
@@ -347,8 +347,8 @@ void Trainer::evaluate_and_log(std::int64_t done) {
   run_.model->set_step(done);
   last_eval_ = evaluate(*run_.model, *run_.data, run_.config, batch_size_, &comm_);
   if (lead_) {
-    nlohmann::json line = {{"step", done}, {"split", "val"}, {"loss", last_eval_.loss}};
-    if (last_eval_.accuracy) line["accuracy"] = *last_eval_.accuracy;
+    nlohmann::json line = {{"step", done}, {"split", "val"}};
+    add_eval_fields(line, last_eval_);
     metrics_->write(line);
   }
   say(format_eval(done, last_eval_));

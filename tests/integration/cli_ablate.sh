@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `gattn ablate`: a 2-cell grid trains both cells and writes summary.csv, summary.md and
-# report.html; a re-run skips finished cells; an interrupted cell is resumed; bad ablation files
-# and a report on a directory without metrics exit 2 with one line.
+# report.html, with each cell's parameters, FLOPs per token and generation tokens/s (measured on its
+# final checkpoint into generation.json); a re-run skips finished cells; an interrupted cell is
+# resumed; bad ablation files and a report on a directory without metrics exit 2 with one line.
 set -u
 gattn="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -26,15 +27,39 @@ grep -q "^kind-output,output,[0-9.]*,[0-9.]*,[0-9.]*," "$tmp/abl/summary.csv" ||
 grep -q "^| none | 1 | [0-9]" "$tmp/abl/summary.md" || fail "summary.md lacks the none row: $(cat "$tmp/abl/summary.md")"
 grep -q "^| output | 1 | [0-9]" "$tmp/abl/summary.md" || fail "summary.md lacks the output row"
 grep -q "val loss" <<<"$out" || fail "ablate did not print the summary: $out"
+grep -q "kind-output: done in .*, generation [0-9]* tokens/s" <<<"$out" || fail "no generation speed printed: $out"
+grep -q "| tokens/s | gen tokens/s | parameters | MFLOP/token |" "$tmp/abl/summary.md" ||
+  fail "summary.md lacks the generation and FLOPs columns: $(cat "$tmp/abl/summary.md")"
+python3 - "$tmp/abl/summary.csv" "$tmp/abl/summary.md" <<'PY' || fail "the model size, FLOPs and generation columns"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 2, rows
+for r in rows:
+    for key in ("parameters", "flops_per_token", "generation_tokens_per_s"):
+        assert float(r[key]) > 0, (r["cell"], key, r[key])
+    # FLOPs per token of a training step: about 6 per weight of the matrix products.
+    assert 3 * int(r["parameters"]) < float(r["flops_per_token"]) < 12 * int(r["parameters"]), r
+# The markdown rows carry the same: a positive generation speed and MFLOP/token.
+for line in open(sys.argv[2]).read().splitlines()[2:]:
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert float(cells[-3].split()[0]) > 0 and float(cells[-1]) > 0, line
+PY
+for c in kind-none kind-output; do
+  grep -q '"checkpoint":"step_00000020"' "$tmp/abl/cells/$c/generation.json" ||
+    fail "$c/generation.json: $(cat "$tmp/abl/cells/$c/generation.json" 2>&1)"
+done
 [[ $(grep '"split": *"train"\|"split":"train"' "$tmp/abl/cells/kind-output/metrics.jsonl" | tail -1) == *'"step":20'* ]] ||
   fail "the cell did not get the overrides' 20 steps"
 
 # A re-run skips both cells and trains nothing.
-before=$(md5sum "$tmp/abl/cells/kind-output/metrics.jsonl")
+before=$(md5sum "$tmp/abl/cells/kind-output/metrics.jsonl" "$tmp/abl/cells/kind-output/generation.json")
+rm "$tmp/abl/cells/kind-none/generation.json"  # a finished cell without the measurement gets it
 out=$("$gattn" ablate --config "$tmp/abl.yaml" run.dir="$tmp/abl" 2>&1) || fail "re-run exited $?: $out"
+[[ -s $tmp/abl/cells/kind-none/generation.json ]] || fail "the re-run did not measure the skipped cell's generation"
 [[ $(grep -c "finished, skipped" <<<"$out") -eq 2 ]] || fail "re-run did not skip both cells: $out"
 grep -q "training" <<<"$out" && fail "re-run trained again: $out"
-[[ $(md5sum "$tmp/abl/cells/kind-output/metrics.jsonl") == "$before" ]] || fail "re-run touched a finished cell"
+[[ $(md5sum "$tmp/abl/cells/kind-output/metrics.jsonl" "$tmp/abl/cells/kind-output/generation.json") == "$before" ]] ||
+  fail "re-run touched a finished cell"
 
 # An interrupted cell (stopped at step 10 of 20) is resumed; a new grid value adds a cell.
 "$gattn" train --config "$tmp/base.yaml" train.max_steps=20 model.gate.kind=score run.dir="$tmp/abl/cells/kind-score" \

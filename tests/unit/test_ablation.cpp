@@ -97,14 +97,14 @@ TEST(AblationSummary, MeanAndSampleStdOverSeeds) {
   EXPECT_NE(md.find("| kind | seeds | val loss | gate mean |"), std::string::npos) << md;
   EXPECT_NE(md.find("| none | 2 | 3.0000 ± 1.4142 | – |"), std::string::npos) << md;
   EXPECT_NE(md.find("| output | 2 | 1.2500 ± 0.3536 | 0.500 ± 0.354 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 200 ± 141 | 1234 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 200 ± 141 | – | 1234 | – |"), std::string::npos) << md;  // no generation speed, no FLOPs
   EXPECT_EQ(std::count(md.begin(), md.end(), '\n'), 4);
 
   const std::string csv = summary_csv(grid, results);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "cell,model.gate.kind,seed,val_loss,val_accuracy,gate_mean,gate_frac_lt_0.1,attn_entropy,sink_ratio,"
-            "tokens_per_s,parameters,steps,elapsed_s");
-  EXPECT_NE(csv.find("\nkind-output_seed-1,output,1,1.5,,0.75,,,,70,1234,10,\n"), std::string::npos) << csv;
+            "tokens_per_s,parameters,steps,elapsed_s,flops_per_token,generation_tokens_per_s");
+  EXPECT_NE(csv.find("\nkind-output_seed-1,output,1,1.5,,0.75,,,,70,1234,10,,,\n"), std::string::npos) << csv;
 }
 
 TEST(AblationSummary, MeanStd) {

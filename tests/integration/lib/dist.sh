@@ -36,10 +36,11 @@ ranks() {
   "$launch" -n "$n" "$@" 2>&1
 }
 
-# close_metrics A B [FROM_STEP [NORM_TOL]]: train and val losses, grad norms and lrs of two metrics
-# files agree to 1e-5 relative, line by line (from FROM_STEP on when given); the timings are left
-# out. NORM_TOL, when given, bounds the gradient norms and gate means instead (the device check's
-# looser one, tests/emulation/dist_on_device.sh).
+# close_metrics A B [FROM_STEP [NORM_TOL]]: train and val losses, grad norms, lrs and gate means
+# (train and val) of two metrics files agree to 1e-5 relative, line by line
+# (from FROM_STEP on when given); the timings are left out. NORM_TOL, when given, bounds the
+# gradient norms and gate means instead (the device check's looser one,
+# tests/emulation/dist_on_device.sh).
 close_metrics() {
   python3 - "$1" "$2" "${3:-0}" "${4:-1e-5}" <<'PY'
 import json, sys
@@ -57,7 +58,8 @@ worst = {}
 for x, y in zip(a, b):
     if (x["step"], x["split"]) != (y["step"], y["split"]):
         print("lines differ:", x["step"], x["split"], "vs", y["step"], y["split"]); sys.exit(1)
-    for key, tol in (("loss", 1e-5), ("lr", 1e-5), ("grad_norm", norm_tol), ("gate_mean", norm_tol)):
+    for key, tol in (("loss", 1e-5), ("lr", 1e-5), ("grad_norm", norm_tol), ("gate_mean", norm_tol),
+                     ("val_gate_mean", norm_tol)):
         if key in x or key in y:
             u, v = x[key], y[key]
             rel = abs(u - v) / max(abs(u), abs(v), 1e-12)
