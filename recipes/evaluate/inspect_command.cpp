@@ -165,9 +165,12 @@ int run_inspect(const InspectArgs& args) {
   std::cout << "config: " << config.dump() << "\n";
 
   // The config comes from the file: one that does not describe a model is damage (exit 3).
+  // Read as a run config (like eval): a model.gates entry holds only the keys its user wrote, which
+  // the config's defaults complete.
   std::optional<models::GPT> built;
   try {
-    built.emplace(models::model_config_from_json(config["model"]), 0);
+    built.emplace(Config::from_string(config_it->second, {}, model_path.string() + " (config metadata)").model_config(),
+                  0);
   } catch (const Error& e) {
     throw CheckpointError("inspect: " + model_path.string() +
                           ": metadata 'config' does not describe a model: " + e.what());

@@ -3,7 +3,8 @@
 # ramp, dropout, hard thresholds, groups and a tanh-magnitude output gate stops, resumes and ends
 # with the same metrics and weights, bit for bit, as the uninterrupted run; `gattn eval` of a
 # checkpoint takes the checkpoint's step for the scheduled options (its loss equals the val line
-# of that step); options a kind cannot use exit 2 with one line naming the key.
+# of that step); inspect reads the model.gates checkpoint; options a kind cannot use exit 2 with one
+# line naming the key.
 set -u
 gattn="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -73,6 +74,11 @@ logged = [d["loss"] for d in val if d["step"] == 6][0]
 got = json.loads(sys.argv[2].strip().splitlines()[-1])["loss"]
 assert abs(got - logged) <= 1e-6 * abs(logged), (got, logged)
 PY
+
+# inspect rebuilds a model.gates model from the checkpoint's config (entries hold only the keys
+# their user wrote) and prints its gate statistics per layer and head.
+out=$("$gattn" inspect --checkpoint "$tmp/full/checkpoints/step_00000006" 2>&1) || fail "inspect exited $?: $out"
+grep -q "gate_mean by head" <<<"$out" || fail "inspect lacks the per-head gate means: $out"
 
 expect() {  # expect PATTERN ARGS...: exit 2 and one stderr line matching PATTERN
   local pattern=$1
