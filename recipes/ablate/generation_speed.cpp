@@ -49,13 +49,16 @@ GenerationSpeed measure_generation(const std::string& run_dir, std::int64_t new_
   for (std::int64_t i = 0; i < out.prompt_tokens; ++i) prompt.push_back(static_cast<std::int32_t>(i % mc.vocab_size));
   models::SamplingOptions greedy;
   greedy.temperature = 0;
-  models::generate(model, prompt, std::min<std::int64_t>(new_tokens, 4), greedy);  // allocator and threads warm up
+  models::generate(model, prompt, new_tokens, greedy);  // allocator, caches and threads warm up
   using clock = std::chrono::steady_clock;
-  constexpr int kMaxRepeats = 3;
-  constexpr double kEnoughSeconds = 0.25;
+  // A few milliseconds per repeat at the small configs, where one repeat's time swings with the
+  // OpenMP pool's wake-ups: at least kMinRepeats and kEnoughSeconds, the median of them.
+  constexpr int kMinRepeats = 5, kMaxRepeats = 200;
+  constexpr double kEnoughSeconds = 0.4;
   std::vector<double> times;
   double spent = 0;
-  while (static_cast<int>(times.size()) < kMaxRepeats && (times.empty() || spent < kEnoughSeconds)) {
+  while (static_cast<int>(times.size()) < kMaxRepeats &&
+         (static_cast<int>(times.size()) < kMinRepeats || spent < kEnoughSeconds)) {
     const auto start = clock::now();
     models::generate(model, prompt, new_tokens, greedy);
     times.push_back(std::chrono::duration<double>(clock::now() - start).count());

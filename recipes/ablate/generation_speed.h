@@ -26,9 +26,10 @@ struct GenerationSpeed {
 nlohmann::json to_json(const GenerationSpeed& g);
 
 // Loads the run's latest checkpoint (its config sets the thread count, as for `gattn sample`), warms
-// the model up with a short generation, then times up to three generations of `new_tokens` tokens
-// from a `prompt_tokens`-token prompt (batch 1, eval-mode math, greedy), stopping early once a
-// quarter second has been spent. Throws what loading the checkpoint throws.
+// the model up with one generation, then times generations of `new_tokens` tokens from a
+// `prompt_tokens`-token prompt (batch 1, eval-mode math, greedy): at least 5 and until 0.4 s have
+// been spent (at most 200); tokens_per_s is from their median. Throws what loading the checkpoint
+// throws.
 GenerationSpeed measure_generation(const std::string& run_dir, std::int64_t new_tokens = 64,
                                    std::int64_t prompt_tokens = 8);
 

@@ -13,8 +13,10 @@
 #include "models/gating/activation.h"
 #include "models/gating/options.h"
 #include "models/gpt.h"
+#include "models/kv_cache.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+#include "ops/shape.h"
 #include "ops/unary.h"
 #include "test_util.h"
 
@@ -143,6 +145,43 @@ TEST(GateOptionsReference, SeveralGatesWithOptions) {
                              true)};
   c.validate();
   expect_reference(c, 0);
+}
+
+TEST(GateOptionsReference, KvCacheEqualsTheFullForwardAtTheModelsStep) {
+  // Generation runs the options in eval at the model's step: a multiplicative score gate's scaled k
+  // is what the cache holds, the forget gate's hard prefix sums continue across chunks, the pair
+  // and output ramps stand where the step puts them.
+  ModelConfig c = options_config("none", {});
+  c.block_size = 9;
+  c.gates = {
+      models::gate_from_json({{"kind", "score"}, {"form", "multiplicative"}, {"source", "query_key"}, {"groups", 2}},
+                             "model.gates[0]", true),
+      models::gate_from_json({{"kind", "forget"}, {"hard", true}, {"hard_threshold", 0.6}, {"heads", {0, 3}}},
+                             "model.gates[1]", true),
+      models::gate_from_json({{"kind", "pair"}, {"shared_projection", true}, {"ramp_steps", 4}}, "model.gates[2]",
+                             true),
+      models::gate_from_json({{"kind", "output"},
+                              {"activation", "tanh_magnitude"},
+                              {"temperature", 2.0},
+                              {"temperature_final", 1.0},
+                              {"temperature_steps", 4}},
+                             "model.gates[3]", true)};
+  c.validate();
+  GPT model(c, 3);
+  test::perturb_gate_parameters(model, 11);
+  model.set_step(2);
+  model.eval();
+  const std::int64_t B = 2, T = 9;
+  Tensor idx = test::tokens(B, T, c.vocab_size, 5);
+  NoGradGuard no_grad;
+  const Tensor full = model.forward(idx).logits;
+  models::KVCache cache(c, B);
+  std::int64_t pos = 0;
+  for (std::int64_t chunk : {3, 1, 2, 1, 2}) {
+    Tensor logits = model.forward_cached(ops::slice(idx, 1, pos, pos + chunk), cache);
+    EXPECT_TRUE(test::all_close(logits, ops::slice(full, 1, pos, pos + chunk), 1e-11, 1e-9)) << "at " << pos;
+    pos += chunk;
+  }
 }
 
 // ---------------------------------------------------------------- gradients
