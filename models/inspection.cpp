@@ -54,9 +54,10 @@ void inspect_modulation(const ops::AttentionTerms& terms, LayerInspection& out) 
       for (std::int64_t i = 0; i < T; ++i)
         for (std::int64_t j = 0; j <= i; ++j) {
           const std::size_t row = static_cast<std::size_t>((b * H + h) * T);
-          const double g =
+          double g =
               1.0 /
               (1.0 + std::exp(-(a[row + static_cast<std::size_t>(i)] + c[row + static_cast<std::size_t>(j)]) / tau));
+          if (!std::isnan(terms.modulation_hard_threshold)) g = g > terms.modulation_hard_threshold ? 1.0 : 0.0;
           out.gate_values.push_back(g);
           if (b == 0) by_token[static_cast<std::size_t>(i)] += g / static_cast<double>(H * (i + 1));
         }

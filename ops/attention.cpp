@@ -37,6 +37,7 @@ struct SavedAttention {
   Tensor out, lse, row_entropy, row_asum;
   AttentionOptions options;
   double inv_tau = 1;
+  double hard_threshold = std::numeric_limits<double>::quiet_NaN();  // NaN: soft modulation
   bool noise = false;
   GeneratorState noise_state;
 };
@@ -60,6 +61,8 @@ cpu::FlashAttentionParams<T> make_params(const SavedAttention& s) {
     p.modulation_col = s.modulation_col.data<T>();
     p.alpha = static_cast<T>(s.alpha);
     p.inv_tau = static_cast<T>(s.inv_tau);
+    p.hard = !std::isnan(s.hard_threshold);
+    if (p.hard) p.hard_threshold = static_cast<T>(s.hard_threshold);
     p.noise = s.noise;
     p.noise_seed = s.noise_state.seed;
     p.noise_stream = s.noise_state.stream;
@@ -156,6 +159,7 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
     s.modulation_col = terms.modulation_col.detach();
     s.alpha = terms.modulation_alpha.item();
     s.inv_tau = 1.0 / terms.modulation_temperature;
+    s.hard_threshold = terms.modulation_hard_threshold;
     if (terms.modulation_noise) {
       s.noise = true;
       s.noise_state = terms.modulation_noise->state();

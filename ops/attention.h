@@ -8,7 +8,8 @@
 // i − j < window (window 0 = full causal):
 //   S_ij = s_ij + r_i + c_j                  (row_bias r, col_bias c; each optional)
 //   P    = softmax_j(S)
-//   M_ij = α·σ((a_i + b_j + n_ij)/τ) + 1 − α  (modulation_row a, modulation_col b; M = 1 without them)
+//   M_ij = α·σ((a_i + b_j + n_ij)/τ) + 1 − α  (modulation_row a, modulation_col b; M = 1 without them;
+//          a hard modulation uses 1[σ(·) > θ] for σ(·), with the soft gradient)
 //   A    = P ⊙ M,   y_i = Σ_j A_ij v_j
 // n_ij is logistic noise from Philox while a noise source is given (zero otherwise). r_i shifts a
 // whole row, so P does not depend on it in exact arithmetic; it keeps the logits in range when the
@@ -23,6 +24,7 @@
 // expert pays for each expert's rows only.
 #pragma once
 #include <cstdint>
+#include <limits>
 
 #include "framework/tensor/random.h"
 #include "framework/tensor/tensor.h"
@@ -72,12 +74,15 @@ struct AttentionStats {
 // The logit and modulation terms; an undefined tensor means the term is absent. Shapes are
 // [B, H, T] unless noted.
 struct AttentionTerms {
-  Tensor row_bias;                        // r_i, added to every logit of query row i
-  Tensor col_bias;                        // c_j, added to every logit of key column j
-  Tensor modulation_row;                  // a_i (modulation_row, modulation_col and modulation_alpha: all or none)
-  Tensor modulation_col;                  // b_j
-  Tensor modulation_alpha;                // [1]: α, already a value in (0, 1), differentiable
-  double modulation_temperature = 1.0;    // τ
+  Tensor row_bias;                      // r_i, added to every logit of query row i
+  Tensor col_bias;                      // c_j, added to every logit of key column j
+  Tensor modulation_row;                // a_i (modulation_row, modulation_col and modulation_alpha: all or none)
+  Tensor modulation_col;                // b_j
+  Tensor modulation_alpha;              // [1]: α, already a value in (0, 1), differentiable
+  double modulation_temperature = 1.0;  // τ
+  // θ of a hard modulation: M = α·1[G > θ] + 1 − α forward, the soft G's gradient backward
+  // (straight-through). NaN: the soft modulation.
+  double modulation_hard_threshold = std::numeric_limits<double>::quiet_NaN();
   Generator* modulation_noise = nullptr;  // logistic noise source (while training)
 };
 

@@ -47,6 +47,8 @@ Tensor run(const CachedAttentionInputs& in) {
     p.modulation_col = in.modulation_col.data<T>();
     p.alpha = static_cast<T>(in.modulation_alpha);
     p.inv_tau = static_cast<T>(1.0 / in.modulation_temperature);
+    p.hard = !std::isnan(in.modulation_hard_threshold);
+    if (p.hard) p.hard_threshold = static_cast<T>(in.modulation_hard_threshold);
   }
   p.out = out.data<T>();
   cpu::cached_attention_forward(p);

@@ -5,6 +5,7 @@
 // AutogradError).
 #pragma once
 #include <cstdint>
+#include <limits>
 
 #include "framework/tensor/tensor.h"
 
@@ -22,7 +23,9 @@ struct CachedAttentionInputs {
   Tensor modulation_col;              // b_j of every cached key
   double modulation_alpha = 0;        // α
   double modulation_temperature = 1;  // τ (no noise: inference)
-  std::int64_t window = 0;            // 0: full causal; w > 0: keys i − w < j ≤ i
+  // θ of a hard modulation (1[G > θ] in place of G); NaN = the soft modulation.
+  double modulation_hard_threshold = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t window = 0;  // 0: full causal; w > 0: keys i − w < j ≤ i
 };
 
 // Returns y [B, H, Tq, d]. f32 or f64 (one dtype throughout).

@@ -113,14 +113,18 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
   S = ops::masked_fill(S, hidden, -std::numeric_limits<double>::infinity());
   const Tensor P = ops::softmax(S);
 
-  // A = P ⊙ M with M = α·σ(u) + 1 − α, u = (a_i + b_j + n_ij)/τ.
-  Tensor A = P, u, G, M;
+  // A = P ⊙ M with M = α·σ(u) + 1 − α, u = (a_i + b_j + n_ij)/τ; a hard modulation uses
+  // Gv = 1[G > θ] + (G − stop_gradient(G)): the threshold forward, G's gradient backward.
+  Tensor A = P, u, G, Gv, M;
   if (modulated) {
     u = ops::unsqueeze(terms.modulation_row, 3) + ops::unsqueeze(terms.modulation_col, 2);
     if (terms.modulation_noise) u = u + logistic_noise(*terms.modulation_noise, B * H, T, u.shape(), q.dtype(), device);
     u = ops::mul_scalar(u, 1.0 / terms.modulation_temperature);
     G = ops::sigmoid(u);
-    M = ops::add_scalar(ops::mul(G, terms.modulation_alpha) - terms.modulation_alpha, 1.0);
+    Gv = std::isnan(terms.modulation_hard_threshold)
+             ? G
+             : ops::heaviside(ops::add_scalar(G.detach(), -terms.modulation_hard_threshold)) + (G - G.detach());
+    M = ops::add_scalar(ops::mul(Gv, terms.modulation_alpha) - terms.modulation_alpha, 1.0);
     A = P * M;
   }
 
@@ -172,7 +176,7 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
       st.sink_count = H * rows_after_first;
     }
     if (modulated) {  // the moments of G over visible entries of active rows need the values themselves
-      const std::vector<double> g = G.to_vector(), hid = hidden.to_vector();
+      const std::vector<double> g = Gv.to_vector(), hid = hidden.to_vector();
       for (std::int64_t bh = 0; bh < B * H; ++bh)
         for (std::int64_t i = 0; i < T; ++i) {
           if (!active(bh / H, i)) continue;

@@ -124,6 +124,8 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     s.modulation_col = terms.modulation_col.detach();
     p.alpha = static_cast<float>(terms.modulation_alpha.item());
     p.inv_tau = static_cast<float>(1.0 / terms.modulation_temperature);
+    p.hard = !std::isnan(terms.modulation_hard_threshold);
+    if (p.hard) p.hard_threshold = static_cast<float>(terms.modulation_hard_threshold);
     if (terms.modulation_noise) {
       // Same words as the CPU op: B·H·T·T reserved, entry (bh, i, j) at offset + (bh·T + i)·T + j.
       const GeneratorState state = terms.modulation_noise->state();

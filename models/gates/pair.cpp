@@ -1,8 +1,8 @@
 // Gate kind `pair` (the Gated Attention reproduction article, "门控注意力创新设计"): a per-(query, key)
 // gate G_ij = σ(a_i + c_j) multiplying the softmax weights, mixed in by α = σ(alpha):
 // A = P ⊙ (α·G + 1 − α). The gate supplies the O(T) row and column terms as the fused op's
-// modulation; the op forms G tile by tile (with the gumbel noise when training) and never stores a
-// T×T matrix.
+// modulation; the op forms G tile by tile (with the gumbel noise when training; 1[G > θ] with the
+// soft gradient for a hard gate) and never stores a T×T matrix.
 #include <cmath>
 
 #include "models/gating/activation.h"
@@ -44,6 +44,7 @@ class PairGate : public Gate {
     const double r = options_.ramp_at(ctx.step);
     terms.modulation_alpha = r == 1.0 ? ops::sigmoid(alpha) : ops::mul_scalar(ops::sigmoid(alpha), r);
     terms.modulation_temperature = options_.temperature_at(ctx.step);
+    if (options_.hard) terms.modulation_hard_threshold = options_.hard_threshold;
     if (gate_noise_active(gate_, ctx)) {
       if (!ctx.noise)
         throw ValueError(gate_.where +
@@ -60,6 +61,7 @@ class PairGate : public Gate {
     terms.modulation_col = cache.modulation_col;
     terms.modulation_alpha = options_.ramp_at(ctx.step) / (1.0 + std::exp(-alpha.item()));
     terms.modulation_temperature = options_.temperature_at(ctx.step);
+    if (options_.hard) terms.modulation_hard_threshold = options_.hard_threshold;
   }
 
   Tensor wq, wk;       // [H, d] each; or
@@ -113,9 +115,10 @@ GATTN_GATE_KIND(pair) {
     if (!v.is_boolean()) throw ValueError(key + ": expected true or false, got " + v.dump());
   };
   s.options = {alpha_init, shared_projection};
-  // hard, dropout, groups and heads would act on G inside the fused kernels: not built (docs/gates.md).
-  for (GateOptionSpec& o :
-       shared_gate_options({"temperature_final", "temperature_steps", "input_norm", "ramp_start", "ramp_steps"}))
+  // hard is a term of the fused kernels (CPU and CUDA); dropout, groups and heads would act on G
+  // inside them too and are not built (docs/gates.md).
+  for (GateOptionSpec& o : shared_gate_options({"temperature_final", "temperature_steps", "hard", "hard_threshold",
+                                                "input_norm", "ramp_start", "ramp_steps"}))
     s.options.push_back(std::move(o));
   s.order = 40;
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {

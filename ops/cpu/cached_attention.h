@@ -26,6 +26,8 @@ struct CachedAttentionParams {
   const T* modulation_row = nullptr;  // [BH, Tq] or null (then modulation_col is null too)
   const T* modulation_col = nullptr;  // [BH, capacity]
   T alpha = 0, inv_tau = 1;
+  bool hard = false;  // a hard modulation: 1[G > hard_threshold] in place of G
+  T hard_threshold = T(0.5);
   T* out = nullptr;  // [BH, Tq, d]
 };
 
@@ -66,7 +68,8 @@ void cached_attention_forward(const CachedAttentionParams<T>& p) {
         const T a = p.modulation_row[r];
         const T* col = p.modulation_col + bh * p.capacity;
         for (std::int64_t j = lo; j <= i; ++j) {
-          const T g = T(1) / (T(1) + std::exp(-(a + col[j]) * p.inv_tau));
+          T g = T(1) / (T(1) + std::exp(-(a + col[j]) * p.inv_tau));
+          if (p.hard) g = g > p.hard_threshold ? T(1) : T(0);
           w[static_cast<std::size_t>(j)] *= p.alpha * g + T(1) - p.alpha;
         }
       }

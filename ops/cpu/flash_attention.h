@@ -37,6 +37,10 @@ struct FlashAttentionParams {
   T inv_tau = 1;       // modulation 1/τ
   bool noise = false;  // logistic noise on the modulation logits
   std::uint64_t noise_seed = 0, noise_stream = 0, noise_offset = 0;
+  // A hard modulation: M uses 1[G > hard_threshold] in place of G; the gradient stays the soft G's
+  // (straight-through).
+  bool hard = false;
+  T hard_threshold = T(0.5);
   const std::int32_t* active = nullptr;  // [B, T] or null (every query row active): 0 skips row i of sequence b
 };
 
@@ -118,6 +122,12 @@ T modulation_logit(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64
   return z * p.inv_tau;
 }
 
+// The gate value the modulation applies: G, or 1[G > θ] for a hard modulation.
+template <class T>
+T applied_gate(const FlashAttentionParams<T>& p, T G) {
+  return p.hard ? (G > p.hard_threshold ? T(1) : T(0)) : G;
+}
+
 // Fills S[r, c] (query rows pos[0..rows), key columns j0..) with the full logits scale·q·k + c_j + r_i.
 // q_rows holds those query rows contiguously (stride d): the head's own rows for a whole tile, or
 // a compact copy of a tile's active rows; pos[r] is row r's true position (the bias index).
@@ -177,7 +187,7 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
   const bool modulated = p.modulation_row != nullptr;
   const bool want_entropy = o.row_entropy != nullptr;
   // The modulated case that training steps take (no noise, no statistics): its vectorised loop.
-  const bool fast_modulation = std::is_same_v<T, float> && modulated && !p.noise && !o.modulation_moments &&
+  const bool fast_modulation = std::is_same_v<T, float> && modulated && !p.noise && !p.hard && !o.modulation_moments &&
                                !o.modulation_entropy && !want_entropy;
   const T neg_inf = -std::numeric_limits<T>::infinity();
   // Per-task partial modulation-entropy sums, added per head in task order (deterministic).
@@ -283,9 +293,9 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
                 const T pij = vexp(srow[c] - m_new);
                 row_l += pij;
                 const T u = modulation_logit(p, bh, i, j0 + c);
-                const T G = sigmoid(u);
-                const T M = p.alpha * G + (T(1) - p.alpha);
-                if (o.modulation_moments) moments.add(static_cast<double>(G));
+                const T G = sigmoid(u), Gv = applied_gate(p, G);
+                const T M = p.alpha * Gv + (T(1) - p.alpha);
+                if (o.modulation_moments) moments.add(static_cast<double>(Gv));
                 if (o.modulation_entropy) mod_ent += binary_entropy_from_logit(u, G);
                 const T w = pij * M;
                 wrow[c] = w;
@@ -297,7 +307,8 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
             }
             if (j0 == 0 && c_lo == 0) {  // key 0 is visible: remember its logit and modulation for the sink
               s0[r] = srow[0];
-              M0[r] = modulated ? p.alpha * sigmoid(modulation_logit(p, bh, i, 0)) + (T(1) - p.alpha) : T(1);
+              M0[r] = modulated ? p.alpha * applied_gate(p, sigmoid(modulation_logit(p, bh, i, 0))) + (T(1) - p.alpha)
+                                : T(1);
             }
             std::fill(wrow + c_hi, wrow + cols, T(0));
             // e1 is kept relative to the running max: moving the max from m to m' rescales by corr
@@ -352,6 +363,7 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
 //   modulation (M = αG + 1 − α, G = σ(u), u = (a_i + b_j + n)/τ):
 //     du_ij = (α dM_ij − dE · u_ij) G(1−G)    (dh/du = −u G(1−G));  da_i = Σ_j du_ij/τ, db_j = Σ_i du_ij/τ
 //     dα = Σ_ij dM_ij (G − 1)
+//   hard (M = α·1[G > θ] + 1 − α): the same du with the soft G (straight-through), dα with 1[G > θ]
 // Skipped query rows take no part: their d_out is never read and their dq rows stay 0. A query
 // tile with some active rows works on a compact copy of those rows' q and dO (gathered once per
 // head), its dq accumulated compactly and scattered back at the end.
@@ -361,7 +373,7 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
   using namespace attn_detail;
   const std::int64_t Tn = p.T_len, d = p.d, BH = p.B * p.H;
   const bool modulated = p.modulation_row != nullptr;
-  const bool fast_modulation = std::is_same_v<T, float> && modulated && !p.noise;  // and no dH (per row)
+  const bool fast_modulation = std::is_same_v<T, float> && modulated && !p.noise && !p.hard;  // and no dH (per row)
   const std::int64_t n_kt = (Tn + kAttnTileK - 1) / kAttnTileK;
   const std::int64_t n_qt = (Tn + kAttnTileQ - 1) / kAttnTileQ;
 
@@ -525,8 +537,8 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
                 const std::int64_t j = j0 + c;
                 const T pij = vexp(srow[c] - L);
                 const T u = modulation_logit(p, bh, i, j);
-                const T G = sigmoid(u);
-                const T M = p.alpha * G + (T(1) - p.alpha);
+                const T G = sigmoid(u), Gv = applied_gate(p, G);
+                const T M = p.alpha * Gv + (T(1) - p.alpha);
                 const T a = pij * M;
                 T da = darow[c];
                 if (dH != T(0) && a > T(0)) da -= dH * ((srow[c] - L) + std::log(M) + T(1));
@@ -535,7 +547,7 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
                 dsrow[c] = ds;
                 ds_row += ds;
                 const T dM = da * pij;
-                d_alpha += dM * (G - T(1));
+                d_alpha += dM * (Gv - T(1));
                 const T du = (p.alpha * dM - dE * u) * G * (T(1) - G) * p.inv_tau;
                 d_row += du;
                 if (g.d_modulation_col) g.d_modulation_col[base + j] += du;

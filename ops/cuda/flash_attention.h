@@ -37,6 +37,8 @@ struct FlashParams {
   const float* modulation_col = nullptr;
   float alpha = 0;    // modulation α
   float inv_tau = 1;  // modulation 1/τ
+  bool hard = false;  // M uses 1[G > hard_threshold] (forward), the soft G's gradient (backward)
+  float hard_threshold = 0.5f;
   bool noise = false;
   std::uint64_t noise_seed = 0, noise_stream = 0, noise_offset = 0;
   const std::int32_t* active = nullptr;  // [B, T]: 0 skips query row i of sequence b; null: all rows active

@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(kThreads)
             if (dH != 0.0f && a > 0.0f) da -= dH * ((S - sL[col]) + logf(pg.M) + 1.0f);  // ∂H/∂A = −(ln A + 1)
             ds = pij * (da * pg.M - sD[col]);
             const float dM = da * pij;
-            d_alpha += dM * (pg.G - 1.0f);
+            d_alpha += dM * (pg.Gv - 1.0f);
             col_du[h] += p.alpha * dM * pg.G * (1.0f - pg.G) * p.inv_tau;
           } else {
             a = pij;

@@ -173,11 +173,11 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
             M = g.M;
             w = pij * M;
             if (o.modulation_moments) {
-              g_sum += g.G;
-              g_sq += static_cast<double>(g.G) * g.G;
+              g_sum += g.Gv;
+              g_sq += static_cast<double>(g.Gv) * g.Gv;
               ++g_cnt;
-              g_lo += g.G < 0.1f;
-              g_hi += g.G > 0.9f;
+              g_lo += g.Gv < 0.1f;
+              g_hi += g.Gv > 0.9f;
             }
             if (stats) lnM = logf(M);
           }

@@ -51,9 +51,10 @@ static __device__ __noinline__ float logistic_noise(std::uint64_t seed, std::uin
   return static_cast<float>(log(u) - log1p(-u));
 }
 
-// The modulation at (i, j): G = σ(u), u = (a_i + b_j + n_ij)/τ, and M = α·G + 1 − α.
+// The modulation at (i, j): G = σ(u), u = (a_i + b_j + n_ij)/τ, the applied gate Gv (G, or
+// 1[G > θ] when hard) and M = α·Gv + 1 − α. Gradients through u use G (straight-through).
 struct Modulation {
-  float u, G, M;
+  float u, G, Gv, M;
 };
 __device__ __forceinline__ Modulation modulation(const FlashParams& p, float a_i, float b_j, long long bh, long long i,
                                                  long long j) {
@@ -64,7 +65,8 @@ __device__ __forceinline__ Modulation modulation(const FlashParams& p, float a_i
   Modulation g;
   g.u = z * p.inv_tau;
   g.G = sigmoidf_stable(g.u);
-  g.M = p.alpha * g.G + (1.0f - p.alpha);
+  g.Gv = p.hard ? (g.G > p.hard_threshold ? 1.0f : 0.0f) : g.G;
+  g.M = p.alpha * g.Gv + (1.0f - p.alpha);
   return g;
 }
 

@@ -100,6 +100,7 @@ TEST(CudaGpt, GateOptionsMatchTheCpuInTraining) {
       {"input", {{"activation", "tanh_magnitude"}, {"input_norm", true}}},
       {"context", {{"granularity", "headwise"}, {"heads", {0}}, {"dropout", 0.2}}},
       {"pair", {{"shared_projection", true}, {"input_norm", true}, {"ramp_start", 1}, {"ramp_steps", 3}}},
+      {"pair", {{"hard", true}, {"hard_threshold", 0.45}}},
   };
   for (const auto& [kind, options] : cases) {
     SCOPED_TRACE(kind + " " + options.dump());

@@ -23,7 +23,7 @@ model:
   gates:
     - {kind: score, groups: 2, temperature: 2.0, temperature_final: 0.5, temperature_steps: 8, dropout: 0.2}
     - {kind: forget, hard: true, hard_threshold: 0.2, input_norm: true, heads: [1]}
-    - {kind: pair, shared_projection: true, ramp_start: 2, ramp_steps: 5, alpha_init: 0.7}
+    - {kind: pair, shared_projection: true, ramp_start: 2, ramp_steps: 5, alpha_init: 0.7, hard: true, hard_threshold: 0.4}
     - {kind: output, activation: tanh_magnitude, granularity: headwise, ramp_start: 3, ramp_steps: 4}
 train: {batch_size: 4, max_steps: 10, log_every: 1, threads: 1}
 optim: {lr: 3.0e-3, warmup_steps: 2}
@@ -91,7 +91,7 @@ expect() {  # expect PATTERN ARGS...: exit 2 and one stderr line matching PATTER
 }
 expect "model.gate.activation: 'softplus' means nothing for gate kind 'score'" model.gate.kind=score model.gate.activation=softplus
 expect "model.gate.groups: must divide model.n_head=2" model.gate.kind=forget model.gate.groups=3
-expect "model.gate.hard: means nothing for gate kind 'pair'" model.gate.kind=pair model.gate.hard=true
+expect "model.gate.groups: means nothing for gate kind 'pair'" model.gate.kind=pair model.gate.groups=2
 expect "regularization.gate_l1 means nothing for model.gate (kind pair)" model.gate.kind=pair regularization.gate_l1=0.1
 expect "model.gate.heads: head 5 out of range" model.gate.kind=output 'model.gate.heads=[5]'
 expect "model.gate.dropout" model.gate.kind=output model.gate.dropout=1.0

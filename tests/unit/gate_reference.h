@@ -248,6 +248,10 @@ inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
                ops::reshape(G("pair", "bias"), {1, H, 1});
     Tensor b = ops::sum(ref_gate_input(pg, k) * ops::reshape(wk, {1, H, 1, d}), {3});
     g.pair_g = ops::sigmoid(ops::mul_scalar(ops::unsqueeze(a, 3) + ops::unsqueeze(b, 2), inv_tau));
+    if (ref_option(pg, "hard", false).get<bool>()) {
+      const double theta = ref_option(pg, "hard_threshold", 0.5).get<double>();
+      g.pair_g = host_map(g.pair_g, [&](double x) { return x > theta ? 1.0 : 0.0; });
+    }
     // A ramp r: α(rG + 1 − r) + 1 − α = (αr)G + 1 − αr.
     g.pair_alpha = ops::mul_scalar(ops::sigmoid(G("pair", "alpha")), ref_ramp(pg, step));
   }

@@ -47,6 +47,7 @@ std::string dims_str(const Dims& s) {
 struct Inputs {
   Tensor q, k, v, row_bias, col_bias, mod_row, mod_col, mod_alpha;
   double tau = 1.0;
+  double hard_threshold = std::numeric_limits<double>::quiet_NaN();  // a hard modulation when finite
 
   ops::AttentionTerms terms(Generator* noise = nullptr) const {
     ops::AttentionTerms t;
@@ -56,6 +57,7 @@ struct Inputs {
     t.modulation_col = mod_col;
     t.modulation_alpha = mod_alpha;
     t.modulation_temperature = tau;
+    t.modulation_hard_threshold = hard_threshold;
     t.modulation_noise = noise;
     return t;
   }
@@ -244,6 +246,18 @@ TEST(AttentionVsReference, Modulation) { check_kind(kMod, {0}); }
 TEST(AttentionVsReference, ModulationTemperature) {
   check_kind(kMod, {0}, /*tau=*/0.5, 2000);
   check_kind(kMod, {0}, /*tau=*/2.5, 3000);
+}
+TEST(AttentionVsReference, HardModulation) {
+  // M = α·1[G > θ] + 1 − α forward; the composed reference's straight-through form gives the soft
+  // gradient through u, and dα through 1[G > θ]: the fused op must give the same.
+  std::uint64_t seed = 4000;
+  for (const Dims& s : kShapes)
+    for (std::int64_t w : {0, 5}) {
+      Inputs in = make_inputs(s, kAll, seed, 0.8);
+      in.hard_threshold = 0.45;
+      expect_matches_reference(in, options_for(in, w), dims_str(s) + " hard window=" + std::to_string(w));
+      seed += 10;
+    }
 }
 TEST(AttentionVsReference, ColBiasWithPrefixDifference) { check_kind(kCol | kRel, {0}); }
 TEST(AttentionVsReference, ColBiasAndModulation) { check_kind(kCol | kMod, {0}); }

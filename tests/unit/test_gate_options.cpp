@@ -134,6 +134,8 @@ TEST(GateOptionsReference, PairSharedProjectionNormScheduleAndRamp) {
           "pair", {{"input_norm", true}, {"temperature", 3.0}, {"temperature_final", 1.0}, {"temperature_steps", 6}}),
       3);
   expect_reference(options_config("pair", {{"ramp_start", 1}, {"ramp_steps", 4}, {"alpha_init", 0.9}}), 3);
+  expect_reference(options_config("pair", {{"hard", true}, {"hard_threshold", 0.4}}), 0);
+  expect_reference(options_config("pair", {{"hard", true}, {"shared_projection", true}, {"ramp_steps", 2}}), 1);
 }
 
 TEST(GateOptionsReference, SeveralGatesWithOptions) {
@@ -158,8 +160,8 @@ TEST(GateOptionsReference, KvCacheEqualsTheFullForwardAtTheModelsStep) {
                              "model.gates[0]", true),
       models::gate_from_json({{"kind", "forget"}, {"hard", true}, {"hard_threshold", 0.6}, {"heads", {0, 3}}},
                              "model.gates[1]", true),
-      models::gate_from_json({{"kind", "pair"}, {"shared_projection", true}, {"ramp_steps", 4}}, "model.gates[2]",
-                             true),
+      models::gate_from_json({{"kind", "pair"}, {"shared_projection", true}, {"ramp_steps", 4}, {"hard", true}},
+                             "model.gates[2]", true),
       models::gate_from_json({{"kind", "output"},
                               {"activation", "tanh_magnitude"},
                               {"temperature", 2.0},
@@ -225,7 +227,7 @@ TEST(GateOptionsNeutral, DefaultsSpelledOutAreBitwiseTheDefault) {
     ModelConfig plain = options_config(kind, {});
     nlohmann::json spelled = {{"temperature_final", 1.0}, {"temperature_steps", 10}, {"ramp_start", 0},
                               {"ramp_steps", 0},          {"dropout", 0.0},          {"input_norm", false}};
-    if (kind != "pair") spelled["hard"] = false;
+    spelled["hard"] = false;
     if (kind != "pair" && kind != "input") spelled["heads"] = {0, 1, 2, 3};
     if (kind == "score" || kind == "forget" || kind == "output") spelled["groups"] = 1;
     ModelConfig same = options_config(kind, spelled);
