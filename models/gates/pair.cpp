@@ -30,7 +30,7 @@ class PairGate : public Gate {
       wq = register_parameter("wq", init_gate_weight({n_head_, head_dim_}, model, gate, init));
       wk = register_parameter("wk", init_gate_weight({n_head_, head_dim_}, model, gate, init));
     }
-    bias = register_parameter("bias", init_gate_bias({n_head_}, model, gate));
+    bias = register_parameter("bias", init_gate_bias({n_head_ / options_.groups}, model, gate));
     // α = σ(alpha) starts at alpha_init (default 1/2: alpha 0, half the attention mass open to
     // gating); the reproduction article tunes it per task (0.5, 0.7, 0.9).
     const double a0 = gate.option("alpha_init").get<double>();
@@ -66,20 +66,31 @@ class PairGate : public Gate {
 
   Tensor wq, wk;       // [H, d] each; or
   Tensor weight;       // [H, d]: shared_projection, one w for q and k
-  Tensor bias, alpha;  // [H], [1]
+  Tensor bias, alpha;  // [H/groups], [1]
 
  private:
   // a_i = q_i·wq_n + b_n and c_j = k_j·wk_n per head, on the unscaled q, k (LayerNorm'd over d with
-  // input_norm): [B, H, T].
+  // input_norm): [B, H, T]. With groups G, one gate per G consecutive heads: a and c summed over the
+  // group's heads (its q's and k's through their own wq, wk), b per group, the same G_ij on each head.
   Tensor row_term(const Tensor& q) const {
-    return ops::sum(
-               gate_input_norm(q, options_) * ops::reshape(weight.defined() ? weight : wq, {1, n_head_, 1, head_dim_}),
-               {3}) +
-           ops::reshape(bias, {1, n_head_, 1});
+    return grouped(ops::sum(gate_input_norm(q, options_) *
+                                ops::reshape(weight.defined() ? weight : wq, {1, n_head_, 1, head_dim_}),
+                            {3}),
+                   bias);
   }
   Tensor col_term(const Tensor& k) const {
-    return ops::sum(
-        gate_input_norm(k, options_) * ops::reshape(weight.defined() ? weight : wk, {1, n_head_, 1, head_dim_}), {3});
+    return grouped(ops::sum(gate_input_norm(k, options_) *
+                                ops::reshape(weight.defined() ? weight : wk, {1, n_head_, 1, head_dim_}),
+                            {3}),
+                   Tensor());
+  }
+  // x [B, H, T] per head -> the group sums (+ b per group), repeated over the group's heads.
+  Tensor grouped(const Tensor& x, const Tensor& b) const {
+    const std::int64_t G = options_.groups, U = n_head_ / G, B = x.size(0), T = x.size(2);
+    if (G == 1) return b.defined() ? x + ops::reshape(b, {1, n_head_, 1}) : x;
+    Tensor u = ops::sum(ops::reshape(x, {B, U, G, T}), {2}, true);  // [B, U, 1, T]
+    if (b.defined()) u = u + ops::reshape(b, {1, U, 1, 1});
+    return ops::reshape(u * Tensor::ones({1, 1, G, 1}, x.dtype(), x.device()), {B, n_head_, T});
   }
 
   GateConfig gate_;
@@ -97,7 +108,7 @@ GATTN_GATE_KIND(pair) {
   s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
   s.gate_values = "G_ij over the visible (query, key) pairs";
   s.parameter_doc =
-      "`wq` [H, d], `wk` [H, d] (or `weight` [H, d] with shared_projection), `bias` [H], `alpha` [1] "
+      "`wq` [H, d], `wk` [H, d] (or `weight` [H, d] with shared_projection), `bias` [H/groups], `alpha` [1] "
       "(log(α₀/(1−α₀)), α₀ = `alpha_init`)";
   GateOptionSpec alpha_init;
   alpha_init.key = "alpha_init";
@@ -115,17 +126,22 @@ GATTN_GATE_KIND(pair) {
     if (!v.is_boolean()) throw ValueError(key + ": expected true or false, got " + v.dump());
   };
   s.options = {alpha_init, shared_projection};
-  // hard is a term of the fused kernels (CPU and CUDA); dropout, groups and heads would act on G
-  // inside them too and are not built (docs/gates.md).
+  // hard is a term of the fused kernels (CPU and CUDA), groups the same row and column terms for a
+  // group's heads; dropout and heads would act on G inside the kernels and are not built
+  // (docs/gates.md).
   for (GateOptionSpec& o : shared_gate_options({"temperature_final", "temperature_steps", "hard", "hard_threshold",
-                                                "input_norm", "ramp_start", "ramp_steps"}))
+                                                "groups", "input_norm", "ramp_start", "ramp_steps"}))
     s.options.push_back(std::move(o));
   s.order = 40;
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
+    const std::int64_t groups = GateOptions::of(g).groups;
     if (shared(g))
-      return std::vector<GateParameterSpec>{{"weight", {m.n_head, m.head_dim()}}, {"bias", {m.n_head}}, {"alpha", {1}}};
-    return std::vector<GateParameterSpec>{
-        {"wq", {m.n_head, m.head_dim()}}, {"wk", {m.n_head, m.head_dim()}}, {"bias", {m.n_head}}, {"alpha", {1}}};
+      return std::vector<GateParameterSpec>{
+          {"weight", {m.n_head, m.head_dim()}}, {"bias", {m.n_head / groups}}, {"alpha", {1}}};
+    return std::vector<GateParameterSpec>{{"wq", {m.n_head, m.head_dim()}},
+                                          {"wk", {m.n_head, m.head_dim()}},
+                                          {"bias", {m.n_head / groups}},
+                                          {"alpha", {1}}};
   };
   s.make = [](const ModelConfig& m, const GateConfig& g, Generator& init) {
     return std::make_shared<PairGate>(m, g, init);

@@ -42,6 +42,18 @@ struct ModelPair {
   return ::testing::AssertionFailure() << what << ": GPU " << gpu << " vs CPU " << cpu;
 }
 
+// After a backward on both models: every parameter's gradient is on the GPU and close to the CPU's.
+void expect_same_gradients(const ModelPair& m) {
+  auto gpu_params = m.gpu->named_parameters();
+  std::size_t i = 0;
+  for (auto& [name, p] : m.cpu->named_parameters()) {
+    const Tensor& q = gpu_params[i++].second;
+    ASSERT_TRUE(q.grad().defined()) << name;
+    EXPECT_EQ(q.grad().device(), Device::cuda) << name;
+    EXPECT_TRUE(test::all_close(q.grad(), p.grad(), 2e-5, 1e-3)) << name;
+  }
+}
+
 TEST(CudaGpt, LossRegularisersAndGradientsMatchTheCpuForEveryGateKind) {
   GATTN_REQUIRE_DEVICE();
   ExactF32 exact;
@@ -70,14 +82,7 @@ TEST(CudaGpt, LossRegularisersAndGradientsMatchTheCpuForEveryGateKind) {
     }
     total_c.backward();
     total_g.backward();
-    auto gpu_params = m.gpu->named_parameters();
-    std::size_t i = 0;
-    for (auto& [name, p] : m.cpu->named_parameters()) {
-      const Tensor& q = gpu_params[i++].second;
-      ASSERT_TRUE(q.grad().defined()) << name;
-      EXPECT_EQ(q.grad().device(), Device::cuda) << name;
-      EXPECT_TRUE(test::all_close(q.grad(), p.grad(), 2e-5, 1e-3)) << name;
-    }
+    expect_same_gradients(m);
   }
 }
 
@@ -100,7 +105,7 @@ TEST(CudaGpt, GateOptionsMatchTheCpuInTraining) {
       {"input", {{"activation", "tanh_magnitude"}, {"input_norm", true}}},
       {"context", {{"granularity", "headwise"}, {"heads", {0}}, {"dropout", 0.2}}},
       {"pair", {{"shared_projection", true}, {"input_norm", true}, {"ramp_start", 1}, {"ramp_steps", 3}}},
-      {"pair", {{"hard", true}, {"hard_threshold", 0.45}}},
+      {"pair", {{"hard", true}, {"hard_threshold", 0.45}, {"groups", 2}}},
   };
   for (const auto& [kind, options] : cases) {
     SCOPED_TRACE(kind + " " + options.dump());
@@ -131,13 +136,7 @@ TEST(CudaGpt, GateOptionsMatchTheCpuInTraining) {
     }
     total_c.backward();
     total_g.backward();
-    auto gpu_params = m.gpu->named_parameters();
-    std::size_t i = 0;
-    for (auto& [name, p] : m.cpu->named_parameters()) {
-      const Tensor& q = gpu_params[i++].second;
-      ASSERT_TRUE(q.grad().defined()) << name;
-      EXPECT_TRUE(test::all_close(q.grad(), p.grad(), 2e-5, 1e-3)) << name;
-    }
+    expect_same_gradients(m);
   }
 }
 

@@ -244,9 +244,19 @@ inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
     const double inv_tau = 1.0 / ref_tau(pg, step);
     const bool shared = ref_option(pg, "shared_projection", false).get<bool>();
     const Tensor wq = G("pair", shared ? "weight" : "wq"), wk = G("pair", shared ? "weight" : "wk");
-    Tensor a = ops::sum(ref_gate_input(pg, q) * ops::reshape(wq, {1, H, 1, d}), {3}) +
-               ops::reshape(G("pair", "bias"), {1, H, 1});
+    Tensor a = ops::sum(ref_gate_input(pg, q) * ops::reshape(wq, {1, H, 1, d}), {3});
     Tensor b = ops::sum(ref_gate_input(pg, k) * ops::reshape(wk, {1, H, 1, d}), {3});
+    // groups: head n takes the sums over its group's heads, and its group's bias.
+    const std::int64_t groups = ref_option(pg, "groups", 1).get<std::int64_t>();
+    std::vector<Tensor> ga, gb;
+    for (std::int64_t n = 0; n < H; ++n) {
+      const std::int64_t g0 = n - n % groups;
+      ga.push_back(ops::sum(ops::slice(a, 1, g0, g0 + groups), {1}, true) +
+                   ops::reshape(ops::slice(G("pair", "bias"), 0, n / groups, n / groups + 1), {1, 1, 1}));
+      gb.push_back(ops::sum(ops::slice(b, 1, g0, g0 + groups), {1}, true));
+    }
+    a = ops::concat(ga, 1);
+    b = ops::concat(gb, 1);
     g.pair_g = ops::sigmoid(ops::mul_scalar(ops::unsqueeze(a, 3) + ops::unsqueeze(b, 2), inv_tau));
     if (ref_option(pg, "hard", false).get<bool>()) {
       const double theta = ref_option(pg, "hard_threshold", 0.5).get<double>();

@@ -135,6 +135,8 @@ TEST(GateOptionsReference, PairSharedProjectionNormScheduleAndRamp) {
       3);
   expect_reference(options_config("pair", {{"ramp_start", 1}, {"ramp_steps", 4}, {"alpha_init", 0.9}}), 3);
   expect_reference(options_config("pair", {{"hard", true}, {"hard_threshold", 0.4}}), 0);
+  expect_reference(options_config("pair", {{"groups", 2}}), 0);
+  expect_reference(options_config("pair", {{"groups", 4}, {"shared_projection", true}}), 0);
   expect_reference(options_config("pair", {{"hard", true}, {"shared_projection", true}, {"ramp_steps", 2}}), 1);
 }
 
@@ -211,6 +213,7 @@ TEST(GateOptionsGrad, MultiplyingGatesWithActivationsAndDropout) {
 }
 
 TEST(GateOptionsGrad, PairSharedProjectionNormAndRamp) {
+  expect_gradcheck(options_config("pair", {{"groups", 2}, {"input_norm", true}}), 0);
   expect_gradcheck(options_config("pair", {{"shared_projection", true},
                                            {"input_norm", true},
                                            {"ramp_steps", 4},
@@ -229,7 +232,7 @@ TEST(GateOptionsNeutral, DefaultsSpelledOutAreBitwiseTheDefault) {
                               {"ramp_steps", 0},          {"dropout", 0.0},          {"input_norm", false}};
     spelled["hard"] = false;
     if (kind != "pair" && kind != "input") spelled["heads"] = {0, 1, 2, 3};
-    if (kind == "score" || kind == "forget" || kind == "output") spelled["groups"] = 1;
+    if (kind == "score" || kind == "forget" || kind == "output" || kind == "pair") spelled["groups"] = 1;
     ModelConfig same = options_config(kind, spelled);
     GPT a(plain, 4), b(same, 4);
     EXPECT_TRUE(bitwise_equal(eval_logits(a, 3), eval_logits(b, 3))) << kind;
