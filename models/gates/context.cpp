@@ -18,7 +18,6 @@ namespace {
 std::int64_t gate_width(const ModelConfig& model, const GateConfig& gate) {
   return gate.string_option("granularity") == "headwise" ? 1 : model.head_dim();
 }
-bool has_magnitude(const GateConfig& gate) { return gate.activation == "tanh_magnitude"; }
 
 class ContextGate : public Gate {
  public:
@@ -27,7 +26,7 @@ class ContextGate : public Gate {
     const std::int64_t d = model.head_dim(), w = gate_width(model, gate);
     weight = register_parameter("weight", init_gate_weight({w, 2 * d}, model, gate, init));
     bias = register_parameter("bias", init_gate_bias({w}, model, gate));
-    if (has_magnitude(gate)) {
+    if (has_magnitude_projection(gate)) {
       magnitude_weight = register_parameter("magnitude_weight", init_gate_weight({w, 2 * d}, model, gate, init));
       magnitude_bias = register_parameter("magnitude_bias", init_gate_bias({w}, model, gate));
     }
@@ -75,7 +74,7 @@ GATTN_GATE_KIND(context) {
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     const std::int64_t d = m.head_dim(), w = gate_width(m, g);
     std::vector<GateParameterSpec> p{{"weight", {w, 2 * d}}, {"bias", {w}}};
-    if (has_magnitude(g)) {
+    if (has_magnitude_projection(g)) {
       p.push_back({"magnitude_weight", {w, 2 * d}});
       p.push_back({"magnitude_bias", {w}});
     }
@@ -87,7 +86,7 @@ GATTN_GATE_KIND(context) {
   // [q; y]·Wᵀ per gated head: W is shared, so it counts once per head.
   s.multiply_adds = [](const ModelConfig& m, const GateConfig& g) {
     const std::int64_t heads = head_units(m.n_head, GateOptions::of(g)).units;
-    return static_cast<double>(heads * 2 * m.head_dim() * gate_width(m, g) * (has_magnitude(g) ? 2 : 1));
+    return static_cast<double>(heads * 2 * m.head_dim() * gate_width(m, g) * (has_magnitude_projection(g) ? 2 : 1));
   };
   return s;
 }

@@ -13,15 +13,13 @@ namespace gattn::models {
 
 namespace {
 
-bool has_magnitude(const GateConfig& gate) { return gate.activation == "tanh_magnitude"; }
-
 class InputGate : public Gate {
  public:
   InputGate(const ModelConfig& model, const GateConfig& gate, Generator& init)
       : gate_(gate), options_(GateOptions::of(gate)) {
     weight = register_parameter("weight", init_gate_weight({model.n_embd, model.n_embd}, model, gate, init));
     bias = register_parameter("bias", init_gate_bias({model.n_embd}, model, gate));
-    if (has_magnitude(gate)) {
+    if (has_magnitude_projection(gate)) {
       magnitude_weight =
           register_parameter("magnitude_weight", init_gate_weight({model.n_embd, model.n_embd}, model, gate, init));
       magnitude_bias = register_parameter("magnitude_bias", init_gate_bias({model.n_embd}, model, gate));
@@ -61,7 +59,7 @@ GATTN_GATE_KIND(input) {
   s.order = 10;
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     std::vector<GateParameterSpec> p{{"weight", {m.n_embd, m.n_embd}}, {"bias", {m.n_embd}}};
-    if (has_magnitude(g)) {
+    if (has_magnitude_projection(g)) {
       p.push_back({"magnitude_weight", {m.n_embd, m.n_embd}});
       p.push_back({"magnitude_bias", {m.n_embd}});
     }
@@ -71,7 +69,7 @@ GATTN_GATE_KIND(input) {
     return std::make_shared<InputGate>(m, g, init);
   };
   s.multiply_adds = [](const ModelConfig& m, const GateConfig& g) {
-    return static_cast<double>(m.n_embd * m.n_embd * (has_magnitude(g) ? 2 : 1));
+    return static_cast<double>(m.n_embd * m.n_embd * (has_magnitude_projection(g) ? 2 : 1));
   };
   return s;
 }

@@ -23,7 +23,6 @@ std::int64_t gate_width(const ModelConfig& model, const GateConfig& gate) {
 std::int64_t gate_rows(const ModelConfig& model, const GateConfig& gate) {
   return head_units(model.n_head, GateOptions::of(gate)).units * gate_width(model, gate);
 }
-bool has_magnitude(const GateConfig& gate) { return gate.activation == "tanh_magnitude"; }
 
 class OutputGate : public Gate {
  public:
@@ -37,7 +36,7 @@ class OutputGate : public Gate {
     const std::int64_t rows = units_.units * width_;
     weight = register_parameter("weight", init_gate_weight({rows, model.n_embd}, model, gate, init));
     bias = register_parameter("bias", init_gate_bias({rows}, model, gate));
-    if (has_magnitude(gate)) {
+    if (has_magnitude_projection(gate)) {
       magnitude_weight =
           register_parameter("magnitude_weight", init_gate_weight({rows, model.n_embd}, model, gate, init));
       magnitude_bias = register_parameter("magnitude_bias", init_gate_bias({rows}, model, gate));
@@ -95,7 +94,7 @@ GATTN_GATE_KIND(output) {
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     const std::int64_t rows = gate_rows(m, g);
     std::vector<GateParameterSpec> p{{"weight", {rows, m.n_embd}}, {"bias", {rows}}};
-    if (has_magnitude(g)) {
+    if (has_magnitude_projection(g)) {
       p.push_back({"magnitude_weight", {rows, m.n_embd}});
       p.push_back({"magnitude_bias", {rows}});
     }
@@ -105,7 +104,7 @@ GATTN_GATE_KIND(output) {
     return std::make_shared<OutputGate>(m, g, init);
   };
   s.multiply_adds = [](const ModelConfig& m, const GateConfig& g) {
-    return static_cast<double>(gate_rows(m, g) * m.n_embd * (has_magnitude(g) ? 2 : 1));
+    return static_cast<double>(gate_rows(m, g) * m.n_embd * (has_magnitude_projection(g) ? 2 : 1));
   };
   return s;
 }

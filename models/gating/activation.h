@@ -29,8 +29,10 @@ struct GateActivation {
   Tensor value;  // the soft gate g
 };
 
-// The activation names every kind may choose from (a kind registers the ones it accepts).
+// Whether the activation is σ-shaped (sigmoid, gumbel_sigmoid): a logit exists, log g is log σ(u).
 bool is_sigmoid_family(const std::string& activation);
+// Whether the entry's activation (tanh_magnitude) needs the second projection magnitude_weight/_bias.
+inline bool has_magnitude_projection(const GateConfig& gate) { return gate.activation == "tanh_magnitude"; }
 
 // The entry's activation at the context's step on pre-activations z (and z_magnitude, the second
 // projection's, for tanh_magnitude). gumbel_sigmoid in training draws the noise from ctx.noise
