@@ -32,6 +32,13 @@ Tensor split_heads(const Tensor& x, std::int64_t n_head) {
   return ops::permute(ops::reshape(x, {B, T, n_head, d}), {0, 2, 1, 3});
 }
 
+std::string gate_parameter_prefix(const ModelConfig& config, std::int64_t layer, const std::string& kind) {
+  const GateKindSpec& spec = gate_kind(kind);
+  const std::string attn = "blocks." + std::to_string(layer) + ".attn.";
+  if (spec.module_name != "gate") return attn + spec.module_name + ".";
+  return config.layer_gates(layer).size() >= 2 ? attn + "gate." + kind + "." : attn + "gate.";
+}
+
 namespace {
 
 // The module that holds a block's gates under attn.gate.<kind>. when it has two or more.

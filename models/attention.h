@@ -81,6 +81,11 @@ Tensor split_heads(const Tensor& x, std::int64_t n_head);
 
 class Gate;
 
+// Where block `layer`'s gate of kind `kind` keeps its parameters, as GatedAttention registers them:
+// "blocks.<layer>.attn.gate." for the block's only gate, "blocks.<layer>.attn.gate.<kind>." beside
+// others, "blocks.<layer>.attn.<module>." for a kind with its own module name (the router).
+std::string gate_parameter_prefix(const ModelConfig& config, std::int64_t layer, const std::string& kind);
+
 // The attention of one block with its gates (none, one or several, each of another kind), applied
 // in the fixed order of models/gating/gate.h: input → q, k, v → logit terms → softmax → modulation →
 // expert mixture → per-head output → merged output → attn.proj.

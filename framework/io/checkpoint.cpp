@@ -31,13 +31,7 @@ std::string checkpoint_name(std::int64_t step) {
   return buf;
 }
 
-namespace {
-
-// `latest` holds one checkpoint name ("step_00000600\n"): anything much longer is not one.
-constexpr std::uint64_t kMaxLatestBytes = 4096;
-
-// The step of a directory name "step_<8+ digits>", or -1 for anything else (temporaries, `latest`).
-std::int64_t step_of(const std::string& name) {
+std::int64_t checkpoint_step_of(const std::string& name) {
   if (name.rfind("step_", 0) != 0 || name.size() < 13 || name.size() > 23) return -1;
   std::int64_t step = 0;
   for (std::size_t i = 5; i < name.size(); ++i) {
@@ -46,6 +40,11 @@ std::int64_t step_of(const std::string& name) {
   }
   return step;
 }
+
+namespace {
+
+// `latest` holds one checkpoint name ("step_00000600\n"): anything much longer is not one.
+constexpr std::uint64_t kMaxLatestBytes = 4096;
 
 // Directory entries must be fsynced through the directory itself for a rename to be durable.
 void fsync_dir(const fs::path& p) {
@@ -181,7 +180,7 @@ std::vector<std::string> prune_checkpoints(const std::string& run_dir, std::int6
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     const std::string name = entry.path().filename().string();
-    const std::int64_t step = step_of(name);
+    const std::int64_t step = checkpoint_step_of(name);
     if (step >= 0 && step < newest_step && entry.is_directory(ec)) older.push_back(step);
     // Temporaries of an attempt that was killed mid-write: with a complete write just done, no
     // writer owns them any more.
@@ -221,7 +220,7 @@ std::string latest_checkpoint(const std::string& run_dir) {
   if (std::getline(in, rest, '\0'))
     throw CheckpointError("checkpoint file '" + latest.string() + "': holds more than a checkpoint name (" +
                           printable_name(name + "\n" + rest, 40) + "; damaged?)");
-  if (step_of(name) < 0)
+  if (checkpoint_step_of(name) < 0)
     throw CheckpointError("checkpoint file '" + latest.string() + "': holds '" + printable_name(name, 40) +
                           "', not a checkpoint name like step_00000600 (damaged?)");
   if (!fs::is_directory(root / name, ec))
@@ -234,7 +233,7 @@ std::vector<std::string> checkpoint_directories(const std::string& run_dir) {
   std::vector<std::pair<std::int64_t, std::string>> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
-    const std::int64_t step = step_of(entry.path().filename().string());
+    const std::int64_t step = checkpoint_step_of(entry.path().filename().string());
     if (step >= 0 && entry.is_directory(ec)) found.emplace_back(step, entry.path().string());
   }
   std::sort(found.rbegin(), found.rend());

@@ -24,6 +24,9 @@ inline constexpr const char* kStateFile = "state.json";
 
 // "step_00000600"
 std::string checkpoint_name(std::int64_t step);
+// The step of a checkpoint directory name "step_<8+ digits>", or -1 for anything else (temporaries,
+// `latest`).
+std::int64_t checkpoint_step_of(const std::string& name);
 
 struct CheckpointWritten {
   std::string dir;          // the checkpoint directory

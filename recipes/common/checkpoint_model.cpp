@@ -1,6 +1,7 @@
 // Loading a checkpoint's model and config for eval and sample.
 #include "recipes/common/checkpoint_model.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 
@@ -37,10 +38,7 @@ fs::path resolve_checkpoint(const std::string& dir, const std::string& who) {
 
 std::int64_t checkpoint_step(const std::filesystem::path& dir) {
   if (fs::exists(dir / kStateFile)) return read_train_state((dir / kStateFile).string()).step;
-  const std::string name = dir.filename().string();
-  if (name.size() == 13 && name.rfind("step_", 0) == 0 && name.find_first_not_of("0123456789", 5) == std::string::npos)
-    return std::stoll(name.substr(5));
-  return 0;
+  return std::max<std::int64_t>(checkpoint_step_of(dir.filename().string()), 0);  // −1: not a step name
 }
 
 CheckpointModel load_checkpoint_model(const std::string& dir, const std::vector<std::string>& overrides,

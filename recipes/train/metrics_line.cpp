@@ -11,18 +11,11 @@ std::vector<std::optional<double>> pair_alpha_by_layer(models::GPT& model) {
   const models::ModelConfig& mc = model.config();
   std::vector<std::optional<double>> out(static_cast<std::size_t>(mc.n_layer));
   bool any = false;
-  std::map<std::string, Tensor> params;
   for (std::int64_t l = 0; l < mc.n_layer; ++l) {
     bool pair = false;
     for (const models::GateConfig& g : mc.layer_gates(l)) pair = pair || g.kind == "pair";
     if (!pair) continue;
-    if (params.empty())
-      for (auto& [name, p] : model.named_parameters()) params.emplace(name, p);
-    const std::string attn = "blocks." + std::to_string(l) + ".attn.";
-    auto it = params.find(attn + "gate.pair.alpha");  // several gates in the block
-    if (it == params.end()) it = params.find(attn + "gate.alpha");
-    if (it == params.end()) continue;
-    const double a = it->second.to_vector().at(0);
+    const double a = model.parameter(models::gate_parameter_prefix(mc, l, "pair") + "alpha").item();
     out[static_cast<std::size_t>(l)] = 1.0 / (1.0 + std::exp(-a));
     any = true;
   }

@@ -22,8 +22,8 @@ struct TrainLine {
 };
 
 // Per layer, α = σ(alpha) of the block's pair gate as the weights hold it now (nullopt for a block
-// without one); empty when no block has a pair gate. The parameter is looked up among the model's
-// named parameters: attn.gate.pair.alpha in a block with several gates, attn.gate.alpha otherwise.
+// without one); empty when no block has a pair gate. The parameter is the pair gate's `alpha` under
+// models::gate_parameter_prefix.
 std::vector<std::optional<double>> pair_alpha_by_layer(models::GPT& model);
 
 // The line's JSON. A regulariser goes under its name, or <name>_reg where a statistic already has
