@@ -6,6 +6,7 @@
 
 #include "models/gating/gate.h"
 #include "models/gating/registry.h"
+#include "ops/elementwise.h"
 #include "ops/shape.h"
 
 namespace gattn::models {
@@ -46,6 +47,13 @@ class GateSet : public nn::Module {
  public:
   void add(const std::string& kind, std::shared_ptr<nn::Module> gate) { register_module(kind, std::move(gate)); }
 };
+
+// i32 [B, H, n]: the positions first … first+n−1 of new cache rows, for every head.
+Tensor new_positions(std::int64_t B, std::int64_t H, std::int64_t n, std::int64_t first) {
+  std::vector<std::int32_t> p(static_cast<std::size_t>(B * H * n));
+  for (std::size_t r = 0; r < p.size(); ++r) p[r] = static_cast<std::int32_t>(first + static_cast<std::int64_t>(r) % n);
+  return Tensor::from_ints(p, {B, H, n});
+}
 
 }  // namespace
 
@@ -119,22 +127,28 @@ Tensor GatedAttention::attend(const AttentionInputs& projected, AttentionContext
   return y;
 }
 
-Tensor GatedAttention::forward_cached(const Tensor& h, LayerKVCache& cache, std::int64_t pos, std::int64_t step) {
+Tensor GatedAttention::forward_cached(const Tensor& h, LayerKVCache& cache, const CachedStep& at) {
   AttentionContext eval;  // generation: eval-mode math, nothing reported
-  eval.step = step;
+  eval.step = at.step;
   AttentionInputs in{h, Tensor(), Tensor(), Tensor()};
   Tensor x = h;
   for (const auto& g : gates) x = g->gate_input(in, x, eval);
   in = project(h, x);
   for (const auto& g : gates) g->gate_qk(in, eval);  // the cache holds the gated k
+  const std::int64_t pos = at.row, B = cache.k.size(0), H = cache.k.size(1), n = h.size(1);
   write_cache_rows(cache.k, in.k, pos);
   write_cache_rows(cache.v, in.v, pos);
-  // The new positions' column terms are summed over the gates: clear what a previous sequence left
-  // in those rows of a reused cache.
-  const std::int64_t n = h.size(1);
-  if (cache.col_bias.defined())
-    write_cache_rows(cache.col_bias, Tensor::zeros({cache.k.size(0), cache.k.size(1), n}, cache.k.dtype()), pos);
+  // The new rows' column terms are summed over the gates, and their accumulated attention starts
+  // at 0: clear what an earlier position left in those rows.
+  for (Tensor* summed : {&cache.col_bias, &cache.key_attention})
+    if (summed->defined()) write_cache_rows(*summed, Tensor::zeros({B, H, n}, cache.k.dtype()), pos);
+  if (cache.key_positions.defined()) write_cache_rows(cache.key_positions, new_positions(B, H, n, at.position), pos);
   ops::CachedAttentionInputs terms;
+  if (at.options) {
+    terms.top_k_keys = at.options->top_k_keys;
+    if (at.options->skip_heads_below > 0) terms.skip_rows = skipped_rows(in, eval, *at.options, at.counters);
+  }
+  if (at.counters) at.counters->head_queries += B * H * n;
   Gate* mixture = nullptr;
   for (const auto& g : gates) {
     g->add_cached_terms(in, cache, pos, terms, eval);
@@ -146,6 +160,20 @@ Tensor GatedAttention::forward_cached(const Tensor& h, LayerKVCache& cache, std:
   y = merge_heads(y);
   for (const auto& g : gates) y = g->gate_output(in, y, eval);
   return proj->forward(y);
+}
+
+Tensor GatedAttention::skipped_rows(const AttentionInputs& in, const AttentionContext& ctx,
+                                    const InferenceOptions& options, InferenceCounters* counters) const {
+  Tensor gate;  // [B, H, n]: the product of the block's whole-head gates
+  for (const auto& g : gates)
+    if (g->gates_whole_heads()) gate = gate.defined() ? gate * g->head_gate(in, ctx) : g->head_gate(in, ctx);
+  if (!gate.defined()) return Tensor();
+  const std::vector<double> values = gate.to_vector();
+  std::vector<std::int32_t> skip(values.size());
+  std::int64_t skipped = 0;
+  for (std::size_t r = 0; r < values.size(); ++r) skipped += skip[r] = values[r] < options.skip_heads_below;
+  if (counters) counters->skipped += skipped;
+  return Tensor::from_ints(skip, gate.shape());
 }
 
 }  // namespace gattn::models

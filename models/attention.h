@@ -97,15 +97,20 @@ class GatedAttention : public nn::Module {
   // The gates and the attention between the projections: h, q, k, v -> the heads-merged output
   // [B, T, C] that attn.proj takes (what `gattn bench attention` times).
   Tensor attend(const AttentionInputs& in, AttentionContext& ctx);
-  // Generation: h [B, n, C] of positions pos … pos+n−1; appends them to `cache` (eval-mode math at
-  // optimizer step `step`, which fixes the scheduled gate options; no autograd).
-  Tensor forward_cached(const Tensor& h, LayerKVCache& cache, std::int64_t pos, std::int64_t step = 0);
+  // Generation: h [B, n, C] of n new positions; writes them to rows at.row … of `cache` and
+  // attends over the rows held (eval-mode math at optimizer step at.step, which fixes the scheduled
+  // gate options; no autograd), with the top-k keys and head skipping of at.options.
+  Tensor forward_cached(const Tensor& h, LayerKVCache& cache, const CachedStep& at);
   std::shared_ptr<nn::Linear> qkv, proj;
   std::vector<std::shared_ptr<Gate>> gates;  // in the order of application; empty for the baseline
 
  private:
   // x [B, T, C] -> h with q, k, v per head [B, H, T, d] (attn.qkv on x, split into heads).
   AttentionInputs project(const Tensor& h, const Tensor& x) const;
+  // Generation with --skip-heads-below: i32 [B, H, n], 1 where the block's whole-head gates are
+  // below the threshold (counted in `counters`); undefined when no gate of the block gates heads.
+  Tensor skipped_rows(const AttentionInputs& in, const AttentionContext& ctx, const InferenceOptions& options,
+                      InferenceCounters* counters) const;
   std::int64_t n_head_, head_dim_;
 };
 

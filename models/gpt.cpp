@@ -8,6 +8,7 @@
 
 #include "framework/autograd/grad_mode.h"
 #include "models/gating/registry.h"
+#include "models/kv_policy.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"
@@ -49,8 +50,8 @@ Tensor Block::forward(const Tensor& x, AttentionContext& ctx) {
   return with_mlp(x + attn->forward(ln1->forward(x), ctx));
 }
 
-Tensor Block::forward_cached(const Tensor& x, LayerKVCache& cache, std::int64_t pos, std::int64_t step) {
-  return with_mlp(x + attn->forward_cached(ln1->forward(x), cache, pos, step));
+Tensor Block::forward_cached(const Tensor& x, LayerKVCache& cache, const CachedStep& at) {
+  return with_mlp(x + attn->forward_cached(ln1->forward(x), cache, at));
 }
 
 Tensor Block::with_mlp(const Tensor& y) {
@@ -152,8 +153,9 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) {
   if (!idx.defined() || idx.dtype() != DType::i32 || idx.dim() != 2 || idx.numel() == 0)
     throw ShapeError("GPT.forward_cached: idx must be non-empty i32 [B, n], got " +
                      (idx.defined() ? idx.str() : std::string("undefined")));
-  const std::int64_t B = idx.size(0), n = idx.size(1), pos = cache.length();
-  if (B != cache.batch() || cache.capacity() != config_.block_size ||
+  const std::int64_t B = idx.size(0), n = idx.size(1), pos = cache.position();
+  const std::int64_t capacity = cache.options().bounded() ? cache.options().budget : config_.block_size;
+  if (B != cache.batch() || cache.capacity() != capacity ||
       cache.layers.size() != static_cast<std::size_t>(config_.n_layer))
     throw ShapeError("GPT.forward_cached: the cache was made for another batch or model (batch " +
                      std::to_string(cache.batch()) + ", idx " + shape_str(idx.shape()) + ")");
@@ -162,11 +164,18 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) {
                      " exceed model.block_size=" + std::to_string(config_.block_size));
   check_token_ids(idx, config_.vocab_size, "GPT.forward_cached");
   NoGradGuard no_grad;
+  make_room(cache, n);  // under a KV budget: evict what the new positions displace
   std::vector<std::int32_t> position_ids(static_cast<std::size_t>(n));
   for (std::int64_t t = 0; t < n; ++t) position_ids[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(pos + t);
   Tensor positions = Tensor::from_ints(position_ids, {n});
   Tensor x = wte->forward(idx) + wpe->forward(positions);
-  for (std::size_t i = 0; i < blocks->size(); ++i) x = (*blocks)[i].forward_cached(x, cache.layers[i], pos, step_);
+  CachedStep at;
+  at.row = cache.length();
+  at.position = pos;
+  at.step = step_;
+  at.options = cache.options().exact() ? nullptr : &cache.options();
+  at.counters = &cache.counters;
+  for (std::size_t i = 0; i < blocks->size(); ++i) x = (*blocks)[i].forward_cached(x, cache.layers[i], at);
   cache.advance(n);
   return ops::linear(ln_f->forward(x), wte->weight);
 }

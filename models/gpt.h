@@ -22,9 +22,8 @@ class Block : public nn::Module {
   Block(const ModelConfig& config, std::int64_t layer, Generator& init);
   // x [B, T, C] -> [B, T, C]
   Tensor forward(const Tensor& x, AttentionContext& ctx);
-  // Generation: x [B, n, C] at positions pos … pos+n−1, appended to this block's cache; `step` as
-  // GPT::step().
-  Tensor forward_cached(const Tensor& x, LayerKVCache& cache, std::int64_t pos, std::int64_t step);
+  // Generation: x [B, n, C] of n new positions, appended to this block's cache (`at` says where).
+  Tensor forward_cached(const Tensor& x, LayerKVCache& cache, const CachedStep& at);
   std::shared_ptr<nn::LayerNorm> ln1, ln2;
   std::shared_ptr<GatedAttention> attn;
   std::shared_ptr<nn::Linear> fc, proj;  // registered under "mlp" as mlp.fc, mlp.proj
@@ -64,10 +63,11 @@ class GPT : public nn::Module {
   // idx: i32 [B, T] with T <= block_size; targets: i32 [B, T] or undefined.
   ForwardResult forward(const Tensor& idx, const Tensor& targets = Tensor(), const ForwardOptions& options = {});
 
-  // Generation with a KV cache: runs the new tokens idx i32 [B, n] at positions cache.length() …
-  // cache.length()+n−1 (at most model.block_size in all), appends them to `cache` and returns their
-  // logits [B, n, V]. The same function as forward() in eval mode (no gumbel noise), at O(context)
-  // per token; never records autograd history.
+  // Generation with a KV cache: runs the new tokens idx i32 [B, n] at positions cache.position() …
+  // cache.position()+n−1 (at most model.block_size in all), appends them to `cache` and returns their
+  // logits [B, n, V]. With the cache's default options, the same function as forward() in eval mode
+  // (no gumbel noise), at O(context) per token; under a KV budget it first evicts what the new
+  // positions displace (models/kv_policy.h; n must fit the budget). Never records autograd history.
   Tensor forward_cached(const Tensor& idx, KVCache& cache);
 
   const ModelConfig& config() const { return config_; }

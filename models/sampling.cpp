@@ -7,6 +7,8 @@
 #include <string>
 
 #include "framework/tensor/error.h"
+#include "models/kv_policy.h"
+#include "ops/shape.h"
 
 namespace gattn::models {
 
@@ -63,19 +65,37 @@ std::int32_t sample_token(const std::vector<double>& logits, const SamplingOptio
   return last_kept;  // u rounded past the end: the last kept token
 }
 
+Tensor forward_in_chunks(GPT& model, const Tensor& idx, KVCache& cache, bool last_only) {
+  const std::int64_t n = idx.size(1);
+  std::vector<Tensor> logits;
+  for (std::int64_t done = 0; done < n;) {
+    const std::int64_t room = cache.capacity() - cache.length();
+    const std::int64_t chunk = std::min(n - done, std::max<std::int64_t>(room, 1));
+    Tensor out = model.forward_cached(ops::slice(idx, 1, done, done + chunk), cache);
+    done += chunk;
+    if (!last_only)
+      logits.push_back(out);
+    else if (done == n)
+      logits.push_back(ops::slice(out, 1, chunk - 1, chunk));
+  }
+  return logits.size() == 1 ? logits.front() : ops::concat(logits, 1);
+}
+
 std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& prompt, std::int64_t max_new_tokens,
-                                   const SamplingOptions& options, const std::function<void(std::int32_t)>& on_token) {
+                                   const SamplingOptions& options, const std::function<void(std::int32_t)>& on_token,
+                                   const InferenceOptions& inference, InferenceCounters* counters) {
   validate(options);
+  check_inference_options(inference, model);
   if (prompt.empty()) throw ValueError("generate: the prompt must hold at least one token");
   if (max_new_tokens < 0) throw ValueError("--max-new-tokens must be >= 0, got " + std::to_string(max_new_tokens));
   const std::int64_t T = model.config().block_size;
   Generator gen(options.seed, kSamplingStream);
-  KVCache cache(model.config(), 1);
+  KVCache cache(model.config(), 1, inference);
   std::vector<std::int32_t> context(
       prompt.end() - std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(prompt.size()), T), prompt.end());
   auto run = [&](const std::vector<std::int32_t>& tokens) {
-    return last_row(
-        model.forward_cached(Tensor::from_ints(tokens, {1, static_cast<std::int64_t>(tokens.size())}), cache));
+    return last_row(forward_in_chunks(model, Tensor::from_ints(tokens, {1, static_cast<std::int64_t>(tokens.size())}),
+                                      cache, true));
   };
   std::vector<double> logits = run(context);
   std::vector<std::int32_t> out;
@@ -88,8 +108,8 @@ std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& 
     context.push_back(token);
     if (on_token) on_token(token);
     if (k + 1 == max_new_tokens) break;
-    if (cache.length() == T) {
-      // The block is full: restart the cache from the newest half of the context.
+    if (cache.position() == T) {
+      // The learned positions are used up: restart the cache from the newest half of the context.
       const std::int64_t keep = std::max<std::int64_t>(1, T / 2);
       context.erase(context.begin(), context.end() - keep);
       cache.clear();
@@ -98,6 +118,7 @@ std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& 
       logits = run({token});
     }
   }
+  if (counters) *counters = cache.counters;
   return out;
 }
 

@@ -7,6 +7,8 @@
 
 #include "framework/tensor/random.h"
 #include "models/gpt.h"
+#include "models/inference_options.h"
+#include "models/kv_cache.h"
 
 namespace gattn::models {
 
@@ -28,13 +30,23 @@ void validate(const SamplingOptions& options);
 // of `gen`.
 std::int32_t sample_token(const std::vector<double>& logits, const SamplingOptions& options, Generator& gen);
 
+// Runs idx i32 [B, n] through `cache` in chunks that fit: as many positions as the cache has free
+// rows, one at a time once it is full (each evicting what the policy chooses), so a budget smaller
+// than n works. Returns the logits [B, n, V]; `last_only` keeps only the last position's [B, 1, V].
+// Under the exact options the logits equal one forward_cached call's.
+Tensor forward_in_chunks(GPT& model, const Tensor& idx, KVCache& cache, bool last_only = false);
+
 // Generates `max_new_tokens` tokens after `prompt` (non-empty). A prompt longer than
-// model.block_size keeps its last block_size tokens. Once the context fills the block, the cache
-// restarts from the last block_size/2 tokens (learned positions end at block_size), so the cost
-// stays linear per token; within one block the result equals re-running forward() on the whole
-// context at every step. `on_token` (optional) sees each new token as it is drawn.
+// model.block_size keeps its last block_size tokens. Once the context reaches the block (learned
+// positions end at block_size), the cache restarts from the last block_size/2 tokens, so the cost
+// stays linear per token; within one block, with the exact options, the result equals re-running
+// forward() on the whole context at every step. Under a KV budget the cache holds at most the budget
+// per head (`inference`: what the generation may leave out, checked against the model by
+// check_inference_options; the default is exact). `on_token` (optional) sees each new token as it is
+// drawn. `counters` (optional) receives what the generation evicted and skipped.
 std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& prompt, std::int64_t max_new_tokens,
                                    const SamplingOptions& options,
-                                   const std::function<void(std::int32_t)>& on_token = {});
+                                   const std::function<void(std::int32_t)>& on_token = {},
+                                   const InferenceOptions& inference = {}, InferenceCounters* counters = nullptr);
 
 }  // namespace gattn::models

@@ -25,6 +25,14 @@ void check_input(const Tensor& t, const Shape& want, const Tensor& q, const char
                      shape_str(want));
 }
 
+// An i32 CPU tensor of shape `want`, or undefined.
+void check_index_input(const Tensor& t, const Shape& want, const char* name) {
+  if (!t.defined()) return;
+  if (t.dtype() != DType::i32 || t.device() != Device::cpu || t.shape() != want)
+    throw ShapeError(std::string(kOp) + ": " + name + " must be an i32 CPU tensor " + shape_str(want) + ", got " +
+                     t.str());
+}
+
 template <class T>
 Tensor run(const CachedAttentionInputs& in) {
   const std::int64_t B = in.q.size(0), H = in.q.size(1), Tq = in.q.size(2), d = in.q.size(3);
@@ -50,6 +58,11 @@ Tensor run(const CachedAttentionInputs& in) {
     p.hard = !std::isnan(in.modulation_hard_threshold);
     if (p.hard) p.hard_threshold = static_cast<T>(in.modulation_hard_threshold);
   }
+  if (in.key_positions.defined()) p.key_positions = in.key_positions.data<std::int32_t>();
+  p.top_k_keys = in.top_k_keys;
+  if (in.skip_rows.defined()) p.skip_rows = in.skip_rows.data<std::int32_t>();
+  Tensor accumulated = in.key_attention;  // a handle: the kernel adds into the caller's storage
+  if (accumulated.defined()) p.key_attention = accumulated.data<T>();
   p.out = out.data<T>();
   cpu::cached_attention_forward(p);
   return out;
@@ -80,6 +93,11 @@ Tensor cached_attention(const CachedAttentionInputs& in) {
   check_input(in.modulation_col, {B, H, capacity}, in.q, "modulation_col");
   if (in.modulation_row.defined() && !(in.modulation_temperature > 0))
     throw ValueError(std::string(kOp) + ": modulation_temperature must be > 0");
+  check_index_input(in.key_positions, {B, H, capacity}, "key_positions");
+  check_index_input(in.skip_rows, {B, H, Tq}, "skip_rows");
+  check_input(in.key_attention, {B, H, capacity}, in.q, "key_attention");
+  if (in.top_k_keys < 0)
+    throw ValueError(std::string(kOp) + ": top_k_keys must be >= 0, got " + std::to_string(in.top_k_keys));
   return in.q.dtype() == DType::f64 ? run<double>(in) : run<float>(in);
 }
 

@@ -26,6 +26,19 @@ struct CachedAttentionInputs {
   // θ of a hard modulation (1[G > θ] in place of G); NaN = the soft modulation.
   double modulation_hard_threshold = std::numeric_limits<double>::quiet_NaN();
   std::int64_t window = 0;  // 0: full causal; w > 0: keys i − w < j ≤ i
+
+  // Generation under a KV budget (models/kv_policy.h), where cache rows are no longer positions:
+  // i32 [B, H, capacity], the token position each row holds (rows stay in position order, the new
+  // queries' own rows last). Undefined: row j holds position j. Only the window reads positions.
+  Tensor key_positions;
+  // > 0: each query row attends only to its top_k_keys highest-scoring visible keys (the logits
+  // with their biases; ties at the k-th score are kept too); 0: all visible keys.
+  std::int64_t top_k_keys = 0;
+  // i32 [B, H, Tq]: 1 = skip this query row of this head (its output is 0, nothing is computed).
+  Tensor skip_rows;
+  // [B, H, capacity] of q's dtype: when defined, every computed row adds its final weights A_ij to
+  // row j (the accumulated attention of H2O eviction).
+  Tensor key_attention;
 };
 
 // Returns y [B, H, Tq, d]. f32 or f64 (one dtype throughout).

@@ -37,13 +37,17 @@ class ForgetGate : public Gate {
   void add_cached_terms(const AttentionInputs& in, LayerKVCache& cache, std::int64_t pos,
                         ops::CachedAttentionInputs& terms, const AttentionContext& ctx) override {
     Tensor c = ops::cumsum(log_forget(log_effect(activation(in, ctx), options_, ctx)), 2);  // [B, H, n]
-    // The prefix sums continue from the last cached position's c, kept in this gate's slot.
-    Tensor& cached = cache_term(cache.gate_state[kKind], cache);
-    if (pos > 0) c = c + ops::slice(cached, 2, pos - 1, pos);
-    write_cache_rows(cached, c, pos);
+    // The prefix sums continue from the newest cached position's c [B, H, 1], kept in this gate's
+    // slot (not per row: eviction may drop the newest row).
+    Tensor& last = cache.gate_state[kKind];  // undefined at the first position (KVCache::clear empties it)
+    if (last.defined()) c = c + last;
+    last = ops::slice(c, 2, c.size(2) - 1, c.size(2));
     add_cache_rows(cache.col_bias, cache, ops::neg(c), pos);
     accumulate(terms.row_bias, c);
   }
+
+  // −c_j, key j's column bias, is lowest for the oldest key (the decay only grows with age).
+  bool ranks_keys() const override { return true; }
 
   Tensor weight, bias;  // [U, C], [U]: U = the gated heads / groups
 

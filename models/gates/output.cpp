@@ -44,10 +44,7 @@ class OutputGate : public Gate {
   }
 
   Tensor gate_output(const AttentionInputs& in, const Tensor& y, AttentionContext& ctx) override {
-    const Tensor x = gate_input_norm(in.h, options_);  // y, h: [B, T, C]
-    const Tensor z_magnitude = magnitude_weight.defined() ? ops::linear(x, magnitude_weight, magnitude_bias) : Tensor();
-    GateEffect e = value_effect(activate_gate(ops::linear(x, weight, bias), gate_, options_, ctx, z_magnitude),
-                                options_, ctx);  // [B, T, U·w]
+    GateEffect e = effect(in, ctx);  // [B, T, U·w]; y, h: [B, T, C]
     const std::int64_t B = y.size(0), T = y.size(1);
     GateEffect shown = e;
     shown.reported = ops::reshape(e.reported, {B, T, units_.units, width_});
@@ -59,10 +56,24 @@ class OutputGate : public Gate {
     return ops::reshape(out, {B, T, n_head_ * head_dim_});
   }
 
+  // Headwise, the gate scales each head's output y_n by one value: --skip-heads-below may skip y_n.
+  bool gates_whole_heads() const override { return width_ == 1; }
+  Tensor head_gate(const AttentionInputs& in, const AttentionContext& ctx) const override {
+    if (width_ != 1) return Tensor();
+    return ops::transpose(expand_to_heads(effect(in, ctx).value, units_, 1, 1.0), 1, 2);  // [B, H, T]
+  }
+
   Tensor weight, bias;                      // [U·w, C], [U·w]
   Tensor magnitude_weight, magnitude_bias;  // the same, with tanh_magnitude only
 
  private:
+  // The gate's effective values [B, T, U·w] from h.
+  GateEffect effect(const AttentionInputs& in, const AttentionContext& ctx) const {
+    const Tensor x = gate_input_norm(in.h, options_);
+    const Tensor z_magnitude = magnitude_weight.defined() ? ops::linear(x, magnitude_weight, magnitude_bias) : Tensor();
+    return value_effect(activate_gate(ops::linear(x, weight, bias), gate_, options_, ctx, z_magnitude), options_, ctx);
+  }
+
   GateConfig gate_;
   GateOptions options_;
   HeadUnits units_;

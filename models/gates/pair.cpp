@@ -64,6 +64,9 @@ class PairGate : public Gate {
     if (options_.hard) terms.modulation_hard_threshold = options_.hard_threshold;
   }
 
+  // The modulation α·σ((a_i + b_j)/τ) + 1 − α rises with b_j for every query.
+  bool ranks_keys() const override { return true; }
+
   Tensor wq, wk;       // [H, d] each; or
   Tensor weight;       // [H, d]: shared_projection, one w for q and k
   Tensor bias, alpha;  // [H/groups], [1]

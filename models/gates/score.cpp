@@ -53,6 +53,9 @@ class ScoreGate : public Gate {
     add_cache_rows(cache.col_bias, cache, key_term(log_effect(activation(in, ctx), options_, ctx)), pos);
   }
 
+  // log g_j lowers key j's logit for every later query; a multiplicative g_j does not rank keys.
+  bool ranks_keys() const override { return !multiplicative_; }
+
   Tensor weight, bias;  // [U, C], [U]: U = the gated heads / groups
 
  private:

@@ -28,6 +28,8 @@ Tensor Gate::attend_cached(const AttentionInputs&, const LayerKVCache&, std::int
   throw std::logic_error("Gate::attend_cached called on a gate that does not mix attentions");
 }
 
+Tensor Gate::head_gate(const AttentionInputs&, const AttentionContext&) const { return Tensor(); }
+
 Tensor Gate::gate_heads(const AttentionInputs&, const Tensor& y, AttentionContext&) { return y; }
 
 Tensor Gate::gate_output(const AttentionInputs&, const Tensor& y, AttentionContext&) { return y; }
@@ -88,6 +90,8 @@ Tensor run_cached_attention(const AttentionInputs& in, const LayerKVCache& cache
   terms.k = cache.k;
   terms.v = cache.v;
   terms.length = pos + in.q.size(2);
+  terms.key_positions = cache.key_positions;
+  terms.key_attention = cache.key_attention;
   return ops::cached_attention(terms);
 }
 

@@ -42,6 +42,13 @@ class Gate : public nn::Module {
   virtual Tensor attend(const AttentionInputs& in, const ops::AttentionTerms& terms, AttentionContext& ctx);
   virtual Tensor attend_cached(const AttentionInputs& in, const LayerKVCache& cache, std::int64_t pos,
                                const ops::CachedAttentionInputs& terms);
+  // Inference shortcuts (models/kv_policy.h): whether the gate adds a per-key term that ranks keys
+  // for every later query (a column bias, or the pair modulation's column term) …
+  virtual bool ranks_keys() const { return false; }
+  // … and whether it scales each head's whole output by one value, head_gate [B, H, n] of the new
+  // positions (1 on heads it leaves alone; undefined when it does not gate whole heads).
+  virtual bool gates_whole_heads() const { return false; }
+  virtual Tensor head_gate(const AttentionInputs& in, const AttentionContext& ctx) const;
   // 4. The per-head output y [B, H, T, d] (unchanged by default).
   virtual Tensor gate_heads(const AttentionInputs& in, const Tensor& y, AttentionContext& ctx);
   // 5. The merged output y [B, T, C] (unchanged by default).

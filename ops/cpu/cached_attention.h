@@ -1,12 +1,14 @@
 // CPU kernel of cached attention (generation): a few new queries against a key/value cache. One
 // pass per query row over its visible keys: scores, max, exp, sum, then the weighted sum of values.
-// Cost O(visible keys · d) per query; no T×T matrix, no allocation per row (one scratch row per
-// thread).
+// Cost O(visible keys · d) per query; no T×T matrix, no allocation per row (scratch rows per
+// thread). Under a KV budget the rows hold the positions key_positions names, a row may attend to
+// its top-k keys only, a skipped row is 0, and the final weights can be summed per key (H2O).
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "ops/cpu/parallel.h"
@@ -28,21 +30,44 @@ struct CachedAttentionParams {
   T alpha = 0, inv_tau = 1;
   bool hard = false;  // a hard modulation: 1[G > hard_threshold] in place of G
   T hard_threshold = T(0.5);
-  T* out = nullptr;  // [BH, Tq, d]
+  const std::int32_t* key_positions = nullptr;  // [BH, capacity] or null (row j = position j)
+  std::int64_t top_k_keys = 0;                  // > 0: only the top-k scores of each row
+  const std::int32_t* skip_rows = nullptr;      // [BH, Tq] or null: 1 = output 0, nothing computed
+  T* key_attention = nullptr;                   // [BH, capacity] or null: += A_ij
+  T* out = nullptr;                             // [BH, Tq, d]
 };
+
+// The first cache row query row `i` of head `bh` sees: 0 for full causal attention, else the
+// first row whose position is within the window (rows are in position order).
+template <class T>
+std::int64_t first_visible_row(const CachedAttentionParams<T>& p, std::int64_t bh, std::int64_t i) {
+  if (p.window <= 0) return 0;
+  if (!p.key_positions) return std::max<std::int64_t>(0, i - p.window + 1);
+  const std::int32_t* pos = p.key_positions + bh * p.capacity;
+  std::int64_t lo = 0;
+  while (lo < i && pos[i] - pos[lo] >= p.window) ++lo;
+  return lo;
+}
 
 template <class T>
 void cached_attention_forward(const CachedAttentionParams<T>& p) {
   const std::int64_t rows = p.BH * p.Tq, d = p.d, first = p.length - p.Tq;
-  const bool parallel =
-      rows > 1 && worth_parallel(rows * std::min(p.length, p.window > 0 ? p.window : p.length) * d * 2);
+  // Rows of one head add into the same key_attention row: with several new queries, one thread.
+  const bool parallel = rows > 1 && !(p.key_attention && p.Tq > 1) &&
+                        worth_parallel(rows * std::min(p.length, p.window > 0 ? p.window : p.length) * d * 2);
 #pragma omp parallel if (parallel)
   {
     std::vector<T> w(static_cast<std::size_t>(p.length));  // this thread's scratch row
+    std::vector<T> ranked(p.top_k_keys > 0 ? static_cast<std::size_t>(p.length) : 0);
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t bh = r / p.Tq, t = r % p.Tq, i = first + t;
-      const std::int64_t lo = p.window > 0 ? std::max<std::int64_t>(0, i - p.window + 1) : 0;
+      T* o = p.out + r * d;
+      if (p.skip_rows && p.skip_rows[r]) {
+        std::fill(o, o + d, T(0));
+        continue;
+      }
+      const std::int64_t lo = first_visible_row(p, bh, i);
       const T* qi = p.q + r * d;
       const T* kb = p.k + bh * p.capacity * d;
       const T* vb = p.v + bh * p.capacity * d;
@@ -59,9 +84,19 @@ void cached_attention_forward(const CachedAttentionParams<T>& p) {
         w[static_cast<std::size_t>(j)] = s;
         m = std::max(m, s);
       }
+      // Top-k keys: scores below the k-th largest get weight 0 (the maximum is always kept).
+      T kth = -INFINITY;
+      if (p.top_k_keys > 0 && i - lo + 1 > p.top_k_keys) {
+        std::copy(w.begin() + lo, w.begin() + i + 1, ranked.begin());
+        const auto end = ranked.begin() + (i - lo + 1);
+        std::nth_element(ranked.begin(), ranked.begin() + (p.top_k_keys - 1), end, std::greater<T>());
+        kth = ranked[static_cast<std::size_t>(p.top_k_keys - 1)];
+      }
       T l = 0;
-      for (std::int64_t j = lo; j <= i; ++j)
-        l += w[static_cast<std::size_t>(j)] = std::exp(w[static_cast<std::size_t>(j)] - m);
+      for (std::int64_t j = lo; j <= i; ++j) {
+        T& wj = w[static_cast<std::size_t>(j)];
+        l += wj = wj >= kth ? std::exp(wj - m) : T(0);
+      }
       const T inv_l = T(1) / l;
       if (p.modulation_row) {
         // A_ij = P_ij · (α·σ((a_i + b_j)/τ) + 1 − α): the modulation, applied after the softmax.
@@ -73,10 +108,11 @@ void cached_attention_forward(const CachedAttentionParams<T>& p) {
           w[static_cast<std::size_t>(j)] *= p.alpha * g + T(1) - p.alpha;
         }
       }
-      T* o = p.out + r * d;
       std::fill(o, o + d, T(0));
+      T* accumulated = p.key_attention ? p.key_attention + bh * p.capacity : nullptr;
       for (std::int64_t j = lo; j <= i; ++j) {
         const T a = w[static_cast<std::size_t>(j)] * inv_l;
+        if (accumulated) accumulated[j] += a;
         const T* vj = vb + j * d;
         for (std::int64_t c = 0; c < d; ++c) o[c] += a * vj[c];
       }

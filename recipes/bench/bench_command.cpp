@@ -1,7 +1,7 @@
-// `gattn bench attention`: times ops::flash_attention per gate kind over a grid of shapes and prints
-// a table or, with --json, one JSON object per case (scripts/bench_attention_torch.py reads those
-// to compare against PyTorch on the same shapes). Shapes hold batch×T at --tokens, as a training
-// step of a fixed token budget would.
+// `gattn bench attention` (and `gattn bench generate`, recipes/bench/bench_generate.cpp): times ops::flash_attention
+// per gate kind over a grid of shapes and prints a table or, with --json, one JSON object per case
+// (scripts/bench_attention_torch.py reads those to compare against PyTorch on the same shapes). Shapes hold batch×T at
+// --tokens, as a training step of a fixed token budget would.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -15,6 +15,7 @@
 #include "framework/runtime/memory_budget.h"
 #include "recipes/ablate/ablation.h"
 #include "recipes/bench/bench_attention.h"
+#include "recipes/bench/bench_generate.h"
 #include "recipes/common/recipe.h"
 
 namespace gattn::recipes {
@@ -211,7 +212,8 @@ Action add_bench(CLI::App& app) {
   cmd->add_option("--iters", args->iters, "timed iterations per case (the median is reported)")->capture_default_str();
   cmd->add_option("--seed", args->seed, "seed of the random inputs")->capture_default_str();
   cmd->add_flag("--json", args->json, "one JSON object per case and line instead of a table");
-  return [args] { return run_bench_attention(*args); };
+  const Action generate = add_bench_generate(*bench);
+  return [args, cmd, generate] { return cmd->parsed() ? run_bench_attention(*args) : generate(); };
 }
 
 }  // namespace gattn::recipes
