@@ -13,6 +13,7 @@
 #include "models/gating/gate.h"
 #include "models/kv_policy.h"
 #include "models/sampling.h"
+#include "ops/cached_attention.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
 #include "test_util.h"
@@ -216,6 +217,41 @@ INSTANTIATE_TEST_SUITE_P(
                       PolicyCase{"output", KVPolicy::full, 0, 0, 0.5},
                       PolicyCase{"output", KVPolicy::window, 4, 0, 0.5}),
     case_name);
+
+// Rows that hold scattered positions: a window counts positions, not rows. The same query over the
+// whole sequence, with the missing positions masked by a -1e30 column bias, is the reference.
+TEST(CachedAttentionRows, AWindowCountsPositionsNotRows) {
+  const std::vector<std::int32_t> kept{0, 3, 5, 6, 8, 9};  // the newest row is the query's own
+  const std::int64_t R = static_cast<std::int64_t>(kept.size()), P = 10;
+  const Tensor q = test::randn({1, 1, 1, kD}, 1), k = test::randn({1, 1, P, kD}, 2), v = test::randn({1, 1, P, kD}, 3);
+  std::vector<double> mask(static_cast<std::size_t>(P), -1e30), ks, vs;
+  const std::vector<double> kv = k.to_vector(), vv = v.to_vector();
+  for (std::int32_t p : kept) {
+    mask[static_cast<std::size_t>(p)] = 0;
+    for (std::int64_t c = 0; c < kD; ++c) {
+      ks.push_back(kv[static_cast<std::size_t>(p * kD + c)]);
+      vs.push_back(vv[static_cast<std::size_t>(p * kD + c)]);
+    }
+  }
+  for (std::int64_t window : {0, 2, 4, 7}) {
+    ops::CachedAttentionInputs rows;
+    rows.q = q;
+    rows.k = Tensor::from(ks, {1, 1, R, kD}, DType::f64);
+    rows.v = Tensor::from(vs, {1, 1, R, kD}, DType::f64);
+    rows.length = R;
+    rows.window = window;
+    rows.key_positions = Tensor::from_ints(kept, {1, 1, R});
+    ops::CachedAttentionInputs all;
+    all.q = q;
+    all.k = k;
+    all.v = v;
+    all.length = P;
+    all.window = window;
+    all.col_bias = Tensor::from(mask, {1, 1, P}, DType::f64);
+    EXPECT_TRUE(test::all_close(ops::cached_attention(rows), ops::cached_attention(all), 1e-12, 1e-12))
+        << "window " << window;
+  }
+}
 
 // A budget as large as the sequence evicts nothing: every bounded policy gives the exact cache's
 // logits, and the exact cache is the full forward.
