@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -95,18 +96,29 @@ class GatedAttention : public nn::Module {
   // h [B, T, C] -> [B, T, C]
   Tensor forward(const Tensor& h, AttentionContext& ctx);
   // The gates and the attention between the projections: h, q, k, v -> the heads-merged output
-  // [B, T, C] that attn.proj takes (what `gattn bench attention` times).
+  // [B, T, C] that attn.proj takes (what `gattn bench attention` times). q and k are unrotated; with
+  // rope the attention rotates them by the positions 0 … T−1.
   Tensor attend(const AttentionInputs& in, AttentionContext& ctx);
-  // Generation: h [B, n, C] of positions pos … pos+n−1; appends them to `cache` (eval-mode math at
-  // optimizer step `step`, which fixes the scheduled gate options; no autograd).
-  Tensor forward_cached(const Tensor& h, LayerKVCache& cache, std::int64_t pos, std::int64_t step = 0);
+  // Generation: h [B, n, C] written to cache rows pos … pos+n−1; appends them to `cache` (eval-mode
+  // math at optimizer step `step`, which fixes the scheduled gate options; no autograd). With
+  // model.position rope, the attention's q and k are rotated by their absolute positions position …
+  // position+n−1 (`position` defaults to pos: a cache that holds the sequence from its start), and
+  // the cache keeps the rotated k.
+  Tensor forward_cached(const Tensor& h, LayerKVCache& cache, std::int64_t pos, std::int64_t step = 0,
+                        std::optional<std::int64_t> position = std::nullopt);
   std::shared_ptr<nn::Linear> qkv, proj;
   std::vector<std::shared_ptr<Gate>> gates;  // in the order of application; empty for the baseline
 
  private:
   // x [B, T, C] -> h with q, k, v per head [B, H, T, d] (attn.qkv on x, split into heads).
   AttentionInputs project(const Tensor& h, const Tensor& x) const;
+  // With rope: `in` with q and k rotated by the absolute positions first_position …
+  // first_position+T−1, what the attention itself takes; `in` unchanged otherwise. The gates read
+  // q and k unrotated (pair's row and column terms, the context gate's q), so nothing but the
+  // attention scores sees a position and those see only differences of positions.
+  AttentionInputs rotated(const AttentionInputs& in, std::int64_t first_position) const;
   std::int64_t n_head_, head_dim_;
+  bool rope_;
 };
 
 }  // namespace gattn::models

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "framework/autograd/grad_mode.h"
@@ -49,8 +50,9 @@ Tensor Block::forward(const Tensor& x, AttentionContext& ctx) {
   return with_mlp(x + attn->forward(ln1->forward(x), ctx));
 }
 
-Tensor Block::forward_cached(const Tensor& x, LayerKVCache& cache, std::int64_t pos, std::int64_t step) {
-  return with_mlp(x + attn->forward_cached(ln1->forward(x), cache, pos, step));
+Tensor Block::forward_cached(const Tensor& x, LayerKVCache& cache, std::int64_t pos, std::int64_t step,
+                             std::int64_t position) {
+  return with_mlp(x + attn->forward_cached(ln1->forward(x), cache, pos, step, position));
 }
 
 Tensor Block::with_mlp(const Tensor& y) {
@@ -85,7 +87,9 @@ GPT::GPT(const ModelConfig& config, std::uint64_t seed) : config_(checked(config
   Generator init(seed, kInitStream);
   const std::int64_t C = config_.n_embd;
   wte = register_module("wte", std::make_shared<nn::Embedding>(config_.vocab_size, C, init, 0.02, config_.dtype));
-  wpe = register_module("wpe", std::make_shared<nn::Embedding>(config_.block_size, C, init, 0.02, config_.dtype));
+  // Rotary positions live in the attention (q, k rotated per head): no table.
+  if (!config_.rope())
+    wpe = register_module("wpe", std::make_shared<nn::Embedding>(config_.block_size, C, init, 0.02, config_.dtype));
   blocks = register_module("blocks", std::make_shared<nn::ModuleList<Block>>());
   for (std::int64_t i = 0; i < config_.n_layer; ++i) blocks->push_back(std::make_shared<Block>(config_, i, init));
   ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(C, 1e-5, config_.dtype));
@@ -110,7 +114,8 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
 
   // Inspection recomputes the attention weights outside the forward: gumbel noise would differ.
   if (options.inspect && is_training()) throw ValueError("GPT.forward: inspect needs eval mode (model.eval())");
-  Tensor x = wte->forward(idx) + wpe->forward(Tensor::arange(T, DType::i32).to(idx.device()));  // [B, T, C] + [T, C]
+  Tensor x = wte->forward(idx);                                                   // [B, T, C]
+  if (wpe) x = x + wpe->forward(Tensor::arange(T, DType::i32).to(idx.device()));  // + [T, C]
 
   ForwardResult result;
   AttentionContext ctx;
@@ -148,7 +153,9 @@ Tensor ForwardResult::regularizer(const std::string& name) const {
   return it == regularizers.end() ? Tensor() : it->second;
 }
 
-Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) {
+Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) { return forward_cached(idx, cache, cache.length()); }
+
+Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache, std::int64_t position) {
   if (!idx.defined() || idx.dtype() != DType::i32 || idx.dim() != 2 || idx.numel() == 0)
     throw ShapeError("GPT.forward_cached: idx must be non-empty i32 [B, n], got " +
                      (idx.defined() ? idx.str() : std::string("undefined")));
@@ -157,16 +164,27 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) {
       cache.layers.size() != static_cast<std::size_t>(config_.n_layer))
     throw ShapeError("GPT.forward_cached: the cache was made for another batch or model (batch " +
                      std::to_string(cache.batch()) + ", idx " + shape_str(idx.shape()) + ")");
-  if (pos + n > config_.block_size)
-    throw ShapeError("GPT.forward_cached: positions " + std::to_string(pos) + " … " + std::to_string(pos + n - 1) +
-                     " exceed model.block_size=" + std::to_string(config_.block_size));
+  if (pos + n > cache.capacity())
+    throw ShapeError("GPT.forward_cached: cache rows " + std::to_string(pos) + " … " + std::to_string(pos + n - 1) +
+                     " exceed the cache's capacity, model.block_size=" + std::to_string(config_.block_size));
+  // Learned positions end with the table; rotary ones go on (as far as i32 positions reach).
+  const std::int64_t last_position = config_.rope() ? std::numeric_limits<std::int32_t>::max() : config_.block_size - 1;
+  if (position < 0 || position + n - 1 > last_position)
+    throw ShapeError("GPT.forward_cached: positions " + std::to_string(position) + " … " +
+                     std::to_string(position + n - 1) + " are outside 0 … " + std::to_string(last_position) +
+                     " (model.position " + config_.position +
+                     ", model.block_size=" + std::to_string(config_.block_size) + ")");
   check_token_ids(idx, config_.vocab_size, "GPT.forward_cached");
   NoGradGuard no_grad;
-  std::vector<std::int32_t> position_ids(static_cast<std::size_t>(n));
-  for (std::int64_t t = 0; t < n; ++t) position_ids[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(pos + t);
-  Tensor positions = Tensor::from_ints(position_ids, {n});
-  Tensor x = wte->forward(idx) + wpe->forward(positions);
-  for (std::size_t i = 0; i < blocks->size(); ++i) x = (*blocks)[i].forward_cached(x, cache.layers[i], pos, step_);
+  Tensor x = wte->forward(idx);
+  if (wpe) {
+    std::vector<std::int32_t> position_ids(static_cast<std::size_t>(n));
+    for (std::int64_t t = 0; t < n; ++t)
+      position_ids[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(position + t);
+    x = x + wpe->forward(Tensor::from_ints(position_ids, {n}));
+  }
+  for (std::size_t i = 0; i < blocks->size(); ++i)
+    x = (*blocks)[i].forward_cached(x, cache.layers[i], pos, step_, position);
   cache.advance(n);
   return ops::linear(ln_f->forward(x), wte->weight);
 }

@@ -22,9 +22,10 @@ class Block : public nn::Module {
   Block(const ModelConfig& config, std::int64_t layer, Generator& init);
   // x [B, T, C] -> [B, T, C]
   Tensor forward(const Tensor& x, AttentionContext& ctx);
-  // Generation: x [B, n, C] at positions pos … pos+n−1, appended to this block's cache; `step` as
-  // GPT::step().
-  Tensor forward_cached(const Tensor& x, LayerKVCache& cache, std::int64_t pos, std::int64_t step);
+  // Generation: x [B, n, C] written to cache rows pos … pos+n−1 of this block's cache; `step` as
+  // GPT::step(); `position` the absolute position of the first new token (rope rotates by it).
+  Tensor forward_cached(const Tensor& x, LayerKVCache& cache, std::int64_t pos, std::int64_t step,
+                        std::int64_t position);
   std::shared_ptr<nn::LayerNorm> ln1, ln2;
   std::shared_ptr<GatedAttention> attn;
   std::shared_ptr<nn::Linear> fc, proj;  // registered under "mlp" as mlp.fc, mlp.proj
@@ -69,6 +70,11 @@ class GPT : public nn::Module {
   // logits [B, n, V]. The same function as forward() in eval mode (no gumbel noise), at O(context)
   // per token; never records autograd history.
   Tensor forward_cached(const Tensor& idx, KVCache& cache);
+  // The same with the new tokens at absolute positions position … position+n−1 while they fill cache
+  // rows cache.length() … cache.length()+n−1: a cache that dropped or never held the sequence's start
+  // (generation past block_size). The positions take wpe rows (learned: position+n ≤ block_size) or
+  // rotate q and k (rope: any position ≥ 0); the cached keys keep the positions they were written at.
+  Tensor forward_cached(const Tensor& idx, KVCache& cache, std::int64_t position);
 
   const ModelConfig& config() const { return config_; }
   // Training-time noise (gumbel_sigmoid, gate dropout) draws from this generator; checkpoints save
@@ -88,7 +94,7 @@ class GPT : public nn::Module {
   // attentions registers its own (a span 0 < w < T visits w − w²/(2T) keys per query).
   double flops_per_token(std::int64_t T) const;
 
-  std::shared_ptr<nn::Embedding> wte, wpe;
+  std::shared_ptr<nn::Embedding> wte, wpe;  // wpe: learned positions only (null with model.position rope)
   std::shared_ptr<nn::ModuleList<Block>> blocks;
   std::shared_ptr<nn::LayerNorm> ln_f;
 
