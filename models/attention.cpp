@@ -7,6 +7,7 @@
 #include "models/gating/gate.h"
 #include "models/gating/registry.h"
 #include "ops/elementwise.h"
+#include "ops/rope.h"
 #include "ops/shape.h"
 
 namespace gattn::models {
@@ -58,7 +59,7 @@ Tensor new_positions(std::int64_t B, std::int64_t H, std::int64_t n, std::int64_
 }  // namespace
 
 GatedAttention::GatedAttention(const ModelConfig& config, std::int64_t layer, Generator& init)
-    : n_head_(config.n_head), head_dim_(config.head_dim()) {
+    : n_head_(config.n_head), head_dim_(config.head_dim()), rope_(config.rope()) {
   const std::int64_t C = config.n_embd;
   nn::LinearOptions qkv_opt;
   qkv_opt.dtype = config.dtype;
@@ -104,6 +105,15 @@ AttentionInputs GatedAttention::project(const Tensor& h, const Tensor& x) const 
           split_heads(qkv_parts[2], n_head_)};
 }
 
+AttentionInputs GatedAttention::rotated(const AttentionInputs& in, std::int64_t first_position) const {
+  if (!rope_) return in;
+  AttentionInputs out = in;
+  const Tensor positions = ops::rope_positions(first_position, in.q.size(2), in.q.device());
+  out.q = ops::rope(in.q, positions);
+  out.k = ops::rope(in.k, positions);
+  return out;
+}
+
 Tensor GatedAttention::forward(const Tensor& h, AttentionContext& ctx) {
   AttentionInputs in{h, Tensor(), Tensor(), Tensor()};
   Tensor x = h;
@@ -120,7 +130,9 @@ Tensor GatedAttention::attend(const AttentionInputs& projected, AttentionContext
     g->add_terms(in, terms, ctx);
     if (g->mixes_attention()) mixture = g.get();
   }
-  Tensor y = mixture ? mixture->attend(in, terms, ctx) : run_attention(in, terms, ctx).out;
+  // The full forward's rows sit at positions 0 … T−1.
+  const AttentionInputs attention_in = rotated(in, 0);
+  Tensor y = mixture ? mixture->attend(attention_in, terms, ctx) : run_attention(attention_in, terms, ctx).out;
   for (const auto& g : gates) y = g->gate_heads(in, y, ctx);
   y = merge_heads(y);
   for (const auto& g : gates) y = g->gate_output(in, y, ctx);
@@ -134,9 +146,11 @@ Tensor GatedAttention::forward_cached(const Tensor& h, LayerKVCache& cache, cons
   Tensor x = h;
   for (const auto& g : gates) x = g->gate_input(in, x, eval);
   in = project(h, x);
-  for (const auto& g : gates) g->gate_qk(in, eval);  // the cache holds the gated k
+  for (const auto& g : gates) g->gate_qk(in, eval);
+  // The cache holds the gated k, rotated at its absolute position (rope), as the attention takes it.
   const std::int64_t pos = at.row, B = cache.k.size(0), H = cache.k.size(1), n = h.size(1);
-  write_cache_rows(cache.k, in.k, pos);
+  const AttentionInputs attention_in = rotated(in, at.position);
+  write_cache_rows(cache.k, attention_in.k, pos);
   write_cache_rows(cache.v, in.v, pos);
   // The new rows' column terms are summed over the gates, and their accumulated attention starts
   // at 0: clear what an earlier position left in those rows.
@@ -155,7 +169,8 @@ Tensor GatedAttention::forward_cached(const Tensor& h, LayerKVCache& cache, cons
     if (g->mixes_attention()) mixture = g.get();
   }
   terms.col_bias = cache.col_bias;  // allocated by the first gate with a column term, if any
-  Tensor y = mixture ? mixture->attend_cached(in, cache, pos, terms) : run_cached_attention(in, cache, pos, terms);
+  Tensor y = mixture ? mixture->attend_cached(attention_in, cache, pos, terms)
+                     : run_cached_attention(attention_in, cache, pos, terms);
   for (const auto& g : gates) y = g->gate_heads(in, y, eval);
   y = merge_heads(y);
   for (const auto& g : gates) y = g->gate_output(in, y, eval);

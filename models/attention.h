@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -95,11 +96,14 @@ class GatedAttention : public nn::Module {
   // h [B, T, C] -> [B, T, C]
   Tensor forward(const Tensor& h, AttentionContext& ctx);
   // The gates and the attention between the projections: h, q, k, v -> the heads-merged output
-  // [B, T, C] that attn.proj takes (what `gattn bench attention` times).
+  // [B, T, C] that attn.proj takes (what `gattn bench attention` times). q and k are unrotated; with
+  // rope the attention rotates them by the positions 0 … T−1.
   Tensor attend(const AttentionInputs& in, AttentionContext& ctx);
   // Generation: h [B, n, C] of n new positions; writes them to rows at.row … of `cache` and
   // attends over the rows held (eval-mode math at optimizer step at.step, which fixes the scheduled
-  // gate options; no autograd), with the top-k keys and head skipping of at.options.
+  // gate options; no autograd), with the top-k keys and head skipping of at.options. With rope the
+  // attention's q and k are rotated by their absolute positions at.position …, and the cache keeps
+  // the rotated k.
   Tensor forward_cached(const Tensor& h, LayerKVCache& cache, const CachedStep& at);
   std::shared_ptr<nn::Linear> qkv, proj;
   std::vector<std::shared_ptr<Gate>> gates;  // in the order of application; empty for the baseline
@@ -111,7 +115,13 @@ class GatedAttention : public nn::Module {
   // below the threshold (counted in `counters`); undefined when no gate of the block gates heads.
   Tensor skipped_rows(const AttentionInputs& in, const AttentionContext& ctx, const InferenceOptions& options,
                       InferenceCounters* counters) const;
+  // With rope: `in` with q and k rotated by the absolute positions first_position …
+  // first_position+T−1, what the attention itself takes; `in` unchanged otherwise. The gates read
+  // q and k unrotated (pair's row and column terms, the context gate's q), so nothing but the
+  // attention scores sees a position and those see only differences of positions.
+  AttentionInputs rotated(const AttentionInputs& in, std::int64_t first_position) const;
   std::int64_t n_head_, head_dim_;
+  bool rope_;
 };
 
 }  // namespace gattn::models

@@ -63,6 +63,11 @@ void ModelConfig::validate() const {
   if (n_embd % n_head != 0)
     bad("model.n_embd", "must be divisible by model.n_head, got n_embd=" + std::to_string(n_embd) +
                             " n_head=" + std::to_string(n_head));
+  if (position != kPositionLearned && position != kPositionRope)
+    bad("model.position", "must be learned or rope, got '" + position + "'");
+  // The rotation turns the pairs (k, k + d/2) of a head: an odd head width has one left over.
+  if (rope() && head_dim() % 2 != 0)
+    bad("model.position", "rope needs an even head width n_embd/n_head, got " + std::to_string(head_dim()));
   if (dtype != DType::f32 && dtype != DType::f64)
     bad("model.dtype", std::string("must be f32 or f64, got ") + dtype_name(dtype));
   if (!gates.empty() && gate.kind != kNoGate)
@@ -105,8 +110,9 @@ nlohmann::json gate_to_json(const GateConfig& g) {
 nlohmann::json to_json(const ModelConfig& c) {
   nlohmann::json gates = nlohmann::json::array();
   for (const GateConfig& g : c.gates) gates.push_back(gate_to_json(g));
-  return {{"vocab_size", c.vocab_size}, {"block_size", c.block_size},   {"n_layer", c.n_layer}, {"n_head", c.n_head},
-          {"n_embd", c.n_embd},         {"gate", gate_to_json(c.gate)}, {"gates", gates}};
+  return {
+      {"vocab_size", c.vocab_size}, {"block_size", c.block_size}, {"n_layer", c.n_layer},         {"n_head", c.n_head},
+      {"n_embd", c.n_embd},         {"position", c.position},     {"gate", gate_to_json(c.gate)}, {"gates", gates}};
 }
 
 namespace {
@@ -199,13 +205,18 @@ GateConfig gate_from_json(const nlohmann::json& j, const std::string& where, boo
 
 ModelConfig model_config_from_json(const nlohmann::json& j) {
   if (!j.is_object()) bad("model", "expected an object, got " + j.dump());
-  reject_unknown(j, "model.", {"vocab_size", "block_size", "n_layer", "n_head", "n_embd", "gate", "gates"});
+  reject_unknown(j, "model.", {"vocab_size", "block_size", "n_layer", "n_head", "n_embd", "position", "gate", "gates"});
   ModelConfig c;
   c.vocab_size = get_int(j, "model.", "vocab_size");
   c.block_size = get_int(j, "model.", "block_size");
   c.n_layer = get_int(j, "model.", "n_layer");
   c.n_head = get_int(j, "model.", "n_head");
   c.n_embd = get_int(j, "model.", "n_embd");
+  // Metadata from before rotary positions has no "position": those models learned theirs.
+  if (auto it = j.find("position"); it != j.end()) {
+    if (!it->is_string()) bad("model.position", "expected learned or rope, got " + it->dump());
+    c.position = it->get<std::string>();
+  }
   c.gate = gate_from_json(field(j, "model.", "gate"), "model.gate", false);
   // Metadata from before several gates could be configured has no "gates".
   if (auto it = j.find("gates"); it != j.end()) {

@@ -16,6 +16,12 @@ namespace gattn::models {
 // The kind name that means "no gate" (the baseline).
 inline constexpr const char* kNoGate = "none";
 
+// `model.position`: how the model knows where a token is. learned: the GPT-2 table wpe.weight [T, C]
+// added to the token embeddings; rope: no table, q and k of every head rotated by their absolute
+// position (ops/rope.h), so positions past block_size have a meaning.
+inline constexpr const char* kPositionLearned = "learned";
+inline constexpr const char* kPositionRope = "rope";
+
 // One gate entry: `model.gate` (the one-gate shorthand) or an item of `model.gates`.
 struct GateConfig {
   std::string kind = kNoGate;
@@ -54,13 +60,15 @@ struct ModelConfig {
   std::int64_t n_layer = 4;
   std::int64_t n_head = 4;
   std::int64_t n_embd = 128;
-  GateConfig gate;                // `model.gate`: the one-gate shorthand
-  std::vector<GateConfig> gates;  // `model.gates`: several gates (then `gate` stays kind none)
+  std::string position = kPositionLearned;  // learned | rope
+  GateConfig gate;                          // `model.gate`: the one-gate shorthand
+  std::vector<GateConfig> gates;            // `model.gates`: several gates (then `gate` stays kind none)
   // Parameter and compute dtype: f32 for training, f64 so tests can gradcheck the whole model.
   // Not part of the serialised config (checkpoints always hold F32 weights).
   DType dtype = DType::f32;
 
   std::int64_t head_dim() const { return n_embd / n_head; }
+  bool rope() const { return position == kPositionRope; }
   // The gate entries in effect: `gates`, or the shorthand when it names a kind.
   std::vector<GateConfig> gate_entries() const;
   // The entries that apply to block `layer`, in the fixed order of application.

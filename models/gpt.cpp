@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "framework/autograd/grad_mode.h"
@@ -86,7 +87,9 @@ GPT::GPT(const ModelConfig& config, std::uint64_t seed) : config_(checked(config
   Generator init(seed, kInitStream);
   const std::int64_t C = config_.n_embd;
   wte = register_module("wte", std::make_shared<nn::Embedding>(config_.vocab_size, C, init, 0.02, config_.dtype));
-  wpe = register_module("wpe", std::make_shared<nn::Embedding>(config_.block_size, C, init, 0.02, config_.dtype));
+  // Rotary positions live in the attention (q, k rotated per head): no table.
+  if (!config_.rope())
+    wpe = register_module("wpe", std::make_shared<nn::Embedding>(config_.block_size, C, init, 0.02, config_.dtype));
   blocks = register_module("blocks", std::make_shared<nn::ModuleList<Block>>());
   for (std::int64_t i = 0; i < config_.n_layer; ++i) blocks->push_back(std::make_shared<Block>(config_, i, init));
   ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(C, 1e-5, config_.dtype));
@@ -111,7 +114,8 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
 
   // Inspection recomputes the attention weights outside the forward: gumbel noise would differ.
   if (options.inspect && is_training()) throw ValueError("GPT.forward: inspect needs eval mode (model.eval())");
-  Tensor x = wte->forward(idx) + wpe->forward(Tensor::arange(T, DType::i32).to(idx.device()));  // [B, T, C] + [T, C]
+  Tensor x = wte->forward(idx);                                                   // [B, T, C]
+  if (wpe) x = x + wpe->forward(Tensor::arange(T, DType::i32).to(idx.device()));  // + [T, C]
 
   ForwardResult result;
   AttentionContext ctx;
@@ -149,29 +153,49 @@ Tensor ForwardResult::regularizer(const std::string& name) const {
   return it == regularizers.end() ? Tensor() : it->second;
 }
 
-Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) {
+Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) { return forward_cached(idx, cache, cache.position()); }
+
+Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache, std::int64_t position) {
   if (!idx.defined() || idx.dtype() != DType::i32 || idx.dim() != 2 || idx.numel() == 0)
     throw ShapeError("GPT.forward_cached: idx must be non-empty i32 [B, n], got " +
                      (idx.defined() ? idx.str() : std::string("undefined")));
-  const std::int64_t B = idx.size(0), n = idx.size(1), pos = cache.position();
+  const std::int64_t B = idx.size(0), n = idx.size(1);
   const std::int64_t capacity = cache.options().bounded() ? cache.options().budget : config_.block_size;
   if (B != cache.batch() || cache.capacity() != capacity ||
       cache.layers.size() != static_cast<std::size_t>(config_.n_layer))
     throw ShapeError("GPT.forward_cached: the cache was made for another batch or model (batch " +
                      std::to_string(cache.batch()) + ", idx " + shape_str(idx.shape()) + ")");
-  if (pos + n > config_.block_size)
-    throw ShapeError("GPT.forward_cached: positions " + std::to_string(pos) + " … " + std::to_string(pos + n - 1) +
-                     " exceed model.block_size=" + std::to_string(config_.block_size));
+  // Learned positions end with the table; rotary ones go on (as far as i32 positions reach).
+  const std::int64_t last_position = config_.rope() ? std::numeric_limits<std::int32_t>::max() : config_.block_size - 1;
+  if (position < 0 || position + n - 1 > last_position)
+    throw ShapeError("GPT.forward_cached: positions " + std::to_string(position) + " … " +
+                     std::to_string(position + n - 1) + " are outside 0 … " + std::to_string(last_position) +
+                     " (model.position " + config_.position +
+                     ", model.block_size=" + std::to_string(config_.block_size) + ")");
+  if (position != cache.position()) {
+    if (cache.length() != 0)
+      throw ShapeError("GPT.forward_cached: the cache holds positions up to " + std::to_string(cache.position() - 1) +
+                       "; the next must be " + std::to_string(cache.position()) + ", got " + std::to_string(position));
+    cache.start_at(position);
+  }
+  // The exact cache never evicts: its rows end at its capacity (a budget makes room below).
+  if (!cache.options().bounded() && cache.length() + n > capacity)
+    throw ShapeError("GPT.forward_cached: cache rows " + std::to_string(cache.length()) + " … " +
+                     std::to_string(cache.length() + n - 1) + " exceed the cache's capacity, model.block_size=" +
+                     std::to_string(config_.block_size));
   check_token_ids(idx, config_.vocab_size, "GPT.forward_cached");
   NoGradGuard no_grad;
   make_room(cache, n);  // under a KV budget: evict what the new positions displace
-  std::vector<std::int32_t> position_ids(static_cast<std::size_t>(n));
-  for (std::int64_t t = 0; t < n; ++t) position_ids[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(pos + t);
-  Tensor positions = Tensor::from_ints(position_ids, {n});
-  Tensor x = wte->forward(idx) + wpe->forward(positions);
+  Tensor x = wte->forward(idx);
+  if (wpe) {
+    std::vector<std::int32_t> position_ids(static_cast<std::size_t>(n));
+    for (std::int64_t t = 0; t < n; ++t)
+      position_ids[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(position + t);
+    x = x + wpe->forward(Tensor::from_ints(position_ids, {n}));
+  }
   CachedStep at;
   at.row = cache.length();
-  at.position = pos;
+  at.position = position;
   at.step = step_;
   at.options = cache.options().exact() ? nullptr : &cache.options();
   at.counters = &cache.counters;

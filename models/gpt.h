@@ -69,6 +69,11 @@ class GPT : public nn::Module {
   // (no gumbel noise), at O(context) per token; under a KV budget it first evicts what the new
   // positions displace (models/kv_policy.h; n must fit the budget). Never records autograd history.
   Tensor forward_cached(const Tensor& idx, KVCache& cache);
+  // The same with the new tokens at absolute positions position … position+n−1, for a cache that
+  // starts past the sequence's start: an empty cache starts at `position`, one that holds rows must
+  // continue at cache.position(). The positions take wpe rows (learned: position+n ≤ block_size) or
+  // rotate q and k (rope: any position ≥ 0); the cached keys keep the positions they were written at.
+  Tensor forward_cached(const Tensor& idx, KVCache& cache, std::int64_t position);
 
   const ModelConfig& config() const { return config_; }
   // Training-time noise (gumbel_sigmoid, gate dropout) draws from this generator; checkpoints save
@@ -88,7 +93,7 @@ class GPT : public nn::Module {
   // attentions registers its own (a span 0 < w < T visits w − w²/(2T) keys per query).
   double flops_per_token(std::int64_t T) const;
 
-  std::shared_ptr<nn::Embedding> wte, wpe;
+  std::shared_ptr<nn::Embedding> wte, wpe;  // wpe: learned positions only (null with model.position rope)
   std::shared_ptr<nn::ModuleList<Block>> blocks;
   std::shared_ptr<nn::LayerNorm> ln_f;
 

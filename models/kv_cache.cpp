@@ -32,6 +32,12 @@ void KVCache::clear() {
   }
 }
 
+void KVCache::start_at(std::int64_t position) {
+  if (length_ != 0 || position < 0)
+    throw ShapeError("KVCache: can start at position " + std::to_string(position) + " only when empty and >= 0");
+  position_ = position;
+}
+
 void KVCache::advance(std::int64_t n) {
   if (n < 0 || length_ + n > capacity_)
     throw ShapeError("KVCache: " + std::to_string(length_) + " + " + std::to_string(n) + " rows exceed the capacity " +

@@ -44,6 +44,8 @@ class KVCache {
   const InferenceOptions& options() const { return options_; }
   // Forgets every position (buffers are kept for reuse); the next token is position 0.
   void clear();
+  // An empty cache's next token is at `position` (a sequence picked up past its start).
+  void start_at(std::int64_t position);
   // Marks n more positions as cached in n new rows (after every layer has written them).
   void advance(std::int64_t n);
   // Drops `count` rows from every head of every layer (models/kv_policy.h chose them).

@@ -97,6 +97,8 @@ std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& 
     return last_row(forward_in_chunks(model, Tensor::from_ints(tokens, {1, static_cast<std::int64_t>(tokens.size())}),
                                       cache, true));
   };
+  // Rotary positions under a KV budget never run out: the cache evicts and generation goes on.
+  const bool endless = model.config().rope() && inference.bounded();
   std::vector<double> logits = run(context);
   std::vector<std::int32_t> out;
   // Reserved up to a million ids: beyond that the vector grows as tokens come (a caller streaming
@@ -108,14 +110,17 @@ std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& 
     context.push_back(token);
     if (on_token) on_token(token);
     if (k + 1 == max_new_tokens) break;
-    if (cache.position() == T) {
-      // The learned positions are used up: restart the cache from the newest half of the context.
+    if (cache.position() == T && !endless) {
+      // The learned positions are used up (or rope's exact cache is full): restart the cache from the
+      // newest half of the context.
       const std::int64_t keep = std::max<std::int64_t>(1, T / 2);
       context.erase(context.begin(), context.end() - keep);
       cache.clear();
       logits = run(context);
     } else {
       logits = run({token});
+      // Endless generation keeps only what a restart would need of the context.
+      if (static_cast<std::int64_t>(context.size()) > 2 * T) context.erase(context.begin(), context.end() - T);
     }
   }
   if (counters) *counters = cache.counters;

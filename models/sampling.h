@@ -38,10 +38,11 @@ Tensor forward_in_chunks(GPT& model, const Tensor& idx, KVCache& cache, bool las
 
 // Generates `max_new_tokens` tokens after `prompt` (non-empty). A prompt longer than
 // model.block_size keeps its last block_size tokens. Once the context reaches the block (learned
-// positions end at block_size), the cache restarts from the last block_size/2 tokens, so the cost
-// stays linear per token; within one block, with the exact options, the result equals re-running
-// forward() on the whole context at every step. Under a KV budget the cache holds at most the budget
-// per head (`inference`: what the generation may leave out, checked against the model by
+// positions end at block_size; the exact cache holds block_size), the cache restarts from the last
+// block_size/2 tokens, so the cost stays linear per token; within one block, with the exact options,
+// the result equals re-running forward() on the whole context at every step. Under a KV budget the
+// cache holds at most the budget per head, and a rope model never restarts: positions go on past
+// block_size at a constant cost per token (`inference`: what the generation may leave out, checked against the model by
 // check_inference_options; the default is exact). `on_token` (optional) sees each new token as it is
 // drawn. `counters` (optional) receives what the generation evicted and skipped.
 std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& prompt, std::int64_t max_new_tokens,

@@ -24,6 +24,7 @@ models::ModelConfig model_config_of(const config::Settings& cfg) {
   m.n_layer = cfg.get_int("model.n_layer");
   m.n_head = cfg.get_int("model.n_head");
   m.n_embd = cfg.get_int("model.n_embd");
+  m.position = cfg.get_string("model.position");
   // The shorthand: the typed keys every gate entry has, and the rest of model.gate.* as options
   // (which the kind checks); set_keys are the ones the file or an override set to a non-default.
   models::GateConfig& g = m.gate;

@@ -22,6 +22,8 @@ std::vector<KeySpec> run_keys() {
   s.push_back(pos_int("model.n_layer", 4, "number of Transformer blocks"));
   s.push_back(pos_int("model.n_head", 4, "attention heads per block"));
   s.push_back(pos_int("model.n_embd", 128, "embedding width C (divisible by n_head)"));
+  s.push_back(choice_key("model.position", "learned", {"learned", "rope"},
+                         "positions: learned (the table wpe.weight) or rope (q, k rotated per head; no wpe)"));
   s.push_back(str_key("model.gate.kind", "none",
                       "the gate kind: none or a registered kind (`gattn gates` lists them; docs/gates.md)"));
   s.push_back(choice_key("model.gate.granularity", "elementwise", {"elementwise", "headwise"},

@@ -1,6 +1,6 @@
 // The whole GPT on the GPU against the CPU, for every gate kind: the same weights (moved with
-// Module::to_) and batch give the same loss, regularisers and parameter gradients, and 20 AdamW
-// steps on both devices keep the losses together. Attention runs through the composed CUDA path
+// Module::to_) and batch give the same loss, regularisers and parameter gradients (rotary positions
+// too), and 20 AdamW steps on both devices keep the losses together. Attention runs through the composed CUDA path
 // (ops/composed_attention.h) until the fused kernels exist. Skips without a device.
 #include <gtest/gtest.h>
 
@@ -82,6 +82,24 @@ TEST(CudaGpt, LossRegularisersAndGradientsMatchTheCpuForEveryGateKind) {
     }
     total_c.backward();
     total_g.backward();
+    expect_same_gradients(m);
+  }
+}
+
+TEST(CudaGpt, RopeMatchesTheCpu) {
+  // model.position rope: q, k rotated by the CUDA kernel (angles in double, as on the CPU), no wpe.
+  GATTN_REQUIRE_DEVICE();
+  ExactF32 exact;
+  for (std::string kind : {"none", "pair", "context"}) {
+    SCOPED_TRACE(kind);
+    models::ModelConfig c = small_config(kind);
+    c.position = models::kPositionRope;
+    ModelPair m(c);
+    const Tensor x = test::tokens(3, 13, 11, 1), y = test::tokens(3, 13, 11, 2);
+    Tensor lc = m.cpu->forward(x, y).loss, lg = m.gpu->forward(x.to(Device::cuda), y.to(Device::cuda)).loss;
+    EXPECT_TRUE(close(lg.item(), lc.item(), 1e-5, "loss"));
+    lc.backward();
+    lg.backward();
     expect_same_gradients(m);
   }
 }

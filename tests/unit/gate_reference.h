@@ -42,7 +42,8 @@ inline std::string gate_prefix(const ModelConfig& c, std::int64_t layer, const s
 // registers them, under the documented prefixes.
 inline ShapeMap spec_parameters(const ModelConfig& c) {
   const std::int64_t V = c.vocab_size, T = c.block_size, C = c.n_embd;
-  ShapeMap m{{"wte.weight", {V, C}}, {"wpe.weight", {T, C}}, {"ln_f.weight", {C}}, {"ln_f.bias", {C}}};
+  ShapeMap m{{"wte.weight", {V, C}}, {"ln_f.weight", {C}}, {"ln_f.bias", {C}}};
+  if (!c.rope()) m["wpe.weight"] = {T, C};  // rotary positions have no table
   for (std::int64_t i = 0; i < c.n_layer; ++i) {
     const std::string p = "blocks." + std::to_string(i) + ".";
     m[p + "ln1.weight"] = {C};
@@ -71,6 +72,23 @@ inline Tensor heads(const Tensor& x, std::int64_t H) {  // [B, T, C] -> [B, H, T
 }
 inline Tensor unheads(const Tensor& y) {  // [B, H, T, d] -> [B, T, C]
   return ops::reshape(ops::permute(y, {0, 2, 1, 3}), {y.size(0), y.size(2), y.size(1) * y.size(3)});
+}
+
+// RoFormer's rotation written out with plain ops, rotate-half layout: [x1, x2] (the two halves of a
+// head) -> [x1 cos − x2 sin, x2 cos + x1 sin] with angle t·10000^(−2k/d) at row t, pair k.
+inline Tensor rotated(const Tensor& x) {  // [B, H, T, d], rows at positions 0 … T−1
+  const std::int64_t T = x.size(2), d = x.size(3), h = d / 2;
+  std::vector<double> c(static_cast<std::size_t>(T * h)), s(c.size());
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t k = 0; k < h; ++k) {
+      const double a =
+          static_cast<double>(t) / std::pow(10000.0, 2.0 * static_cast<double>(k) / static_cast<double>(d));
+      c[static_cast<std::size_t>(t * h + k)] = std::cos(a);
+      s[static_cast<std::size_t>(t * h + k)] = std::sin(a);
+    }
+  const Tensor cs = Tensor::from(c, {T, h}, x.dtype()), sn = Tensor::from(s, {T, h}, x.dtype());
+  const Tensor x1 = ops::slice(x, 3, 0, h), x2 = ops::slice(x, 3, h, d);
+  return ops::concat({x1 * cs - x2 * sn, x2 * cs + x1 * sn}, 3);
 }
 
 // 1 where key j is hidden from query i: j > i, or i − j >= window when window > 0.
@@ -265,6 +283,9 @@ inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
     // A ramp r: α(rG + 1 − r) + 1 − α = (αr)G + 1 − αr.
     g.pair_alpha = ops::mul_scalar(ops::sigmoid(G("pair", "alpha")), ref_ramp(pg, step));
   }
+  // rope: the attention's q, k are rotated; the gates read them as they were (pair's a and b, the
+  // context gate's q).
+  const Tensor qa = c.rope() ? rotated(q) : q, ka = c.rope() ? rotated(k) : k;
   Tensor yh;
   if (has("routed")) {
     const models::GateConfig& rg = gates.at("routed");
@@ -286,12 +307,12 @@ inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
     // top_k 1: the chosen expert keeps its probability (Switch); top_k ≥ 2: renormalised.
     Tensor rt = top_k == 1 ? kept : kept / ops::sum(kept, {2}, true);
     for (std::int64_t e = 0; e < E; ++e) {
-      Tensor ye = naive_attention(q, k, v, g, windows[static_cast<std::size_t>(e)]) *
+      Tensor ye = naive_attention(qa, ka, v, g, windows[static_cast<std::size_t>(e)]) *
                   ops::reshape(ops::slice(rt, 2, e, e + 1), {B, 1, T, 1});
       yh = yh.defined() ? yh + ye : ye;
     }
   } else {
-    yh = naive_attention(q, k, v, g, 0);
+    yh = naive_attention(qa, ka, v, g, 0);
   }
   if (has("context")) {
     // Per head: [q_n; y_n] → g (d values, or 1 headwise), mixed in on the listed heads only.
@@ -326,8 +347,8 @@ inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
 inline Tensor reference_logits(GPT& m, const Tensor& idx) {
   const ModelConfig& c = m.config();
   const std::int64_t T = idx.size(1);
-  Tensor x =
-      ops::embedding(m.parameter("wte.weight"), idx) + ops::embedding(m.parameter("wpe.weight"), Tensor::arange(T));
+  Tensor x = ops::embedding(m.parameter("wte.weight"), idx);
+  if (!c.rope()) x = x + ops::embedding(m.parameter("wpe.weight"), Tensor::arange(T));
   for (std::int64_t i = 0; i < c.n_layer; ++i) {
     const std::string p = "blocks." + std::to_string(i) + ".";
     auto P = [&](const std::string& n) { return m.parameter(p + n); };

@@ -1,0 +1,133 @@
+// rope: values against a naive loop of the documented formula, the rotate-half layout on a hand-worked
+// case, the relative-position property, the inverse, large and negative positions, gradchecks, errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/rope.h"
+#include "test_util.h"
+
+namespace gattn {
+namespace {
+
+// The documented formula, element by element: the oracle.
+std::vector<double> naive_rope(const Tensor& x, const std::vector<std::int32_t>& pos, double base = 10000.0) {
+  const std::int64_t T = x.size(-2), d = x.size(-1), h = d / 2, outer = x.numel() / (T * d);
+  std::vector<double> v = x.to_vector(), out(v.size());
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t t = 0; t < T; ++t)
+      for (std::int64_t k = 0; k < h; ++k) {
+        const double a = pos[static_cast<std::size_t>(t)] * std::pow(base, -2.0 * k / d);
+        const auto i0 = static_cast<std::size_t>((o * T + t) * d + k), i1 = i0 + static_cast<std::size_t>(h);
+        out[i0] = v[i0] * std::cos(a) - v[i1] * std::sin(a);
+        out[i1] = v[i1] * std::cos(a) + v[i0] * std::sin(a);
+      }
+  return out;
+}
+
+Tensor positions_of(const std::vector<std::int32_t>& p) {
+  return Tensor::from_ints(p, {static_cast<std::int64_t>(p.size())});
+}
+
+TEST(Rope, RotatesTheHalvesByPositionTimesFrequency) {
+  // d = 4: pairs (x0, x2) at frequency 1 and (x1, x3) at 10000^(−1/2) = 0.01.
+  Tensor x = Tensor::from({1, 2, 3, 4}, {1, 4}, DType::f64);
+  std::vector<double> y = ops::rope(x, positions_of({5})).to_vector();
+  const double a0 = 5.0, a1 = 0.05;
+  EXPECT_NEAR(y[0], 1 * std::cos(a0) - 3 * std::sin(a0), 1e-15);
+  EXPECT_NEAR(y[2], 3 * std::cos(a0) + 1 * std::sin(a0), 1e-15);
+  EXPECT_NEAR(y[1], 2 * std::cos(a1) - 4 * std::sin(a1), 1e-15);
+  EXPECT_NEAR(y[3], 4 * std::cos(a1) + 2 * std::sin(a1), 1e-15);
+  // Position 0 is the identity.
+  EXPECT_TRUE(test::all_close(ops::rope(x, positions_of({0})), x, 0, 0));
+}
+
+TEST(Rope, MatchesTheFormulaOnEveryShapeAndDType) {
+  for (DType dt : {DType::f32, DType::f64})
+    for (const Shape& shape : std::vector<Shape>{{3, 2}, {2, 3, 5, 8}, {1, 1, 7, 64}, {2, 4, 300, 16}}) {
+      Tensor x = test::randn(shape, 31, 1.0, dt);
+      std::vector<std::int32_t> pos(static_cast<std::size_t>(shape[shape.size() - 2]));
+      for (std::size_t t = 0; t < pos.size(); ++t) pos[t] = static_cast<std::int32_t>(3 * t) - 4;
+      Tensor y = ops::rope(x, positions_of(pos));
+      EXPECT_EQ(y.dtype(), dt);
+      const double tol = dt == DType::f64 ? 1e-13 : 1e-6;
+      EXPECT_TRUE(test::all_close(y, Tensor::from(naive_rope(x, pos), shape, DType::f64), tol, tol))
+          << shape_str(shape) << " " << dtype_name(dt);
+    }
+}
+
+TEST(Rope, ScoresDependOnRelativePositionOnly) {
+  // q at p and k at p' give the same q·k as q at p+s and k at p'+s, also far past any block size.
+  Tensor q = test::randn({1, 16}, 32), k = test::randn({1, 16}, 33);
+  auto score = [&](std::int32_t pq, std::int32_t pk) {
+    return ops::sum(ops::rope(q, positions_of({pq})) * ops::rope(k, positions_of({pk}))).item();
+  };
+  const double s0 = score(7, 3);
+  EXPECT_NEAR(score(107, 103), s0, 1e-12);
+  EXPECT_NEAR(score(1000007, 1000003), s0, 1e-9);
+  EXPECT_NEAR(score(3, -1), s0, 1e-12);
+}
+
+TEST(Rope, NegativePositionsUndoTheRotation) {
+  Tensor x = test::randn({2, 6, 10}, 34);
+  std::vector<std::int32_t> p{0, 1, 5, 77, 4096, 2000000}, minus_p;
+  for (std::int32_t v : p) minus_p.push_back(-v);
+  Tensor back = ops::rope(ops::rope(x, positions_of(p)), positions_of(minus_p));
+  EXPECT_TRUE(test::all_close(back, x, 1e-12, 0));
+}
+
+TEST(Rope, FloatKeepsLargePositionsAccurate) {
+  // Angles are computed in double: at position 10⁶ an f32 input still rotates to within f32 rounding
+  // of the f64 result.
+  Tensor x = test::randn({3, 32}, 35);
+  Tensor pos = positions_of({1000000, 1234567, 2000000000});
+  EXPECT_TRUE(test::all_close(ops::rope(x.to(DType::f32), pos), ops::rope(x, pos), 2e-6, 2e-6));
+}
+
+TEST(Rope, BackwardRotatesByTheNegativeAngle) {
+  Tensor x = test::randn({2, 3, 4}, 36).set_requires_grad(true);
+  Tensor pos = positions_of({2, 9, 40});
+  Tensor g = test::randn({2, 3, 4}, 37);
+  ops::rope(x, pos).backward(g);
+  Tensor expected = ops::rope(g, positions_of({-2, -9, -40}));
+  EXPECT_TRUE(test::all_close(x.grad(), expected, 1e-14, 0));
+}
+
+TEST(Rope, Gradcheck) {
+  auto at = [](std::vector<std::int32_t> p) {
+    return [p](const std::vector<Tensor>& in) { return ops::rope(in[0], positions_of(p)); };
+  };
+  EXPECT_TRUE(test::grads_ok(at({3}), {test::randn({1, 2}, 38)}));
+  EXPECT_TRUE(test::grads_ok(at({0, 1, 2, 3}), {test::randn({2, 3, 4, 6}, 39)}));
+  EXPECT_TRUE(test::grads_ok(at({100000, -7, 12}), {test::randn({2, 3, 8}, 40)}));
+  // Through a product of two rotated tensors, as attention scores use them.
+  auto scores = [](const std::vector<Tensor>& in) {
+    Tensor pos = positions_of({4, 5, 6});
+    return ops::sum(ops::rope(in[0], pos) * ops::rope(in[1], pos), {-1});
+  };
+  EXPECT_TRUE(test::grads_ok(scores, {test::randn({2, 3, 4}, 41), test::randn({2, 3, 4}, 42)}));
+}
+
+TEST(Rope, ConsecutivePositions) {
+  EXPECT_EQ(ops::rope_positions(5, 3).to_vector(), (std::vector<double>{5, 6, 7}));
+  EXPECT_EQ(ops::rope_positions(0, 0).numel(), 0);
+  EXPECT_THROW(ops::rope_positions(std::int64_t{1} << 31, 1), ValueError);
+}
+
+TEST(Rope, BadArgumentsAreTypedErrors) {
+  Tensor x = Tensor::zeros({2, 3, 4}, DType::f64);
+  EXPECT_THROW(ops::rope(Tensor::zeros({2, 3, 5}, DType::f64), positions_of({0, 1, 2})), ShapeError);
+  EXPECT_THROW(ops::rope(x, positions_of({0, 1})), ShapeError);
+  EXPECT_THROW(ops::rope(Tensor::zeros({4}, DType::f64), positions_of({0})), ShapeError);
+  EXPECT_THROW(ops::rope(x, Tensor::zeros({3}, DType::f64)), DTypeError);
+  EXPECT_THROW(ops::rope(Tensor::from_ints({1, 2}, {1, 2}), positions_of({0})), DTypeError);
+  EXPECT_THROW(ops::rope(Tensor(), positions_of({0})), ValueError);
+  EXPECT_THROW(ops::rope(x, positions_of({0, 1, 2}), 0.0), ValueError);
+  EXPECT_NE(test::error_of([&] { ops::rope(x, positions_of({0})); }).find("rope"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gattn
