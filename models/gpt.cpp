@@ -181,8 +181,8 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache, std::int64_t posit
   // The exact cache never evicts: its rows end at its capacity (a budget makes room below).
   if (!cache.options().bounded() && cache.length() + n > capacity)
     throw ShapeError("GPT.forward_cached: cache rows " + std::to_string(cache.length()) + " … " +
-                     std::to_string(cache.length() + n - 1) + " exceed the cache's capacity, model.block_size=" +
-                     std::to_string(config_.block_size));
+                     std::to_string(cache.length() + n - 1) +
+                     " exceed the cache's capacity, model.block_size=" + std::to_string(config_.block_size));
   check_token_ids(idx, config_.vocab_size, "GPT.forward_cached");
   NoGradGuard no_grad;
   make_room(cache, n);  // under a KV budget: evict what the new positions displace

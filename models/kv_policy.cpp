@@ -88,6 +88,9 @@ void check_inference_options(const InferenceOptions& o, const GPT& model) {
     throw ValueError(
         "--kv-policy gate: the model has no gate that values keys (score with form additive, forget or pair); use "
         "window, sink_window or h2o");
+  if (o.recent >= 0 && o.recent >= o.budget && (o.policy == KVPolicy::h2o || o.policy == KVPolicy::gate))
+    throw ValueError("--kv-recent: the newest keys kept must be fewer than --kv-budget=" + std::to_string(o.budget) +
+                     ", got " + std::to_string(o.recent));
   if (o.top_k_keys < 0) throw ValueError("--top-k-keys: must be >= 0, got " + std::to_string(o.top_k_keys));
   if (!(o.skip_heads_below >= 0 && o.skip_heads_below <= 1))
     throw ValueError("--skip-heads-below: must be in [0, 1], got " + std::to_string(o.skip_heads_below));
@@ -102,6 +105,8 @@ std::vector<std::int64_t> rows_to_evict(const InferenceOptions& o, const LayerKV
   if (count <= 0) return {};
   if (count > length)
     throw ShapeError("rows_to_evict: " + std::to_string(count) + " of " + std::to_string(length) + " rows");
+  // h2o and gate choose among all but the newest recent_kept() rows.
+  const std::int64_t candidates = std::max(count, length - o.recent_kept());
   switch (o.policy) {
     case KVPolicy::full:
       throw std::logic_error("rows_to_evict: policy full never evicts");
@@ -109,15 +114,13 @@ std::vector<std::int64_t> rows_to_evict(const InferenceOptions& o, const LayerKV
       return oldest(0, count);
     case KVPolicy::sink_window:
       return oldest(std::min(o.sinks, length - count), count);
-    case KVPolicy::h2o: {
-      // The newest budget/2 rows are kept whatever they received (H2O's recent window).
-      const std::int64_t candidates = std::max(count, length - o.budget / 2);
+    case KVPolicy::h2o:
+      // The newest rows are kept whatever they received (H2O's recent window, budget/2).
       return lowest_rows(head_row_values(layer.key_attention, bh, length), 0, candidates, count);
-    }
     case KVPolicy::gate: {
       const Tensor& term = layer.col_bias.defined() ? layer.col_bias : layer.modulation_col;
       if (!term.defined()) return oldest(0, count);
-      return lowest_rows(head_row_values(term, bh, length), 0, length, count);
+      return lowest_rows(head_row_values(term, bh, length), 0, candidates, count);
     }
   }
   return {};

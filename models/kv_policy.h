@@ -2,13 +2,15 @@
 // new positions need room, and the checks that a model can serve the options asked for.
 //   window       the oldest rows
 //   sink_window  the oldest rows after the first `sinks` (StreamingLLM's attention sinks)
-//   h2o          the rows with the least accumulated attention, never the newest budget/2
+//   h2o          the rows with the least accumulated attention, never the newest `recent` (default
+//                budget/2)
 //   gate         the rows whose gate term is lowest: the column bias the layer's gates add to the
 //                key's logit for every later query (score: log g_j; forget: −c_j, which is lowest for
 //                the oldest key, since the decay c_i − c_j only grows with age; both: their sum), else
 //                the pair gate's column term b_j (its modulation rises with b_j for every query).
 //                A layer without such a gate (or only a multiplicative score gate, whose small g_j
-//                does not make a key's weight small) evicts as `window`.
+//                does not make a key's weight small) evicts as `window`. Never the newest `recent`
+//                (default 0).
 // Ties go to the oldest row.
 #pragma once
 #include <cstdint>

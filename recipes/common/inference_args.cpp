@@ -21,6 +21,8 @@ void add_inference_options(CLI::App& cmd, InferenceArgs& args, bool lists) {
                  "keys kept per layer and head: N, or P% of model.block_size (every policy but full)" + several);
   cmd.add_option("--kv-sinks", args.sinks,
                  "sink_window: the first positions always kept (default min(4, budget/4), at least 1)");
+  cmd.add_option("--kv-recent", args.recent,
+                 "h2o and gate: the newest keys never evicted (default: h2o budget/2, gate 0)");
   cmd.add_option("--top-k-keys", args.top_k_keys, "each query attends to its K highest-scoring keys; 0 = all")
       ->capture_default_str();
   cmd.add_option("--skip-heads-below", args.skip_heads_below,
@@ -58,6 +60,7 @@ models::InferenceOptions inference_options(const InferenceArgs& args, const std:
     throw ValueError("--kv-budget: policy full keeps every key; choose window, sink_window, h2o or gate");
   if (o.bounded()) o.budget = parse_kv_budget(budget, model.config().block_size);
   o.sinks = args.sinks >= 0 ? args.sinks : std::min<std::int64_t>(4, std::max<std::int64_t>(1, o.budget / 4));
+  o.recent = args.recent;
   o.top_k_keys = args.top_k_keys;
   o.skip_heads_below = args.skip_heads_below;
   models::check_inference_options(o, model);

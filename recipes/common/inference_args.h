@@ -14,13 +14,14 @@ namespace gattn::recipes {
 
 struct InferenceArgs {
   std::string policy = "full";
-  std::string budget;       // "N" keys or "P%" of model.block_size; empty: none given
-  std::int64_t sinks = -1;  // -1: min(4, max(1, budget/4)), StreamingLLM's 4 where the budget allows
+  std::string budget;        // "N" keys or "P%" of model.block_size; empty: none given
+  std::int64_t sinks = -1;   // -1: min(4, max(1, budget/4)), StreamingLLM's 4 where the budget allows
+  std::int64_t recent = -1;  // -1: the policy's own (h2o budget/2, gate 0)
   std::int64_t top_k_keys = 0;
   double skip_heads_below = 0;
 };
 
-// Adds --kv-policy, --kv-budget, --kv-sinks, --top-k-keys and --skip-heads-below to `cmd`. With
+// Adds --kv-policy, --kv-budget, --kv-sinks, --kv-recent, --top-k-keys and --skip-heads-below to `cmd`. With
 // `lists`, --kv-policy and --kv-budget take comma-separated lists (a grid of cells).
 void add_inference_options(CLI::App& cmd, InferenceArgs& args, bool lists);
 

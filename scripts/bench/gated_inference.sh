@@ -2,9 +2,11 @@
 # The gated-inference measurements of docs/inference.md: trains the checkpoints (char-level Tiny
 # Shakespeare and noisy_recall with gates none, score, forget and headwise output) unless they
 # exist, then runs `gattn bench generate` on each: every KV policy at 25 %, 50 % and 75 % of the
-# context, head skipping on the headwise output models and top-k keys on the others.
+# context, head skipping on the headwise output models and top-k keys on the others; then a score
+# model with rotary positions generating 1,024 tokens past its block, gate eviction with and without
+# a protected recent window.
 #
-#   scripts/bench/gated_inference.sh [OUT_DIR]     (default runs/gated_inference; ~25 min on 2 cores)
+#   scripts/bench/gated_inference.sh [OUT_DIR]     (default runs/gated_inference; ~35 min on 2 cores)
 #
 # GATTN_BINARY picks the binary (default build/gattn). Each bench's table goes to OUT_DIR/<run>.txt.
 set -euo pipefail
@@ -47,3 +49,16 @@ for run in shk_none shk_score shk_forget shk_output nr_none nr_score nr_forget n
     esac
   } | tee "$out/$run.txt"
 done
+
+# Rotary positions: a bounded cache past block_size, and gate eviction with a protected recent window.
+rope_groups='optim.param_groups=[{name: no_decay, match: ["*.bias", "*ln1.*", "*ln2.*", "ln_f.*", "wte.*"], weight_decay: 0.0}]'
+if [[ ! -d $out/shk_score_rope/checkpoints ]]; then
+  echo "training shk_score_rope"
+  "$gattn" train --config configs/shakespeare_char/output.yaml model.gate.kind=score model.position=rope \
+    run.dir="$out/shk_score_rope" "$rope_groups" >"$out/shk_score_rope.train.log" 2>&1
+fi
+echo "bench shk_score_rope"
+{
+  "$gattn" bench generate --checkpoint "$out/shk_score_rope" --gen-tokens 1024
+  "$gattn" bench generate --checkpoint "$out/shk_score_rope" --kv-policy gate --kv-recent 8 --gen-tokens 1024
+} | tee "$out/shk_score_rope.txt"

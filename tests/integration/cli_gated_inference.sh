@@ -61,6 +61,8 @@ expect "--kv-budget: policy full keeps every key" "${s[@]}" --kv-budget 4
 expect "--kv-policy: 'lru' is not a policy" "${s[@]}" --kv-policy lru --kv-budget 4
 expect "--kv-sinks: sink_window keeps the first --kv-sinks positions" "${s[@]}" --kv-policy sink_window --kv-budget 4 \
   --kv-sinks 4
+expect "--kv-recent: the newest keys kept must be fewer than --kv-budget=4" "${s[@]}" --kv-policy gate --kv-budget 4 \
+  --kv-recent 4
 expect "--skip-heads-below: the model has no headwise output gate" "${s[@]}" --skip-heads-below 0.1
 expect "--kv-policy gate: the model has no gate that values keys" sample --checkpoint "$tmp/output" \
   --prompt-tokens 1 --kv-policy gate --kv-budget 4

@@ -79,13 +79,13 @@ class KeptSets {
       return best;
     };
     if (o_.policy == KVPolicy::sink_window) gone = kept_[static_cast<std::size_t>(o_.sinks)];
-    if (o_.policy == KVPolicy::h2o) {
-      std::vector<std::int64_t> old(kept_.begin(), kept_.end() - o_.budget / 2);
-      gone = lowest(old, [&](std::int64_t j) { return received_[j]; });
-    }
+    // h2o keeps its newest budget/2, gate none unless asked.
+    const std::int64_t recent = o_.recent >= 0 ? o_.recent : o_.policy == KVPolicy::h2o ? o_.budget / 2 : 0;
+    const std::vector<std::int64_t> older(kept_.begin(), kept_.end() - recent);
+    if (o_.policy == KVPolicy::h2o) gone = lowest(older, [&](std::int64_t j) { return received_[j]; });
     if (o_.policy == KVPolicy::gate) {
       const Tensor& rank = lt_.terms.col_bias.defined() ? lt_.terms.col_bias : lt_.terms.modulation_col;
-      if (rank.defined()) gone = lowest(kept_, [&](std::int64_t j) { return value(rank, h_, j); });
+      if (rank.defined()) gone = lowest(older, [&](std::int64_t j) { return value(rank, h_, j); });
     }
     kept_.erase(std::find(kept_.begin(), kept_.end(), gone));
   }
@@ -172,12 +172,14 @@ struct PolicyCase {
   KVPolicy policy;
   std::int64_t budget, top_k_keys = 0;
   double skip = 0;
+  std::int64_t recent = -1;
 };
 
 std::string case_name(const ::testing::TestParamInfo<PolicyCase>& info) {
   const PolicyCase& c = info.param;
   return c.kind + "_" + models::policy_name(c.policy) + "_" + std::to_string(c.budget) +
-         (c.top_k_keys ? "_top" + std::to_string(c.top_k_keys) : "") + (c.skip > 0 ? "_skip" : "");
+         (c.top_k_keys ? "_top" + std::to_string(c.top_k_keys) : "") + (c.skip > 0 ? "_skip" : "") +
+         (c.recent >= 0 ? "_recent" + std::to_string(c.recent) : "");
 }
 
 class KVPolicyVsReference : public ::testing::TestWithParam<PolicyCase> {};
@@ -197,6 +199,7 @@ TEST_P(KVPolicyVsReference, CachedLayerEqualsDenseAttentionOverTheKeptSet) {
   o.sinks = 2;
   o.top_k_keys = c.top_k_keys;
   o.skip_heads_below = c.skip;
+  o.recent = c.recent;
   models::InferenceCounters counters;
   const Tensor got = incremental(attn, cfg, h, o, &counters);
   EXPECT_TRUE(test::all_close(got, reference(attn, h, o), 1e-10, 1e-10));
@@ -215,7 +218,8 @@ INSTANTIATE_TEST_SUITE_P(
                       PolicyCase{"pair", KVPolicy::gate, 6}, PolicyCase{"pair", KVPolicy::h2o, 7},
                       PolicyCase{"score", KVPolicy::full, 0, 3}, PolicyCase{"forget", KVPolicy::gate, 6, 2},
                       PolicyCase{"output", KVPolicy::full, 0, 0, 0.5},
-                      PolicyCase{"output", KVPolicy::window, 4, 0, 0.5}),
+                      PolicyCase{"output", KVPolicy::window, 4, 0, 0.5},
+                      PolicyCase{"score", KVPolicy::gate, 6, 0, 0, 2}, PolicyCase{"none", KVPolicy::h2o, 6, 0, 0, 1}),
     case_name);
 
 // Rows that hold scattered positions: a window counts positions, not rows. The same query over the
@@ -315,6 +319,41 @@ TEST(KVPolicy, GenerationUnderABudgetRunsPastTheBlockAndIsSeeded) {
   EXPECT_GT(counters.evicted, 0);
 }
 
+// Rotary positions under a budget run past block_size without restarting. With one layer and no
+// position table, the window's logits at position i are the full forward's over the last `budget`
+// tokens alone (scores see only differences of positions).
+TEST(KVPolicy, RopeUnderAWindowRunsPastTheBlock) {
+  models::ModelConfig cfg = layer_config("score");
+  cfg.position = models::kPositionRope;
+  models::GPT model(cfg, 8);
+  test::perturb_gate_parameters(model, 2);
+  model.eval();
+  InferenceOptions o;
+  o.policy = KVPolicy::window;
+  o.budget = 5;
+  const std::int64_t n = 3 * kT;
+  const Tensor idx = test::tokens(1, n, cfg.vocab_size, 4);
+  models::KVCache cache(cfg, 1, o);
+  const Tensor logits = models::forward_in_chunks(model, idx, cache);
+  EXPECT_EQ(cache.position(), n);
+  EXPECT_EQ(cache.length(), o.budget);
+  NoGradGuard no_grad;
+  for (std::int64_t i = o.budget - 1; i < n; i += 7) {
+    const Tensor alone = model.forward(ops::slice(idx, 1, i - o.budget + 1, i + 1)).logits;
+    EXPECT_TRUE(
+        test::all_close(ops::slice(logits, 1, i, i + 1), ops::slice(alone, 1, o.budget - 1, o.budget), 1e-9, 1e-9))
+        << "position " << i;
+  }
+  // Learned positions end at block_size, whatever the budget.
+  models::ModelConfig learned = layer_config("score");
+  models::GPT lmodel(learned, 8);
+  models::KVCache lcache(learned, 1, o);
+  EXPECT_NE(test::error_of([&] {
+              models::forward_in_chunks(lmodel, ops::slice(idx, 1, 0, kT + 1), lcache);
+            }).find("block_size"),
+            std::string::npos);
+}
+
 TEST(KVPolicy, OptionsTheModelCannotServeAreNamed) {
   const auto error = [](const std::string& kind, const InferenceOptions& o) {
     models::GPT model(layer_config(kind), 1);
@@ -331,6 +370,10 @@ TEST(KVPolicy, OptionsTheModelCannotServeAreNamed) {
   EXPECT_NE(error("none", o).find("--kv-policy gate: the model has no gate that values keys"), std::string::npos);
   EXPECT_NE(error("output", o).find("--kv-policy gate"), std::string::npos);
   EXPECT_EQ(error("forget", o), "");
+  o.recent = 4;
+  EXPECT_NE(error("forget", o).find("--kv-recent: the newest keys kept must be fewer than --kv-budget=4"),
+            std::string::npos);
+  o.recent = -1;
   o.policy = KVPolicy::sink_window;
   o.sinks = 4;
   EXPECT_NE(error("none", o).find("--kv-sinks"), std::string::npos);
