@@ -13,10 +13,17 @@ namespace {
 
 using std::string;
 
-class Inspection : public ::testing::TestWithParam<std::string> {};
+class Inspection : public ::testing::TestWithParam<std::string> {
+ protected:
+  void check(const std::string& position);
+};
 
-TEST_P(Inspection, AgreesWithTheForwardStatistics) {
+// With rotary positions the recovered weights must be the rotated q, k's (the unrotated ones would
+// give other values).
+void Inspection::check(const std::string& position) {
+  SCOPED_TRACE("model.position " + position);
   models::ModelConfig c = test::tiny_config(GetParam());  // T = 6 with head dim 2: three one-hot passes
+  c.position = position;
   models::GPT model(c, 5);
   test::perturb_gate_parameters(model, 9);
   model.eval();
@@ -66,6 +73,11 @@ TEST_P(Inspection, AgreesWithTheForwardStatistics) {
       EXPECT_LE(g, 1.0);
     }
   }
+}
+
+TEST_P(Inspection, AgreesWithTheForwardStatistics) {
+  check(models::kPositionLearned);
+  check(models::kPositionRope);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKinds, Inspection, ::testing::ValuesIn(test::all_gate_kinds()),

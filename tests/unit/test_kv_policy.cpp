@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <set>
 
 #include "framework/autograd/grad_mode.h"
@@ -36,6 +37,14 @@ models::ModelConfig layer_config(const std::string& kind) {
   c.vocab_size = 7;
   if (kind == "output") c.gate.options["granularity"] = "headwise";
   return c;
+}
+
+// A model of `cfg` with its gates away from their start (perturbed by `noise`), in eval mode.
+std::unique_ptr<models::GPT> eval_model(const models::ModelConfig& cfg, std::uint64_t seed, std::uint64_t noise) {
+  auto model = std::make_unique<models::GPT>(cfg, seed);
+  test::perturb_gate_parameters(*model, noise);
+  model->eval();
+  return model;
 }
 
 // Everything the reference reads of one layer over the whole sequence, in eval mode: q, k, v per
@@ -187,9 +196,8 @@ class KVPolicyVsReference : public ::testing::TestWithParam<PolicyCase> {};
 TEST_P(KVPolicyVsReference, CachedLayerEqualsDenseAttentionOverTheKeptSet) {
   const PolicyCase c = GetParam();
   const models::ModelConfig cfg = layer_config(c.kind);
-  models::GPT model(cfg, 5);
-  test::perturb_gate_parameters(model, 9);
-  model.eval();
+  const std::unique_ptr<models::GPT> owned = eval_model(cfg, 5, 9);
+  models::GPT& model = *owned;
   NoGradGuard no_grad;
   models::GatedAttention& attn = *(*model.blocks)[0].attn;
   const Tensor h = test::randn({1, kT, kC}, 17);
@@ -262,9 +270,8 @@ TEST(CachedAttentionRows, AWindowCountsPositionsNotRows) {
 TEST(KVPolicy, AFullBudgetIsExactGeneration) {
   models::ModelConfig cfg = layer_config("forget");
   cfg.n_layer = 2;
-  models::GPT model(cfg, 2);
-  test::perturb_gate_parameters(model, 4);
-  model.eval();
+  const std::unique_ptr<models::GPT> owned = eval_model(cfg, 2, 4);
+  models::GPT& model = *owned;
   const Tensor idx = test::tokens(2, kT, cfg.vocab_size, 3);
   Tensor full;
   {
@@ -286,9 +293,8 @@ TEST(KVPolicy, AFullBudgetIsExactGeneration) {
 TEST(KVPolicy, ChunkedFeedingEqualsOneTokenAtATime) {
   models::ModelConfig cfg = layer_config("score");
   cfg.n_layer = 2;
-  models::GPT model(cfg, 6);
-  test::perturb_gate_parameters(model, 1);
-  model.eval();
+  const std::unique_ptr<models::GPT> owned = eval_model(cfg, 6, 1);
+  models::GPT& model = *owned;
   const Tensor idx = test::tokens(1, kT, cfg.vocab_size, 8);
   for (KVPolicy p : {KVPolicy::h2o, KVPolicy::gate}) {
     InferenceOptions o;
@@ -325,9 +331,8 @@ TEST(KVPolicy, GenerationUnderABudgetRunsPastTheBlockAndIsSeeded) {
 TEST(KVPolicy, RopeUnderAWindowRunsPastTheBlock) {
   models::ModelConfig cfg = layer_config("score");
   cfg.position = models::kPositionRope;
-  models::GPT model(cfg, 8);
-  test::perturb_gate_parameters(model, 2);
-  model.eval();
+  const std::unique_ptr<models::GPT> owned = eval_model(cfg, 8, 2);
+  models::GPT& model = *owned;
   InferenceOptions o;
   o.policy = KVPolicy::window;
   o.budget = 5;
