@@ -108,7 +108,7 @@ AttentionInputs GatedAttention::project(const Tensor& h, const Tensor& x) const 
 AttentionInputs GatedAttention::rotated(const AttentionInputs& in, std::int64_t first_position) const {
   if (!rope_) return in;
   AttentionInputs out = in;
-  const Tensor positions = ops::rope_positions(first_position, in.q.size(2), in.q.device());
+  const Tensor positions = ops::position_ids(first_position, in.q.size(2), in.q.device());
   out.q = ops::rope(in.q, positions);
   out.k = ops::rope(in.k, positions);
   return out;

@@ -13,6 +13,7 @@
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"
+#include "ops/rope.h"
 #include "ops/unary.h"
 
 namespace gattn::models {
@@ -160,8 +161,7 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache, std::int64_t posit
     throw ShapeError("GPT.forward_cached: idx must be non-empty i32 [B, n], got " +
                      (idx.defined() ? idx.str() : std::string("undefined")));
   const std::int64_t B = idx.size(0), n = idx.size(1);
-  const std::int64_t capacity = cache.options().bounded() ? cache.options().budget : config_.block_size;
-  if (B != cache.batch() || cache.capacity() != capacity ||
+  if (B != cache.batch() || cache.capacity() != KVCache::capacity_for(config_, cache.options()) ||
       cache.layers.size() != static_cast<std::size_t>(config_.n_layer))
     throw ShapeError("GPT.forward_cached: the cache was made for another batch or model (batch " +
                      std::to_string(cache.batch()) + ", idx " + shape_str(idx.shape()) + ")");
@@ -178,21 +178,11 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache, std::int64_t posit
                        "; the next must be " + std::to_string(cache.position()) + ", got " + std::to_string(position));
     cache.start_at(position);
   }
-  // The exact cache never evicts: its rows end at its capacity (a budget makes room below).
-  if (!cache.options().bounded() && cache.length() + n > capacity)
-    throw ShapeError("GPT.forward_cached: cache rows " + std::to_string(cache.length()) + " … " +
-                     std::to_string(cache.length() + n - 1) +
-                     " exceed the cache's capacity, model.block_size=" + std::to_string(config_.block_size));
   check_token_ids(idx, config_.vocab_size, "GPT.forward_cached");
   NoGradGuard no_grad;
   make_room(cache, n);  // under a KV budget: evict what the new positions displace
   Tensor x = wte->forward(idx);
-  if (wpe) {
-    std::vector<std::int32_t> position_ids(static_cast<std::size_t>(n));
-    for (std::int64_t t = 0; t < n; ++t)
-      position_ids[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(position + t);
-    x = x + wpe->forward(Tensor::from_ints(position_ids, {n}));
-  }
+  if (wpe) x = x + wpe->forward(ops::position_ids(position, n));
   CachedStep at;
   at.row = cache.length();
   at.position = position;

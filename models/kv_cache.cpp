@@ -9,7 +9,7 @@
 namespace gattn::models {
 
 KVCache::KVCache(const ModelConfig& config, std::int64_t batch, const InferenceOptions& options)
-    : batch_(batch), capacity_(options.bounded() ? options.budget : config.block_size), options_(options) {
+    : batch_(batch), capacity_(capacity_for(config, options)), options_(options) {
   if (batch < 1) throw ValueError("KVCache: batch must be >= 1, got " + std::to_string(batch));
   if (capacity_ < 1) throw ValueError("KVCache: the KV budget must be >= 1, got " + std::to_string(capacity_));
   const Shape shape{batch, config.n_head, capacity_, config.head_dim()};
@@ -26,10 +26,8 @@ KVCache::KVCache(const ModelConfig& config, std::int64_t batch, const InferenceO
 void KVCache::clear() {
   length_ = 0;
   position_ = 0;
-  for (LayerKVCache& l : layers) {
-    l.gate_state.clear();
-    if (l.key_attention.defined()) l.key_attention.fill(0.0);
-  }
+  // The per-row terms need no reset: GatedAttention::forward_cached clears each row it writes.
+  for (LayerKVCache& l : layers) l.gate_state.clear();
 }
 
 void KVCache::start_at(std::int64_t position) {
@@ -58,7 +56,7 @@ std::int64_t KVCache::bytes() const {
     if (t.defined()) total += t.numel() * static_cast<std::int64_t>(dtype_size(t.dtype()));
   };
   for (const LayerKVCache& l : layers) {
-    for (const Tensor* t : {&l.k, &l.v, &l.col_bias, &l.modulation_col, &l.key_positions, &l.key_attention}) add(*t);
+    for (const Tensor* t : l.per_row()) add(*t);
     for (const auto& [kind, t] : l.gate_state) add(t);
   }
   return total;
@@ -114,9 +112,7 @@ void remove_tensor_rows(Tensor& t, std::int64_t bh, const std::vector<std::int64
 
 void remove_rows(LayerKVCache& cache, std::int64_t bh, const std::vector<std::int64_t>& gone, std::int64_t length) {
   if (gone.empty()) return;
-  for (Tensor* t :
-       {&cache.k, &cache.v, &cache.col_bias, &cache.modulation_col, &cache.key_positions, &cache.key_attention})
-    remove_tensor_rows(*t, bh, gone, length);
+  for (Tensor* t : cache.per_row()) remove_tensor_rows(*t, bh, gone, length);
 }
 
 }  // namespace gattn::models

@@ -9,6 +9,7 @@
 // the capacity is the budget, every row records its position (key_positions), and
 // models/kv_policy.h evicts rows to make room; each head evicts its own rows.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -31,11 +32,21 @@ struct LayerKVCache {
   // Per-gate state that is not per row, keyed by the gate's kind (each gate reads and writes only
   // its own slot).
   std::map<std::string, Tensor> gate_state;
+
+  // The tensors above that hold one entry per row (undefined ones included): what eviction moves.
+  std::array<Tensor*, 6> per_row() { return {&k, &v, &col_bias, &modulation_col, &key_positions, &key_attention}; }
+  std::array<const Tensor*, 6> per_row() const {
+    return {&k, &v, &col_bias, &modulation_col, &key_positions, &key_attention};
+  }
 };
 
 class KVCache {
  public:
   KVCache(const ModelConfig& config, std::int64_t batch, const InferenceOptions& options = {});
+  // The rows per head a cache for `config` under `options` holds: the budget, or block_size.
+  static std::int64_t capacity_for(const ModelConfig& config, const InferenceOptions& options) {
+    return options.bounded() ? options.budget : config.block_size;
+  }
 
   std::int64_t batch() const { return batch_; }
   std::int64_t capacity() const { return capacity_; }

@@ -129,11 +129,13 @@ std::vector<std::int64_t> rows_to_evict(const InferenceOptions& o, const LayerKV
 
 void make_room(KVCache& cache, std::int64_t n) {
   const InferenceOptions& o = cache.options();
-  if (n > cache.capacity())
-    throw ShapeError("KVCache: " + std::to_string(n) + " new positions exceed the capacity " +
-                     std::to_string(cache.capacity()));
   const std::int64_t count = cache.length() + n - cache.capacity();
-  if (!o.bounded() || count <= 0) return;
+  if (count <= 0) return;
+  // The exact cache never evicts, and no policy can fit more new rows than it has.
+  if (!o.bounded() || n > cache.capacity())
+    throw ShapeError("KVCache: cache rows " + std::to_string(cache.length()) + " … " +
+                     std::to_string(cache.length() + n - 1) + " exceed the cache's capacity " +
+                     std::to_string(cache.capacity()) + (o.bounded() ? " (the KV budget)" : " (model.block_size)"));
   for (LayerKVCache& layer : cache.layers) {
     const std::int64_t heads = layer.k.size(0) * layer.k.size(1);
     for (std::int64_t bh = 0; bh < heads; ++bh)

@@ -34,7 +34,8 @@ std::vector<std::int64_t> rows_to_evict(const InferenceOptions& options, const L
                                         std::int64_t count, std::int64_t length);
 
 // Makes room for n new positions: under a budget, evicts length + n − capacity rows from every head
-// of every layer (counted in cache.counters.evicted). n must not exceed the capacity.
+// of every layer (counted in cache.counters.evicted). Throws ShapeError when the rows cannot fit: the
+// exact cache is full, or n exceeds the capacity.
 void make_room(KVCache& cache, std::int64_t n);
 
 }  // namespace gattn::models

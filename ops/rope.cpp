@@ -64,10 +64,10 @@ Tensor rotate(const Tensor& x, const Tensor& positions, double base, bool invers
 
 Tensor rope(const Tensor& x, const Tensor& positions, double base) { return rotate(x, positions, base, false); }
 
-Tensor rope_positions(std::int64_t first, std::int64_t n, Device device) {
+Tensor position_ids(std::int64_t first, std::int64_t n, Device device) {
   if (n < 0 || first < std::numeric_limits<std::int32_t>::min() ||
       first + n - 1 > std::numeric_limits<std::int32_t>::max())
-    throw ValueError("rope_positions: positions " + std::to_string(first) + " … " + std::to_string(first + n - 1) +
+    throw ValueError("position_ids: positions " + std::to_string(first) + " … " + std::to_string(first + n - 1) +
                      " do not fit i32");
   std::vector<std::int32_t> p(static_cast<std::size_t>(n));
   for (std::int64_t t = 0; t < n; ++t) p[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(first + t);

@@ -18,7 +18,8 @@ inline constexpr double kRopeBase = 10000.0;  // RoFormer's and GPT-NeoX's frequ
 
 Tensor rope(const Tensor& x, const Tensor& positions, double base = kRopeBase);
 
-// i32 [n] holding first, first+1, …, first+n−1 on `device`: the positions of n consecutive rows.
-Tensor rope_positions(std::int64_t first, std::int64_t n, Device device = Device::cpu);
+// i32 [n] holding first, first+1, …, first+n−1 on `device`: the positions of n consecutive rows (what
+// rope rotates them by, and the rows of a learned position table they take).
+Tensor position_ids(std::int64_t first, std::int64_t n, Device device = Device::cpu);
 
 }  // namespace gattn::ops

@@ -12,6 +12,7 @@
 #include "framework/runtime/threads.h"
 #include "models/sampling.h"
 #include "recipes/common/checkpoint_model.h"
+#include "recipes/common/median.h"
 
 namespace gattn::recipes {
 
@@ -64,11 +65,9 @@ GenerationSpeed measure_generation(const std::string& run_dir, std::int64_t new_
     times.push_back(std::chrono::duration<double>(clock::now() - start).count());
     spent += times.back();
   }
-  std::sort(times.begin(), times.end());
-  const std::size_t n = times.size();
-  const double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
-  out.repeats = static_cast<std::int64_t>(n);
-  out.tokens_per_s = median > 0 ? static_cast<double>(new_tokens) / median : 0.0;
+  const double middle = median(times);
+  out.repeats = static_cast<std::int64_t>(times.size());
+  out.tokens_per_s = middle > 0 ? static_cast<double>(new_tokens) / middle : 0.0;
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include "models/gating/registry.h"
 #include "ops/autocast.h"
 #include "recipes/bench/bench_clock.h"
+#include "recipes/common/median.h"
 
 namespace gattn::recipes {
 
@@ -70,12 +71,6 @@ Tensor forward(const Inputs& in) {
   models::AttentionContext ctx;
   ctx.training = true;
   return in.block->attend(in.in, ctx);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // Warm-up, then the timed iterations: forward between marks 0 and 1, backward between 1 and 2.

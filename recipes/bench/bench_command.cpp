@@ -7,7 +7,6 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "recipes/ablate/ablation.h"
 #include "recipes/bench/bench_attention.h"
 #include "recipes/bench/bench_generate.h"
+#include "recipes/common/option_list.h"
 #include "recipes/common/recipe.h"
 
 namespace gattn::recipes {
@@ -34,17 +34,6 @@ struct BenchAttentionArgs {
   std::uint64_t seed = 0;
   bool json = false;
 };
-
-std::vector<std::string> split_list(const std::string& text, const std::string& option) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (item.empty()) throw UsageError(option + ": empty item in '" + text + "'");
-    out.push_back(item);
-  }
-  if (out.empty()) throw UsageError(option + ": expected a comma-separated list, got '" + text + "'");
-  return out;
-}
 
 // A positive integer, the whole string (std::stoll would accept "12abc").
 std::int64_t positive_int(const std::string& text, const std::string& option) {

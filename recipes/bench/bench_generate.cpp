@@ -11,7 +11,6 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/tensor/error.h"
@@ -20,6 +19,8 @@
 #include "ops/nn_functional.h"
 #include "recipes/common/checkpoint_model.h"
 #include "recipes/common/inference_args.h"
+#include "recipes/common/median.h"
+#include "recipes/common/option_list.h"
 #include "recipes/common/run_setup.h"
 
 namespace gattn::recipes {
@@ -36,14 +37,6 @@ struct BenchGenerateArgs {
   bool policy_given = false;  // --kv-policy on the command line (else the default list)
   std::vector<std::string> overrides;
 };
-
-std::vector<std::string> comma_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 struct CellResult {
   models::InferenceOptions options;
@@ -111,10 +104,6 @@ void time_generation(models::GPT& model, std::int32_t start, std::int64_t n, int
     if (n > T)
       after_block.push_back(static_cast<double>(n - T) / std::chrono::duration<double>(t1 - block_end).count());
   }
-  const auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-  };
   r.gen_tokens_per_s = median(overall);
   r.gen_after_block_tokens_per_s = median(after_block);
   // The memory of a cache that has seen a whole block (every per-row term allocated).
@@ -169,8 +158,9 @@ int run_bench_generate(const BenchGenerateArgs& args) {
 
   // Every cell's options, checked before anything runs: a bad one is one line and exit 2.
   std::vector<models::InferenceOptions> cells;
-  const std::vector<std::string> budgets = comma_list(args.inference.budget);
-  for (const std::string& policy : comma_list(args.inference.policy)) {
+  const std::vector<std::string> budgets =
+      args.inference.budget.empty() ? std::vector<std::string>{} : split_list(args.inference.budget, "--kv-budget");
+  for (const std::string& policy : split_list(args.inference.policy, "--kv-policy")) {
     if (models::parse_kv_policy(policy) == models::KVPolicy::full) {
       cells.push_back(inference_options(args.inference, policy, "", model));
       continue;
@@ -180,7 +170,6 @@ int run_bench_generate(const BenchGenerateArgs& args) {
     if (policy == "gate" && !args.policy_given && !models::gates_value_keys(model)) continue;
     for (const std::string& budget : budgets) cells.push_back(inference_options(args.inference, policy, budget, model));
   }
-  if (cells.empty()) throw ValueError("--kv-policy: no policy given");
 
   const Batch first = data->eval_batch(0, 1, T);
   const std::int32_t start = first.x.data<std::int32_t>()[0];

@@ -112,9 +112,9 @@ TEST(Rope, Gradcheck) {
 }
 
 TEST(Rope, ConsecutivePositions) {
-  EXPECT_EQ(ops::rope_positions(5, 3).to_vector(), (std::vector<double>{5, 6, 7}));
-  EXPECT_EQ(ops::rope_positions(0, 0).numel(), 0);
-  EXPECT_THROW(ops::rope_positions(std::int64_t{1} << 31, 1), ValueError);
+  EXPECT_EQ(ops::position_ids(5, 3).to_vector(), (std::vector<double>{5, 6, 7}));
+  EXPECT_EQ(ops::position_ids(0, 0).numel(), 0);
+  EXPECT_THROW(ops::position_ids(std::int64_t{1} << 31, 1), ValueError);
 }
 
 TEST(Rope, BadArgumentsAreTypedErrors) {
