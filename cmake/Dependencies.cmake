@@ -20,6 +20,21 @@ if(NOT GATTN_WITH_MPI)
   message(WARNING "gattn: MPI not found: multi-process runs are disabled (./scripts/setup.sh installs OpenMPI)")
 endif()
 
+# SentencePiece (Debian's libsentencepiece-dev): `gattn tokenize` trains and applies subword
+# tokenizers with it, and token-shard runs encode and decode text through the tokenizer they were
+# made with. OpenSSL's libcrypto: the tokenizer's SHA-256 and the base64 that carries it in a
+# checkpoint's metadata.
+find_path(GATTN_SENTENCEPIECE_INCLUDE sentencepiece_processor.h)
+find_library(GATTN_SENTENCEPIECE_LIB NAMES sentencepiece)
+find_library(GATTN_SENTENCEPIECE_TRAIN_LIB NAMES sentencepiece_train)
+if(NOT GATTN_SENTENCEPIECE_INCLUDE OR NOT GATTN_SENTENCEPIECE_LIB OR NOT GATTN_SENTENCEPIECE_TRAIN_LIB)
+  message(FATAL_ERROR "SentencePiece not found: run ./scripts/setup.sh (installs libsentencepiece-dev)")
+endif()
+add_library(gattn::sentencepiece INTERFACE IMPORTED)
+target_link_libraries(gattn::sentencepiece INTERFACE ${GATTN_SENTENCEPIECE_TRAIN_LIB} ${GATTN_SENTENCEPIECE_LIB})
+target_include_directories(gattn::sentencepiece SYSTEM INTERFACE ${GATTN_SENTENCEPIECE_INCLUDE})
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+
 # OpenBLAS: prefer Debian's OpenMP build so BLAS and our own OpenMP loops share one thread pool
 # (the pthread build would oversubscribe the cores when both run).
 find_path(GATTN_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas x86_64-linux-gnu/openblas-openmp)

@@ -70,6 +70,7 @@ int run_cli(int argc, char** argv) {
   add(gattn::recipes::add_report);
   add(gattn::recipes::add_bench);
   add(gattn::recipes::add_gates);
+  add(gattn::recipes::add_tokenize);
 
   try {
     app.parse(argc, argv);

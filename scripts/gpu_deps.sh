@@ -18,6 +18,7 @@ packages=(
   libbenchmark-dev libbenchmark1debian      # the benchmarks
   libopenblas-openmp-dev libopenblas0-openmp libopenblas-dev libgfortran5 libquadmath0  # CPU GEMMs (f64)
   libdnnl-dev libdnnl2 ocl-icd-libopencl1   # f32 CPU GEMMs (oneDNN; optional for the build)
+  libsentencepiece-dev libsentencepiece0 libssl-dev libssl3  # subword tokenizers
 )
 mkdir -p "$out"
 rm -f "$out"/*.deb

@@ -16,6 +16,7 @@ packages=(
   libopenblas-openmp-dev
   libdnnl-dev  # oneDNN: the f32 GEMMs (docs/benchmarks.md, "GEMM libraries")
   zlib1g-dev  # CRC-32 of checkpoint tensors
+  libsentencepiece-dev libssl-dev  # gattn tokenize; the tokenizer's SHA-256 and base64
   clang-format  # ./scripts/test.sh checks the tree is formatted
   libopenmpi-dev openmpi-bin
   python3-numpy

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "framework/data/windowed_dataset.h"
+#include "framework/io/byte_vocab.h"
 
 namespace gattn {
 namespace data_detail {
@@ -101,6 +102,12 @@ Batch WindowedDataset::eval_batch(std::int64_t first_window, std::int64_t count,
 }
 
 }  // namespace data_detail
+
+std::shared_ptr<const TextCodec> Dataset::text_codec() const {
+  if (auto t = tokenizer()) return t;
+  std::optional<ByteVocab> vocab = ByteVocab::from_json(vocab_json());
+  return vocab ? std::make_shared<const ByteVocab>(std::move(*vocab)) : nullptr;
+}
 
 double Dataset::answer_accuracy(const Tensor& logits, const Batch& batch) {
   if (logits.dim() != 3 || batch.y.dim() != 2 || logits.size(0) != batch.y.size(0) || logits.size(1) != batch.y.size(1))

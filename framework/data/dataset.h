@@ -8,6 +8,7 @@
 #include "framework/data/errors.h"
 #include "framework/tensor/random.h"
 #include "framework/tensor/tensor.h"
+#include "framework/text/subword_tokenizer.h"
 
 namespace gattn {
 
@@ -47,6 +48,12 @@ class Dataset {
   // For byte-level text: the checkpoint's "vocab" metadata (docs/checkpoint-format.md), a JSON array of the byte
   // values with index = token id. "" for other kinds.
   virtual std::string vocab_json() const { return ""; }
+  // For token shards made by `gattn tokenize`: the tokenizer found beside them (docs/tokenize.md),
+  // which goes into the run's checkpoints. nullptr for other data.
+  virtual std::shared_ptr<const SubwordTokenizer> tokenizer() const { return nullptr; }
+  // What turns the data's token ids into text and back: the tokenizer, else the byte vocabulary of
+  // text data; nullptr for bare token ids and synthetic tasks.
+  std::shared_ptr<const TextCodec> text_codec() const;
   // One line for the terminal: kind, source, vocab and split sizes.
   virtual std::string describe() const = 0;
 

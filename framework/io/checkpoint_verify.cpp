@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/io/byte_vocab.h"
+#include "framework/io/checkpoint_text.h"
 #include "framework/io/checksums.h"
 #include "framework/io/errors.h"
 #include "framework/io/finite_check.h"
@@ -39,6 +40,7 @@ void verify_checkpoint_file(const SafetensorsFile& file, ForeignFiles foreign) {
   // A gattn checkpoint always carries checksums: one without them was edited or damaged.
   verify_checksums(file, /*required=*/gattn_file);
   check_vocab(file);
+  tokenizer_from_metadata(file.metadata, where(file));  // a damaged tokenizer entry is refused here
   check_finite_tensors(file);
 }
 

@@ -5,23 +5,12 @@
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/data/dataset.h"
-#include "framework/io/byte_vocab.h"
+#include "framework/text/text_codec.h"
 #include "ops/shape.h"
 #include "recipes/common/checkpoint_model.h"
 #include "recipes/common/run_setup.h"
 
 namespace gattn::recipes {
-
-namespace {
-
-std::string show_byte(unsigned char c) {
-  if (c == '\n') return "\u21b5";  // ↵
-  if (c == '\t') return "\u2192";  // →
-  if (c < 0x20 || c >= 0x7f) return "?";
-  return std::string(1, static_cast<char>(c));
-}
-
-}  // namespace
 
 RunProbe probe_run(const std::string& run_dir, std::int64_t windows, std::int64_t max_tokens) {
   RunProbe probe;
@@ -40,12 +29,10 @@ RunProbe probe_run(const std::string& run_dir, std::int64_t windows, std::int64_
     fo.inspect = true;
     probe.layers = model.forward(x, Tensor(), fo).inspection;
     const std::vector<double> ids = ops::slice(x, 0, 0, 1).to_vector();
-    std::optional<ByteVocab> vocab = ByteVocab::from_json(ckpt.vocab_json);
-    probe.text = vocab.has_value();
+    probe.text = ckpt.codec != nullptr;
     for (double id : ids) {
       const auto t = static_cast<std::int32_t>(id);
-      probe.tokens.push_back(vocab ? show_byte(static_cast<unsigned char>(vocab->decode({t}).at(0)))
-                                   : std::to_string(t));
+      probe.tokens.push_back(ckpt.codec ? display_token(ckpt.codec->token_bytes(t)) : std::to_string(t));
     }
   } catch (const std::exception& e) {
     probe = RunProbe{};

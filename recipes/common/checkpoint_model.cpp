@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "framework/config/errors.h"
-#include "framework/io/byte_vocab.h"
 #include "framework/io/checkpoint.h"
+#include "framework/io/checkpoint_text.h"
 #include "framework/io/checkpoint_verify.h"
 #include "framework/io/errors.h"
 #include "framework/io/module_io.h"
@@ -61,21 +61,21 @@ CheckpointModel load_checkpoint_model(const std::string& dir, const std::vector<
     throw CheckpointError(who + ": " + model_path +
                           ": its 'config' metadata is not a valid gattn config (damaged?): " + e.what());
   }
-  CheckpointModel out{model_path, Config::from_string(config_it->second, overrides, origin), nullptr, ""};
+  CheckpointModel out{model_path, Config::from_string(config_it->second, overrides, origin), nullptr, file.metadata,
+                      nullptr};
   apply_thread_setting(out.config);
   check_model_memory(out.config, ModelUse::inference, Device::cpu);
   out.model =
       std::make_unique<models::GPT>(out.config.model_config(), static_cast<std::uint64_t>(out.config.get_int("seed")));
   load_module(file, *out.model);
   out.model->set_step(checkpoint_step(checkpoint_dir));
-  auto vocab_it = file.metadata.find("vocab");
-  if (vocab_it != file.metadata.end()) out.vocab_json = vocab_it->second;
   // Every token id of the vocabulary must be one the model embeds (verify_checkpoint_file checked its form).
-  const std::optional<ByteVocab> vocab = ByteVocab::from_json(out.vocab_json);
-  if (vocab && vocab->size() > out.model->config().vocab_size)
-    throw CheckpointError(who + ": " + model_path + ": metadata \"vocab\" lists " + std::to_string(vocab->size()) +
-                          " bytes, more than the model's vocab_size " + std::to_string(out.model->config().vocab_size) +
-                          " (damaged?)");
+  out.codec = text_codec_from_metadata(file.metadata, who + ": " + model_path);
+  if (out.codec && out.codec->size() > out.model->config().vocab_size)
+    throw CheckpointError(who + ": " + model_path + ": its " +
+                          (file.metadata.count(kTokenizerKey) ? "\"tokenizer\"" : "\"vocab\"") + " metadata has " +
+                          std::to_string(out.codec->size()) + " tokens, more than the model's vocab_size " +
+                          std::to_string(out.model->config().vocab_size) + " (damaged?)");
   return out;
 }
 

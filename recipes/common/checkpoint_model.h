@@ -4,10 +4,12 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "framework/text/text_codec.h"
 #include "models/gpt.h"
 #include "recipes/common/run_config.h"
 
@@ -17,7 +19,10 @@ struct CheckpointModel {
   std::string model_path;  // …/model.safetensors
   Config config;           // the run's resolved config with the overrides applied
   std::unique_ptr<models::GPT> model;
-  std::string vocab_json;  // "vocab" (docs/checkpoint-format.md): byte values by token id; "" for tokens/synthetic
+  // The weights file's metadata (docs/checkpoint-format.md): "vocab" or "tokenizer" among others.
+  std::map<std::string, std::string> metadata;
+  // Text in and out: the tokenizer, else the byte vocabulary; nullptr for bare token ids.
+  std::shared_ptr<const TextCodec> codec;
 };
 
 // The optimizer steps a checkpoint directory's weights have seen: state.json's step, else the step

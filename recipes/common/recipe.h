@@ -17,5 +17,6 @@ Action add_ablate(CLI::App& app);
 Action add_report(CLI::App& app);
 Action add_bench(CLI::App& app);
 Action add_gates(CLI::App& app);
+Action add_tokenize(CLI::App& app);
 
 }  // namespace gattn::recipes

@@ -11,8 +11,8 @@
 #include "framework/autograd/grad_mode.h"
 #include "framework/cuda/device.h"
 #include "framework/dist/launch_env.h"
-#include "framework/io/byte_vocab.h"
 #include "framework/io/checkpoint.h"
+#include "framework/io/checkpoint_text.h"
 #include "framework/io/errors.h"
 #include "framework/io/run_files.h"
 #include "framework/io/safetensors.h"
@@ -142,6 +142,10 @@ void start_run_directory(RunSetup& run) {
   if (ec) throw CheckpointError("cannot create the run directory " + run.dir + ": " + ec.message());
   run.lock = std::make_unique<RunDirectoryLock>(run.dir);
   write_file_atomically((fs::path(run.dir) / "config.yaml").string(), run.config.to_yaml());
+  // The tokenizer of token shards beside the config, so the run directory says how to read its
+  // tokens (its checkpoints carry it too).
+  if (auto tokenizer = run.data->tokenizer())
+    write_file_atomically((fs::path(run.dir) / kTokenizerModelFile).string(), tokenizer->serialized());
 }
 
 EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t batch_size,
@@ -157,8 +161,10 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
   const bool bf16 = device == Device::cuda && cfg.get_string("train.precision") == "bf16";
   const ops::AutocastScope autocast(bf16 ? ops::ComputePrecision::bf16 : ops::ComputePrecision::fp32);
   const std::int64_t windows = data.eval_windows(T, cfg.get_int("eval.max_windows"));
-  double loss_sum = 0, correct = 0;
+  double loss_sum = 0, correct = 0, bytes = 0;
   std::int64_t tokens = 0;
+  const std::shared_ptr<const TextCodec> codec = data.text_codec();
+  const std::vector<std::int32_t> byte_lengths = codec ? token_byte_lengths(*codec) : std::vector<std::int32_t>{};
   std::int64_t batch_index = 0;
   models::ForwardOptions fo;
   fo.collect_stats = model.config().has_gates();  // the val gate statistics, a by-product of the forward
@@ -170,7 +176,10 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
     models::ForwardResult r = model.forward(batch.x.to(device), batch.y.to(device), fo);
     models::merge_stats(stats, r.stats);
     std::int64_t n = 0;
-    for (double t : batch.y.to_vector()) n += t >= 0;
+    for (double t : batch.y.to_vector()) {
+      n += t >= 0;
+      if (t >= 0 && t < static_cast<double>(byte_lengths.size())) bytes += byte_lengths[static_cast<std::size_t>(t)];
+    }
     loss_sum += r.loss.item() * static_cast<double>(n);
     if (data.reports_accuracy())
       correct += Dataset::answer_accuracy(r.logits.to(Device::cpu), batch) * static_cast<double>(n);
@@ -178,11 +187,12 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
   }
   model.train(was_training);
   if (world > 1) {
-    const std::vector<double> sums = comm->all_reduce_host({loss_sum, correct, static_cast<double>(tokens)},
+    const std::vector<double> sums = comm->all_reduce_host({loss_sum, correct, static_cast<double>(tokens), bytes},
                                                            dist::ReduceOp::sum, "all-reduce of the eval sums");
     loss_sum = sums[0];
     correct = sums[1];
     tokens = static_cast<std::int64_t>(sums[2]);
+    bytes = sums[3];
     if (fo.collect_stats) all_reduce_stats(*comm, stats, model.config().n_layer, "all-reduce of the eval statistics");
   }
   EvalResult e;
@@ -190,6 +200,7 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
   e.tokens = tokens;
   e.loss = tokens ? loss_sum / static_cast<double>(tokens) : 0.0;
   if (data.reports_accuracy()) e.accuracy = tokens ? correct / static_cast<double>(tokens) : 0.0;
+  if (codec && bytes > 0) e.bits_per_byte = loss_sum / bytes / std::log(2.0);
   return e;
 }
 
@@ -202,6 +213,10 @@ std::string format_eval(std::int64_t step, const EvalResult& e) {
     std::snprintf(buf, sizeof buf, "eval at step %lld: val loss %.4f (%lld tokens)", static_cast<long long>(step),
                   e.loss, static_cast<long long>(e.tokens));
   std::string out = buf;
+  if (e.bits_per_byte) {
+    std::snprintf(buf, sizeof buf, ", %.4f bits/byte", *e.bits_per_byte);
+    out += buf;
+  }
   nlohmann::json gates;
   models::add_val_gate_stats(gates, e.stats);
   if (gates.contains("val_gate_mean")) {
@@ -215,6 +230,7 @@ std::string format_eval(std::int64_t step, const EvalResult& e) {
 void add_eval_fields(nlohmann::json& line, const EvalResult& e) {
   line["loss"] = e.loss;
   if (e.accuracy) line["accuracy"] = *e.accuracy;
+  if (e.bits_per_byte) line["bits_per_byte"] = *e.bits_per_byte;
   models::add_val_gate_stats(line, e.stats);
 }
 
@@ -222,6 +238,7 @@ CheckpointWritten save_checkpoint_directory(const RunSetup& run, const Optimizer
                                             const std::vector<std::pair<std::string, double>>& lrs, TrainState state) {
   std::map<std::string, std::string> meta{{"format", kCheckpointFormat}, {"config", run.config.to_json().dump()}};
   if (!run.data->vocab_json().empty()) meta["vocab"] = run.data->vocab_json();
+  if (auto tokenizer = run.data->tokenizer()) add_tokenizer_metadata(meta, *tokenizer);
   state.config = run.config.to_json();
   state.config_hash = config_hash(state.config);
   state.lr.clear();
@@ -237,13 +254,13 @@ void publish_checkpoint(const RunSetup& run, std::int64_t step) {
 }
 
 std::string sample_text(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t n) {
-  std::optional<ByteVocab> vocab = ByteVocab::from_json(data.vocab_json());
-  if (!vocab) return "";
+  const std::shared_ptr<const TextCodec> codec = data.text_codec();
+  if (!codec) return "";
   // generate() runs the eval-mode math whatever the model's mode: no mode switch needed.
   models::SamplingOptions options;
   options.temperature = 0.8;
   options.seed = static_cast<std::uint64_t>(cfg.get_int("seed"));
-  return vocab->decode(models::generate(model, {vocab->id_of('\n').value_or(0)}, n, options));
+  return codec->decode(models::generate(model, {codec->start_token()}, n, options));
 }
 
 }  // namespace gattn::recipes

@@ -59,6 +59,10 @@ struct EvalResult {
   double loss = 0;
   std::int64_t tokens = 0;         // predicted tokens the loss averages over
   std::optional<double> accuracy;  // synthetic tasks: answer-token accuracy
+  // Data with text behind its ids (char-level text, shards with a tokenizer): the loss in bits per
+  // byte of the predicted text, log2(e) · Σ loss / Σ bytes of the targets, which compares models
+  // across vocabularies (a char-level and a subword model of the same text).
+  std::optional<double> bits_per_byte;
   // Models with gates: the per-layer statistics of every eval forward, summed over all windows (eval
   // mode: no gate noise); empty for a model without gates.
   std::vector<models::LayerStats> stats;
@@ -74,7 +78,7 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
 // std (models with gates).
 std::string format_eval(std::int64_t step, const EvalResult& e);
 // The fields an eval adds to a val line of metrics.jsonl and to `gattn eval`'s line: loss, accuracy
-// (synthetic tasks) and the val gate statistics (models::add_val_gate_stats).
+// (synthetic tasks), bits_per_byte (text) and the val gate statistics (models::add_val_gate_stats).
 void add_eval_fields(nlohmann::json& line, const EvalResult& e);
 
 // Writes checkpoints/step_<state.step>/ (not yet `latest`): the weights with the metadata docs/checkpoint-format.md

@@ -25,7 +25,7 @@ int run_eval(const EvalArgs& args) {
   CheckpointModel ckpt = load_checkpoint_model(args.checkpoint, args.overrides, "eval");
   const Config& cfg = ckpt.config;
   std::unique_ptr<Dataset> data = make_dataset(data_options(cfg), ckpt.model->config().block_size);
-  check_same_vocabulary(ckpt.vocab_json, ckpt.model_path, *data);  // resume refuses the same change
+  check_same_vocabulary(ckpt.metadata, ckpt.model_path, *data);  // resume refuses the same change
   models::GPT& model = *ckpt.model;
   EvalResult e = evaluate(model, *data, cfg, cfg.get_int("train.batch_size"));
   nlohmann::json line = {{"tokens", e.tokens}};

@@ -9,7 +9,6 @@
 #include <optional>
 #include <sstream>
 
-#include "framework/io/byte_vocab.h"
 #include "framework/runtime/memory_budget.h"
 #include "framework/tensor/error.h"
 #include "models/sampling.h"
@@ -77,20 +76,22 @@ int run_sample(const SampleArgs& args) {
   options.seed = static_cast<std::uint64_t>(args.seed ? *args.seed : ckpt.config.get_int("seed"));
   const models::InferenceOptions inference =
       inference_options(args.inference, args.inference.policy, args.inference.budget, model);
-  std::optional<ByteVocab> vocab = ByteVocab::from_json(ckpt.vocab_json);
+  const std::shared_ptr<const TextCodec> vocab = ckpt.codec;
   const std::int64_t V = model.config().vocab_size;
 
   std::vector<std::int32_t> prompt;
   if (args.prompt_tokens) {
     prompt = parse_token_list(*args.prompt_tokens, V);
   } else if (!vocab) {
-    throw ValueError("sample: " + ckpt.model_path +
-                     " has no text vocabulary (token or synthetic data): give the prompt as --prompt-tokens \"1 2 3\"");
+    throw ValueError(
+        "sample: " + ckpt.model_path +
+        " has no text vocabulary (token shards without a tokenizer, or synthetic data): give the prompt as "
+        "--prompt-tokens \"1 2 3\"");
   } else if (args.prompt && !args.prompt->empty()) {
     prompt = vocab->encode(*args.prompt);
   } else {
     // No prompt: start after a newline, as a text file's lines do, or from token 0.
-    prompt.push_back(vocab->id_of('\n').value_or(0));
+    prompt.push_back(vocab->start_token());
   }
 
   // Text streams as characters (the prompt first), ids as space-separated numbers.
@@ -102,7 +103,7 @@ int run_sample(const SampleArgs& args) {
   models::InferenceCounters counters;
   const auto show = [&](std::int32_t token) {
     if (as_text)
-      std::cout << vocab->decode({token});
+      std::cout << vocab->token_bytes(token);
     else
       std::cout << (first ? "" : " ") << token;
     first = false;

@@ -85,8 +85,7 @@ std::optional<Resumed> resume_run(const std::string& resume, RunSetup& run,
   for (const char* name : {kDataRng, kModelNoiseRng})
     if (!files.state.rng.count(name))
       throw CheckpointError("checkpoint file '" + state_path + "': field 'rng." + name + "' is missing");
-  auto vocab = files.model.metadata.find("vocab");
-  check_same_vocabulary(vocab == files.model.metadata.end() ? "" : vocab->second, files.model.path, *run.data);
+  check_same_vocabulary(files.model.metadata, files.model.path, *run.data);
 
   // Both files are validated whole before anything changes: the optimizer's here, the model's by
   // load_module before it copies. Should either refuse, the run is abandoned (exit 3) with nothing

@@ -420,7 +420,7 @@ int Trainer::finish() {
   std::cout << "run directory: " << run_.dir << "\n";
   std::cout << "final " << format_eval(max_steps_, last_eval_) << "\n";
   // An interrupt during the last step still ends the run normally, without the slow sample.
-  if (!run_.data->vocab_json().empty() && StopSignals::received() == 0) {
+  if (run_.data->text_codec() && StopSignals::received() == 0) {
     run_.model->to_(Device::cpu);  // generation's KV-cache attention is a CPU kernel
     std::cout << "sample:\n" << sample_text(*run_.model, *run_.data, run_.config, 200) << "\n";
   }

@@ -1,0 +1,36 @@
+// A text file read in blocks that end at line ends, so a large corpus never sits in memory whole
+// and each block can be tokenized on its own: the tokenizers gattn trains never learn a piece that
+// spans a newline, so encoding block by block gives the same tokens as encoding the file at once.
+// A line longer than the block limit is cut at a UTF-8 character boundary instead.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "framework/io/input_file.h"
+
+namespace gattn {
+
+class TextBlocks {
+ public:
+  // Opens `path` through InputFile (no FIFOs or devices); DataError naming `what` and the path
+  // when it cannot be read.
+  TextBlocks(const std::string& path, const std::string& what, std::size_t block_bytes = 1 << 20);
+
+  std::uint64_t size() const { return file_->size(); }
+  // The next block: about block_bytes, ending just after a newline when the file has one within
+  // four times that, else at a character boundary; false at the end of the file.
+  bool next(std::string& block);
+
+ private:
+  void fill(std::size_t want);  // reads until pending_ holds `want` bytes or the file ends
+  std::size_t block_end();
+
+  std::string path_;
+  std::unique_ptr<InputFile> file_;
+  std::size_t block_bytes_;
+  std::string pending_;  // read from the file, not yet handed out
+  bool eof_ = false;
+};
+
+}  // namespace gattn

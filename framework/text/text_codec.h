@@ -1,0 +1,35 @@
+// The text side of a vocabulary: what turns a prompt into token ids and generated ids back into
+// text. Two kinds stand behind it: the byte vocabulary of char-level text data (ByteVocab) and the
+// subword tokenizer that token shards were made with (SubwordTokenizer).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gattn {
+
+class TextCodec {
+ public:
+  virtual ~TextCodec() = default;
+
+  virtual std::int64_t size() const = 0;  // token ids are [0, size())
+  // Throws ValueError when the text cannot be expressed in the vocabulary.
+  virtual std::vector<std::int32_t> encode(const std::string& text) const = 0;
+  virtual std::string decode(const std::vector<std::int32_t>& ids) const = 0;
+  // The raw bytes token `id` stands for on its own: streamed output and per-token displays print
+  // these, and their lengths turn a loss per token into bits per byte. A multi-byte character split
+  // over several tokens gives each of them a part of its bytes, so one token's bytes need not be
+  // valid UTF-8; concatenated over a sequence they are its decoded text.
+  virtual std::string token_bytes(std::int32_t id) const = 0;
+  // Where a generation without a prompt starts: the newline token, as the lines of a text do.
+  virtual std::int32_t start_token() const = 0;
+};
+
+// Bytes per token id of `codec`, for bits per byte.
+std::vector<std::int32_t> token_byte_lengths(const TextCodec& codec);
+
+// `bytes` for a display of one token: printable ASCII and valid UTF-8 as they are, a newline as
+// "↵", a tab as "→", and any other byte (a control byte, a part of a split character) as <0xAB>.
+std::string display_token(const std::string& bytes);
+
+}  // namespace gattn

@@ -1,0 +1,140 @@
+// `gattn tokenize train|encode` (docs/tokenize.md): a subword tokenizer trained on the user's text,
+// and text turned into the token shards `data.kind: tokens` trains on. Both write their output
+// directory whole or not at all (StagedDirectory).
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "framework/io/checkpoint.h"
+#include "framework/io/staged_directory.h"
+#include "framework/text/corpus_encoding.h"
+#include "framework/text/subword_tokenizer.h"
+#include "framework/text/text_codec.h"
+#include "framework/text/tokenizer_training.h"
+#include "recipes/common/progress_bar.h"
+#include "recipes/common/recipe.h"
+
+namespace gattn::recipes {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TrainArgs {
+  TokenizerTrainingOptions options;
+  std::string out;
+  bool force = false;
+};
+
+struct EncodeArgs {
+  CorpusEncodingOptions options;
+  std::string tokenizer, out;
+  bool force = false;
+};
+
+int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+std::string megabytes(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MB", bytes / 1e6);
+  return buf;
+}
+
+// vocab.txt: id, piece and the bytes it stands for (shown as display_token does), one per line.
+std::string vocabulary_listing(const SubwordTokenizer& tokenizer) {
+  std::string out;
+  for (std::int32_t id = 0; id < tokenizer.size(); ++id)
+    out += std::to_string(id) + "\t" + tokenizer.piece(id) + "\t" + display_token(tokenizer.token_bytes(id)) + "\n";
+  return out;
+}
+
+int run_train(const TrainArgs& args) {
+  StagedDirectory out(args.out, args.force, "tokenize train --out");
+  const TrainedTokenizer trained = train_tokenizer(args.options);
+  const SubwordTokenizer tokenizer(trained.serialized_model, "the trained tokenizer");
+  write_file_atomically(out.file(kTokenizerModelFile).string(), trained.serialized_model);
+  write_file_atomically(out.file(kTokenizerInfoFile).string(), trained.info.dump(2) + "\n");
+  write_file_atomically(out.file("vocab.txt").string(), vocabulary_listing(tokenizer));
+  out.commit();
+  std::printf("gattn tokenize: a %lld-piece %s tokenizer from %s (%lld lines) in %.1f s -> %s (sha256 %s)\n",
+              static_cast<long long>(tokenizer.size()), args.options.model_type.c_str(),
+              megabytes(trained.info["input_bytes"].get<double>()).c_str(),
+              static_cast<long long>(trained.info["lines"].get<std::int64_t>()),
+              trained.info["train_seconds"].get<double>(), args.out.c_str(), tokenizer.sha256().substr(0, 12).c_str());
+  if (trained.info["lines_over_max_length_skipped"].get<std::int64_t>() > 0)
+    std::fprintf(stderr, "gattn tokenize: warning: %lld lines longer than 65536 bytes were left out of training\n",
+                 static_cast<long long>(trained.info["lines_over_max_length_skipped"].get<std::int64_t>()));
+  return 0;
+}
+
+int run_encode(const EncodeArgs& args) {
+  const std::shared_ptr<const SubwordTokenizer> tokenizer = SubwordTokenizer::load(args.tokenizer);
+  StagedDirectory out(args.out, args.force, "tokenize encode --out");
+  ProgressBar bar("encoding");
+  const nlohmann::json meta = encode_corpus(*tokenizer, args.options, out.path(),
+                                            [&](std::uint64_t done, std::uint64_t total) { bar.update(done, total); });
+  bar.finish();
+  // The tokenizer travels with its shards: a run on them finds it there (docs/tokenize.md).
+  write_file_atomically(out.file(kTokenizerModelFile).string(), tokenizer->serialized());
+  const fs::path info = fs::path(args.tokenizer) / kTokenizerInfoFile;
+  std::error_code ec;
+  if (fs::is_directory(args.tokenizer, ec) && fs::is_regular_file(info, ec))
+    fs::copy_file(info, out.file(kTokenizerInfoFile), fs::copy_options::overwrite_existing);
+  write_file_atomically(out.file("meta.json").string(), meta.dump(2) + "\n");
+  out.commit();
+  const double bytes = meta["train_bytes"].get<double>() + meta["val_bytes"].get<double>();
+  const auto tokens = meta["train_tokens"].get<std::int64_t>() + meta["val_tokens"].get<std::int64_t>();
+  const double seconds = meta["encode_seconds"].get<double>();
+  std::printf(
+      "gattn tokenize: %s -> %lld train + %lld val tokens (%.2f bytes/token) in %zu shards, %.1f s (%.2f MB/s on %d "
+      "threads) -> %s\n",
+      megabytes(bytes).c_str(), static_cast<long long>(meta["train_tokens"].get<std::int64_t>()),
+      static_cast<long long>(meta["val_tokens"].get<std::int64_t>()),
+      tokens ? bytes / static_cast<double>(tokens) : 0.0, meta["shards"].size(), seconds,
+      seconds > 0 ? bytes / seconds / 1e6 : 0.0, args.options.threads, args.out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Action add_tokenize(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("tokenize", "train a subword tokenizer; encode text into token shards");
+  cmd->require_subcommand(1);
+
+  auto train = std::make_shared<TrainArgs>();
+  train->options.threads = default_threads();
+  CLI::App* t = cmd->add_subcommand("train", "train a SentencePiece tokenizer (BPE or unigram) on text files");
+  t->add_option("--input", train->options.inputs, "UTF-8 text files")->required()->expected(1, -1);
+  t->add_option("--vocab-size", train->options.vocab_size, "pieces, 260 to 65536 (256 of them are bytes)")->required();
+  t->add_option("--model-type", train->options.model_type, "bpe or unigram")->capture_default_str();
+  t->add_option("--out", train->out, "directory for tokenizer.model, tokenizer.json and vocab.txt")->required();
+  t->add_option("--character-coverage", train->options.character_coverage,
+                "share of characters that get pieces of their own; the rest are spelled in bytes")
+      ->capture_default_str();
+  t->add_option("--max-lines", train->options.max_lines, "train on a uniform sample of this many lines (0: all)")
+      ->capture_default_str();
+  t->add_option("--threads", train->options.threads, "trainer threads (default: the machine's cores)");
+  t->add_flag("--force", train->force, "replace an existing --out directory");
+
+  auto encode = std::make_shared<EncodeArgs>();
+  encode->options.threads = default_threads();
+  CLI::App* e = cmd->add_subcommand("encode", "encode text files into llm.c token shards (train and val)");
+  e->add_option("--tokenizer", encode->tokenizer, "tokenizer directory (from tokenize train) or .model file")
+      ->required();
+  e->add_option("--input", encode->options.inputs, "UTF-8 text files, one document each")->required()->expected(1, -1);
+  e->add_option("--out", encode->out, "directory for the shards, meta.json and the tokenizer")->required();
+  e->add_option("--val-fraction", encode->options.val_fraction, "share of the text (its end) for the val split")
+      ->capture_default_str();
+  e->add_option("--shard-tokens", encode->options.shard_tokens, "tokens per shard")->capture_default_str();
+  e->add_option("--threads", encode->options.threads, "encoding threads (default: the machine's cores)");
+  e->add_flag("--force", encode->force, "replace an existing --out directory");
+
+  return [t, e, train, encode] {
+    if (t->parsed()) return run_train(*train);
+    if (e->parsed()) return run_encode(*encode);
+    return 2;
+  };
+}
+
+}  // namespace gattn::recipes
