@@ -28,6 +28,7 @@ th:first-child, td:first-child { text-align: left; }
 .note { color: #777; font-size: 13px; }
 .tokens { font-family: monospace; font-size: 13px; line-height: 1.9; margin: 2px 0 8px 0; }
 .tokens span { white-space: pre; padding: 1px 0; }
+.tokens span.piece { border-right: 1px solid rgba(0, 0, 0, 0.25); }
 .layer-label { font-size: 12px; color: #555; }
 table.by-head { margin-top: 12px; } caption { text-align: left; font-size: 13px; padding: 2px 0; }
 .legend-ramp { display: inline-block; width: 160px; height: 10px; vertical-align: middle;
@@ -187,6 +188,7 @@ std::string coloured_tokens(const RunProbe& probe, const std::vector<double>& ga
   std::string s;
   for (std::size_t i = 0; i < probe.tokens.size(); ++i) {
     s += "<span";
+    if (probe.subword) s += " class=\"piece\"";
     if (i < gate.size()) {
       const double g = gate[i];
       s += " style=\"background:";

@@ -5,6 +5,7 @@
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/data/dataset.h"
+#include "framework/io/checkpoint_text.h"
 #include "framework/text/text_codec.h"
 #include "ops/shape.h"
 #include "recipes/common/checkpoint_model.h"
@@ -30,6 +31,7 @@ RunProbe probe_run(const std::string& run_dir, std::int64_t windows, std::int64_
     probe.layers = model.forward(x, Tensor(), fo).inspection;
     const std::vector<double> ids = ops::slice(x, 0, 0, 1).to_vector();
     probe.text = ckpt.codec != nullptr;
+    probe.subword = ckpt.metadata.count(kTokenizerKey) > 0;
     for (double id : ids) {
       const auto t = static_cast<std::int32_t>(id);
       probe.tokens.push_back(ckpt.codec ? display_token(ckpt.codec->token_bytes(t)) : std::to_string(t));

@@ -14,6 +14,7 @@ struct RunProbe {
   std::string note;                             // why there is no probe ("" when there is one)
   std::vector<std::string> tokens;              // how each position of the sample text reads
   bool text = false;                            // characters (else token ids, shown apart)
+  bool subword = false;                         // subword pieces of a tokenizer: shown with dividers
   std::vector<models::LayerInspection> layers;  // gate values over all windows; the rest for the sample
   bool ok() const { return note.empty(); }
 };

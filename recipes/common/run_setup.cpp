@@ -213,15 +213,15 @@ std::string format_eval(std::int64_t step, const EvalResult& e) {
     std::snprintf(buf, sizeof buf, "eval at step %lld: val loss %.4f (%lld tokens)", static_cast<long long>(step),
                   e.loss, static_cast<long long>(e.tokens));
   std::string out = buf;
-  if (e.bits_per_byte) {
-    std::snprintf(buf, sizeof buf, ", %.4f bits/byte", *e.bits_per_byte);
-    out += buf;
-  }
   nlohmann::json gates;
   models::add_val_gate_stats(gates, e.stats);
   if (gates.contains("val_gate_mean")) {
     std::snprintf(buf, sizeof buf, ", val gate mean %.3f (std %.3f)", gates["val_gate_mean"].get<double>(),
                   gates["val_gate_std"].get<double>());
+    out += buf;
+  }
+  if (e.bits_per_byte) {
+    std::snprintf(buf, sizeof buf, ", %.4f bits/byte", *e.bits_per_byte);
     out += buf;
   }
   return out;
