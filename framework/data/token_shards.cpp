@@ -85,9 +85,13 @@ TokenShards::TokenShards(const std::vector<std::string>& files, Access access)
         // shards holds no file open.
         shard.map_bytes = static_cast<std::size_t>(file.size());
         void* map = ::mmap(nullptr, shard.map_bytes, PROT_READ, MAP_SHARED, file.fd(), 0);
-        if (map == MAP_FAILED)
+        if (map == MAP_FAILED) {
+          const int e = errno;
+          // Mappings take address space, not memory: ENOMEM here is nearly always `ulimit -v`.
           throw DataError("cannot map token shard " + path + " (" + std::to_string(shard.map_bytes) +
-                          " bytes) into memory: " + std::strerror(errno));
+                          " bytes) into memory: " + std::strerror(e) +
+                          (e == ENOMEM ? " (the shards need as much address space as their size: ulimit -v?)" : ""));
+        }
         shard.map = map;
         shard.tokens = reinterpret_cast<const std::uint16_t*>(static_cast<const char*>(map) + kHeaderBytes);
         // Training windows start anywhere, so read-ahead around a fault would mostly load unused pages.

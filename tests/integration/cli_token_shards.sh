@@ -67,4 +67,20 @@ same_metrics "$tmp/full/metrics.jsonl" "$tmp/split/metrics.jsonl" || fail "resum
 for f in model.safetensors optimizer.safetensors; do
   same_tensors "$tmp/full/$final/$f" "$tmp/split/$final/$f" || fail "resumed run ends with a different $f"
 done
+
+# The shards are mapped, so they need address space: under a `ulimit -v` smaller than a (sparse, 2 GB)
+# shard the run stops with a data error before reading a token, not with a crash.
+mkdir "$tmp/big"
+cp "$tmp/one/val_000.bin" "$tmp/big/"
+python3 - "$tmp/big/train_000.bin" <<'PY'
+import struct, sys
+n = 1_000_000_000
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<256i", *([20240520, 1, n] + [0] * 253)))
+    f.truncate(1024 + 2 * n)
+PY
+err=$( (ulimit -v 1500000; "$gattn" train --config "$tmp/tiny.yaml" data.path="$tmp/big" run.dir="$tmp/big_run" 2>&1 >/dev/null)); rc=$?
+[[ $rc -eq 3 ]] || fail "a shard larger than the address space: exit $rc, expected 3: $err"
+grep -q "cannot map token shard $tmp/big/train_000.bin (2000001024 bytes) into memory: .*ulimit -v" <<<"$err" ||
+  fail "a shard larger than the address space: $err"
 echo ok
