@@ -71,8 +71,11 @@ std::int64_t read_header(const InputFile& file, const std::string& path) {
 
 }  // namespace
 
+// Training windows start anywhere: MADV_RANDOM turns off the read-ahead around a fault, which would
+// mostly load pages no window reads. Eval windows run front to back, where read-ahead helps.
 TokenShards::TokenShards(const std::vector<std::string>& files, Access access)
     : advice_(access == Access::random ? MADV_RANDOM : MADV_NORMAL) {
+  shards_.reserve(files.size());  // push_back cannot throw and leave a mapping unowned
   try {
     for (const auto& path : files) {
       InputFile file(path);
@@ -94,7 +97,6 @@ TokenShards::TokenShards(const std::vector<std::string>& files, Access access)
         }
         shard.map = map;
         shard.tokens = reinterpret_cast<const std::uint16_t*>(static_cast<const char*>(map) + kHeaderBytes);
-        // Training windows start anywhere, so read-ahead around a fault would mostly load unused pages.
         ::madvise(map, shard.map_bytes, advice_);
       }
       shards_.push_back(shard);
@@ -151,7 +153,6 @@ std::int64_t TokenShards::scan_shard(const Shard& shard, std::int64_t vocab) con
     if (vocab > 0 && chunk_max >= vocab) {
       std::int64_t i = begin;
       while (le16(shard.tokens[i]) < vocab) ++i;
-      ::madvise(base, shard.map_bytes, advice_);
       throw DataError(
           "token shard " + shard.path + " holds token id " + std::to_string(le16(shard.tokens[i])) + " at token " +
           std::to_string(i) + " (byte offset " + std::to_string(kHeaderBytes + 2 * static_cast<std::uint64_t>(i)) +

@@ -1,7 +1,7 @@
 // Internal to framework/data: llm.c token shards (a 256-int32 little-endian header: magic 20240520,
 // version 1, token count; then uint16 tokens) mapped read-only into memory and read as one stream,
 // in the order of the files given. Nothing is read into a buffer of the process: a window's tokens
-// come from the page cache, so resident memory does not grow with the data set.
+// are copied out of the page cache, so the process's own memory does not grow with the data set.
 #pragma once
 #include <cstddef>
 #include <cstdint>
