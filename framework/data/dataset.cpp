@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "framework/data/windowed_dataset.h"
 #include "framework/io/byte_vocab.h"
@@ -37,18 +38,19 @@ void check_batch_args(const char* what, std::int64_t batch_size, std::int64_t bl
 }
 
 // Copies windows of T+1 tokens starting at starts[b] into x (the first T) and y (the last T).
-Batch gather_windows(const std::vector<std::uint16_t>& tokens, const std::vector<std::int64_t>& starts,
-                     std::int64_t block_size) {
+Batch gather_windows(const TokenSource& tokens, const std::vector<std::int64_t>& starts, std::int64_t block_size) {
   const auto rows = static_cast<std::int64_t>(starts.size());
   Batch b{Tensor::empty({rows, block_size}, DType::i32), Tensor::empty({rows, block_size}, DType::i32)};
   std::int32_t* x = b.x.data<std::int32_t>();
   std::int32_t* y = b.y.data<std::int32_t>();
   for (std::int64_t r = 0; r < rows; ++r) {
-    const std::uint16_t* src = tokens.data() + starts[static_cast<std::size_t>(r)];
-    for (std::int64_t t = 0; t < block_size; ++t) {
-      x[r * block_size + t] = src[t];
-      y[r * block_size + t] = src[t + 1];
-    }
+    const std::int64_t start = starts[static_cast<std::size_t>(r)];
+    std::int32_t* xr = x + r * block_size;
+    std::int32_t* yr = y + r * block_size;
+    tokens.copy(start, block_size, xr);
+    // y is x shifted by one: only its last token is new.
+    std::copy(xr + 1, xr + block_size, yr);
+    tokens.copy(start + block_size, 1, yr + block_size - 1);
   }
   return b;
 }
@@ -56,7 +58,7 @@ Batch gather_windows(const std::vector<std::uint16_t>& tokens, const std::vector
 }  // namespace
 
 void WindowedDataset::check_fits(std::int64_t block_size) const {
-  auto fail = [&](const char* split, std::size_t n) {
+  auto fail = [&](const char* split, std::int64_t n) {
     std::string msg = "block_size ";
     msg.append(std::to_string(block_size)).append(" is larger than the ").append(split);
     msg.append(" split (").append(std::to_string(n)).append(" tokens) of ").append(source_);
@@ -64,24 +66,24 @@ void WindowedDataset::check_fits(std::int64_t block_size) const {
     throw DataError(msg);
   };
   if (block_size <= 0) throw DataError("block_size must be positive, got " + std::to_string(block_size));
-  if (static_cast<std::int64_t>(train_.size()) < block_size + 1) fail("training", train_.size());
-  if (static_cast<std::int64_t>(val_.size()) < block_size + 1) fail("validation", val_.size());
+  if (train_->size() < block_size + 1) fail("training", train_->size());
+  if (val_->size() < block_size + 1) fail("validation", val_->size());
 }
 
 Batch WindowedDataset::sample_train(std::int64_t batch_size, std::int64_t block_size, Generator& gen) const {
   check_batch_args("sample_train", batch_size, block_size);
   check_fits(block_size);
   // Starts in [0, n_train - T - 1], so the target window [s+1, s+T] stays inside the split.
-  const std::int64_t n_starts = static_cast<std::int64_t>(train_.size()) - block_size;
+  const std::int64_t n_starts = train_->size() - block_size;
   std::vector<std::int64_t> starts(static_cast<std::size_t>(batch_size));
   for (auto& s : starts) s = random_index(gen, n_starts);
-  return gather_windows(train_, starts, block_size);
+  return gather_windows(*train_, starts, block_size);
 }
 
 std::int64_t WindowedDataset::eval_windows(std::int64_t block_size, std::int64_t max_windows) const {
   if (block_size <= 0) throw ValueError("eval_windows: block size must be positive, got " + std::to_string(block_size));
   // Window w covers [wT, wT + T] and fits when wT + T + 1 <= n_val.
-  const auto n_val = static_cast<std::int64_t>(val_.size());
+  const std::int64_t n_val = val_->size();
   std::int64_t n = n_val >= 1 ? (n_val - 1) / block_size : 0;
   return max_windows > 0 ? std::min(n, max_windows) : n;
 }
@@ -98,7 +100,7 @@ Batch WindowedDataset::eval_batch(std::int64_t first_window, std::int64_t count,
   }
   std::vector<std::int64_t> starts(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) starts[static_cast<std::size_t>(i)] = (first_window + i) * block_size;
-  return gather_windows(val_, starts, block_size);
+  return gather_windows(*val_, starts, block_size);
 }
 
 }  // namespace data_detail

@@ -1,5 +1,7 @@
 // `data.kind: text`: a file read as bytes, char-level over its distinct bytes, split 90/10 (docs/config.md).
 #include <array>
+#include <utility>
+#include <vector>
 
 #include "framework/data/windowed_dataset.h"
 #include "framework/io/input_file.h"
@@ -28,10 +30,13 @@ class TextDataset : public WindowedDataset {
         vocab_.push_back(static_cast<unsigned char>(b));
       }
     const std::size_t n = bytes.size(), n_train = n * 9 / 10;  // ⌊0.9·N⌋ in exact integer arithmetic
-    train_.reserve(n_train);
-    val_.reserve(n - n_train);
+    std::vector<std::uint16_t> train, val;
+    train.reserve(n_train);
+    val.reserve(n - n_train);
     for (std::size_t i = 0; i < n; ++i)
-      (i < n_train ? train_ : val_).push_back(id_of[static_cast<unsigned char>(bytes[i])]);
+      (i < n_train ? train : val).push_back(id_of[static_cast<unsigned char>(bytes[i])]);
+    train_ = std::make_unique<TokenVector>(std::move(train));
+    val_ = std::make_unique<TokenVector>(std::move(val));
     check_fits(block_size);
   }
 
@@ -50,8 +55,8 @@ class TextDataset : public WindowedDataset {
   std::string describe() const override {
     std::string s = "text ";
     s.append(source_).append(": vocab ").append(std::to_string(vocab_.size()));
-    s.append(" bytes, ").append(std::to_string(train_.size())).append(" train / ");
-    s.append(std::to_string(val_.size())).append(" val tokens");
+    s.append(" bytes, ").append(std::to_string(train_->size())).append(" train / ");
+    s.append(std::to_string(val_->size())).append(" val tokens");
     return s;
   }
 

@@ -1,28 +1,18 @@
-// `data.kind: tokens`: llm.c .bin shards (256 little-endian int32 header, magic 20240520, version 1,
-// token count, then uint16 tokens). Shards whose file name contains "val" form the validation split.
+// `data.kind: tokens`: llm.c .bin shards (token_shards.h), memory-mapped and checked up front.
+// Shards whose file name contains "val" form the validation split.
 #include <glob.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <new>
+#include <utility>
 
+#include "framework/data/token_shards.h"
 #include "framework/data/windowed_dataset.h"
-#include "framework/io/input_file.h"
 
 namespace gattn::data_detail {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr std::int32_t kShardMagic = 20240520;
-constexpr std::int32_t kShardVersion = 1;
-constexpr std::size_t kHeaderInts = 256;
-constexpr std::size_t kHeaderBytes = kHeaderInts * 4;
-
-std::int32_t read_le_i32(const unsigned char* p) {
-  return static_cast<std::int32_t>(static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8) |
-                                   (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24));
-}
 
 // The shard files of a directory (its *.bin) or of a glob pattern, sorted so the token order is stable.
 std::vector<std::string> list_shards(const std::string& pattern) {
@@ -46,36 +36,6 @@ std::vector<std::string> list_shards(const std::string& pattern) {
   return files;
 }
 
-// Appends the tokens of one shard to out after checking its header against its size.
-void read_shard(const std::string& path, std::vector<std::uint16_t>& out) {
-  const std::string bytes = read_input_file<DataError>(path, "the token shard");
-  const std::uint64_t file_size = bytes.size();
-  if (file_size < kHeaderBytes)
-    throw DataError("token shard " + path + " is truncated: " + std::to_string(file_size) +
-                    " bytes, shorter than the 1024-byte header");
-  const auto* header = reinterpret_cast<const unsigned char*>(bytes.data());
-  const std::int32_t magic = read_le_i32(header), version = read_le_i32(header + 4), count = read_le_i32(header + 8);
-  if (magic != kShardMagic)
-    throw DataError("token shard " + path + " has bad magic " + std::to_string(magic) + " (expected 20240520)");
-  if (version != kShardVersion)
-    throw DataError("token shard " + path + " has unsupported version " + std::to_string(version) + " (expected 1)");
-  if (count < 0) throw DataError("token shard " + path + " has a negative token count " + std::to_string(count));
-  const std::uintmax_t expected = kHeaderBytes + 2 * static_cast<std::uintmax_t>(count);
-  if (file_size != expected)
-    throw DataError("token shard " + path + " is " + std::to_string(file_size) + " bytes but its header promises " +
-                    std::to_string(count) + " tokens (" + std::to_string(expected) + " bytes)");
-  const std::size_t before = out.size();
-  try {
-    out.resize(before + static_cast<std::size_t>(count));
-  } catch (const std::bad_alloc&) {
-    throw DataError("token shard " + path + ": its " + std::to_string(count) + " tokens (after " +
-                    std::to_string(before) + " from earlier shards) do not fit in this machine's memory");
-  }
-  const unsigned char* raw = header + kHeaderBytes;
-  for (std::size_t i = 0; i < static_cast<std::size_t>(count); ++i)
-    out[before + i] = static_cast<std::uint16_t>(raw[2 * i] | (raw[2 * i + 1] << 8));
-}
-
 class TokenDataset : public WindowedDataset {
  public:
   TokenDataset(const DataOptions& options, std::int64_t block_size) {
@@ -86,23 +46,20 @@ class TokenDataset : public WindowedDataset {
     }
     if (train_files_.empty()) throw DataError("no training shards (names without 'val') found at " + options.path);
     if (val_files_.empty()) throw DataError("no validation shards (names containing 'val') found at " + options.path);
+    // Every header is checked (and every shard mapped) before any token is read, and the split sizes
+    // too, so a bad shard or a block too long fails the run at once rather than after a long scan.
+    auto train = std::make_unique<TokenShards>(train_files_, TokenShards::Access::random);
+    auto val = std::make_unique<TokenShards>(val_files_, TokenShards::Access::sequential);
+    const TokenShards& train_shards = *train;
+    const TokenShards& val_shards = *val;
     // Shards are concatenated: llm.c starts every document with <|endoftext|>, so a window crossing
     // a shard boundary is no different from one crossing a document boundary.
-    for (const auto& f : train_files_) read_shard(f, train_);
-    for (const auto& f : val_files_) read_shard(f, val_);
-    std::int64_t max_token = 0;
-    for (auto t : train_) max_token = std::max<std::int64_t>(max_token, t);
-    for (auto t : val_) max_token = std::max<std::int64_t>(max_token, t);
-    if (options.vocab_size > 0) {
-      if (max_token >= options.vocab_size)
-        throw DataError("token shards at " + options.path + " hold token id " + std::to_string(max_token) +
-                        ", outside the model's vocabulary (model.vocab_size " + std::to_string(options.vocab_size) +
-                        ")");
-      vocab_size_ = options.vocab_size;
-    } else {
-      vocab_size_ = max_token + 1;
-    }
+    train_ = std::move(train);
+    val_ = std::move(val);
     check_fits(block_size);
+    const std::int64_t max_id =
+        std::max(train_shards.scan_ids(options.vocab_size), val_shards.scan_ids(options.vocab_size));
+    vocab_size_ = options.vocab_size > 0 ? options.vocab_size : std::max<std::int64_t>(max_id, 0) + 1;
   }
 
   std::int64_t vocab_size() const override { return vocab_size_; }
@@ -111,8 +68,8 @@ class TokenDataset : public WindowedDataset {
     std::string s = "tokens ";
     s.append(source_).append(": ").append(std::to_string(train_files_.size())).append(" train / ");
     s.append(std::to_string(val_files_.size())).append(" val shards, vocab ").append(std::to_string(vocab_size_));
-    s.append(", ").append(std::to_string(train_.size())).append(" train / ");
-    s.append(std::to_string(val_.size())).append(" val tokens");
+    s.append(", ").append(std::to_string(train_->size())).append(" train / ");
+    s.append(std::to_string(val_->size())).append(" val tokens");
     return s;
   }
 

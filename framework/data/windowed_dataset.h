@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "framework/data/dataset.h"
+#include "framework/data/token_source.h"
 
 namespace gattn::data_detail {
 
@@ -14,21 +14,20 @@ namespace gattn::data_detail {
 std::int64_t random_index(Generator& gen, std::int64_t n);
 
 // A dataset that is one token stream per split. Training windows start anywhere in the train split;
-// eval windows follow docs/config.md: T+1 tokens starting at 0, T, 2T, ... of the val split.
+// eval windows follow docs/config.md: T+1 tokens starting at 0, T, 2T, ... of the val split. Windows
+// come from the splits' TokenSource, so they are the same whether the tokens are in memory or mapped.
 class WindowedDataset : public Dataset {
  public:
   Batch sample_train(std::int64_t batch_size, std::int64_t block_size, Generator& gen) const override;
   std::int64_t eval_windows(std::int64_t block_size, std::int64_t max_windows) const override;
   Batch eval_batch(std::int64_t first_window, std::int64_t count, std::int64_t block_size) const override;
 
-  const std::vector<std::uint16_t>& train_tokens() const { return train_; }
-  const std::vector<std::uint16_t>& val_tokens() const { return val_; }
-
  protected:
   // Throws DataError naming source when either split cannot hold one window of block_size + 1 tokens.
   void check_fits(std::int64_t block_size) const;
 
-  std::vector<std::uint16_t> train_, val_;
+  // Set by the subclass's constructor, before check_fits.
+  std::unique_ptr<const TokenSource> train_, val_;
   std::string source_;  // the file or pattern the tokens came from, for messages
 };
 

@@ -41,5 +41,6 @@ grep -q '"tokens":64' <<<"$ev" || fail "eval did not score 2 windows of 32 token
 write_shard "$tmp/shards/fineweb_val_000000.bin" 1024 60000
 err=$("$gattn" train --config "$config" data.path="$tmp/shards" run.dir="$tmp/run2" "${small[@]}" 2>&1 >/dev/null); rc=$?
 [[ $rc -eq 3 ]] || fail "token id 60000: exit $rc, expected 3: $err"
-grep -q "token id 60000, outside the model's vocabulary (model.vocab_size 50304)" <<<"$err" || fail "token id 60000: $err"
+grep -q "fineweb_val_000000.bin holds token id 60000 at token 3 (byte offset 1030) of the shard, outside the model's vocabulary (model.vocab_size 50304)" <<<"$err" ||
+  fail "token id 60000: $err"
 echo ok

@@ -99,7 +99,9 @@ TEST(ShippedConfigs, Gpt2ConfigReadsGpt2TokenIds) {
   tokens[9] = 50304;
   write_llmc_shard(dir.file("fineweb_val_000000.bin"), tokens);
   const std::string msg = test::error_of([&] { make_dataset(recipes::data_options(cfg), 1024); });
-  EXPECT_NE(msg.find("token id 50304, outside the model's vocabulary (model.vocab_size 50304)"), std::string::npos)
+  EXPECT_NE(msg.find("fineweb_val_000000.bin holds token id 50304 at token 9 (byte offset 1042) of the shard, "
+                     "outside the model's vocabulary (model.vocab_size 50304)"),
+            std::string::npos)
       << msg;
 }
 

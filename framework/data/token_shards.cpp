@@ -1,0 +1,175 @@
+// Mapped llm.c shards: header checks, the mapping, gathering across shards and the id scan.
+#include "framework/data/token_shards.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include "framework/data/errors.h"
+#include "framework/io/input_file.h"
+
+namespace gattn::data_detail {
+namespace {
+
+constexpr std::int32_t kShardMagic = 20240520;
+constexpr std::int32_t kShardVersion = 1;
+constexpr std::size_t kHeaderBytes = 256 * 4;
+// The scan reads this many tokens (1 MiB) between checks and releases of the pages behind it.
+constexpr std::int64_t kScanChunk = std::int64_t{1} << 19;
+
+std::int32_t read_le_i32(const unsigned char* p) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8) |
+                                   (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24));
+}
+
+// A token as stored (little-endian) to its id on this machine.
+inline std::uint16_t le16(std::uint16_t v) {
+  if constexpr (std::endian::native == std::endian::little) return v;
+  return static_cast<std::uint16_t>((v >> 8) | (v << 8));
+}
+
+// Reads exactly n bytes at offset, or returns why not.
+std::string pread_exact(int fd, void* buf, std::size_t n, off_t offset) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, p, n, offset);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return std::string("read error: ") + std::strerror(errno);
+    if (got == 0) return "it ended early";
+    p += got;
+    offset += got;
+    n -= static_cast<std::size_t>(got);
+  }
+  return "";
+}
+
+// The token count of the shard open as file, after checking its header against its size.
+std::int64_t read_header(const InputFile& file, const std::string& path) {
+  const std::uint64_t file_size = file.size();
+  if (file_size < kHeaderBytes)
+    throw DataError("token shard " + path + " is truncated: " + std::to_string(file_size) +
+                    " bytes, shorter than the 1024-byte header");
+  unsigned char header[kHeaderBytes];
+  const std::string why = pread_exact(file.fd(), header, kHeaderBytes, 0);
+  if (!why.empty()) throw DataError(input_file_message("the token shard", path, why));
+  const std::int32_t magic = read_le_i32(header), version = read_le_i32(header + 4), count = read_le_i32(header + 8);
+  if (magic != kShardMagic)
+    throw DataError("token shard " + path + " has bad magic " + std::to_string(magic) + " (expected 20240520)");
+  if (version != kShardVersion)
+    throw DataError("token shard " + path + " has unsupported version " + std::to_string(version) + " (expected 1)");
+  if (count < 0) throw DataError("token shard " + path + " has a negative token count " + std::to_string(count));
+  const std::uint64_t expected = kHeaderBytes + 2 * static_cast<std::uint64_t>(count);
+  if (file_size != expected)
+    throw DataError("token shard " + path + " is " + std::to_string(file_size) + " bytes but its header promises " +
+                    std::to_string(count) + " tokens (" + std::to_string(expected) + " bytes)");
+  return count;
+}
+
+}  // namespace
+
+// Training windows start anywhere: MADV_RANDOM turns off the read-ahead around a fault, which would
+// mostly load pages no window reads. Eval windows run front to back, where read-ahead helps.
+TokenShards::TokenShards(const std::vector<std::string>& files, Access access)
+    : advice_(access == Access::random ? MADV_RANDOM : MADV_NORMAL) {
+  shards_.reserve(files.size());  // push_back cannot throw and leave a mapping unowned
+  try {
+    for (const auto& path : files) {
+      InputFile file(path);
+      if (!file.is_open()) throw DataError(input_file_message("the token shard", path, file.problem()));
+      Shard shard;
+      shard.path = path;
+      shard.count = read_header(file, path);
+      if (shard.count > 0) {
+        // The mapping outlives the descriptor, which is closed at once: a run over thousands of
+        // shards holds no file open.
+        shard.map_bytes = static_cast<std::size_t>(file.size());
+        void* map = ::mmap(nullptr, shard.map_bytes, PROT_READ, MAP_SHARED, file.fd(), 0);
+        if (map == MAP_FAILED) {
+          const int e = errno;
+          // Mappings take address space, not memory: ENOMEM here is nearly always `ulimit -v`.
+          throw DataError("cannot map token shard " + path + " (" + std::to_string(shard.map_bytes) +
+                          " bytes) into memory: " + std::strerror(e) +
+                          (e == ENOMEM ? " (the shards need as much address space as their size: ulimit -v?)" : ""));
+        }
+        shard.map = map;
+        shard.tokens = reinterpret_cast<const std::uint16_t*>(static_cast<const char*>(map) + kHeaderBytes);
+        ::madvise(map, shard.map_bytes, advice_);
+      }
+      shards_.push_back(shard);
+      starts_.push_back(starts_.back() + shard.count);
+    }
+  } catch (...) {
+    for (const Shard& s : shards_)
+      if (s.map) ::munmap(s.map, s.map_bytes);
+    throw;
+  }
+}
+
+TokenShards::~TokenShards() {
+  for (const Shard& s : shards_)
+    if (s.map) ::munmap(s.map, s.map_bytes);
+}
+
+void TokenShards::copy(std::int64_t start, std::int64_t n, std::int32_t* out) const {
+  check_range(start, n);
+  // The last shard starting at or before `start`: empty shards share their start with the next one,
+  // so this is the shard that holds token `start` whenever n > 0.
+  std::size_t s =
+      static_cast<std::size_t>(std::upper_bound(starts_.begin(), starts_.end(), start) - starts_.begin()) - 1;
+  while (n > 0) {
+    const Shard& shard = shards_[s];
+    const std::int64_t offset = start - starts_[s];
+    const std::int64_t take = std::min(n, shard.count - offset);
+    const std::uint16_t* src = shard.tokens + offset;
+    for (std::int64_t i = 0; i < take; ++i) out[i] = le16(src[i]);
+    out += take;
+    start += take;
+    n -= take;
+    ++s;
+  }
+}
+
+std::int64_t TokenShards::scan_ids(std::int64_t vocab) const {
+  std::int64_t max_id = -1;
+  for (const Shard& shard : shards_) max_id = std::max(max_id, scan_shard(shard, vocab));
+  return max_id;
+}
+
+std::int64_t TokenShards::scan_shard(const Shard& shard, std::int64_t vocab) const {
+  if (shard.count == 0) return -1;
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  auto* base = static_cast<char*>(shard.map);
+  ::madvise(base, shard.map_bytes, MADV_SEQUENTIAL);  // one pass front to back: read ahead far
+  std::size_t released = 0;                           // bytes of the mapping already dropped
+  std::uint16_t max_id = 0;
+  for (std::int64_t begin = 0; begin < shard.count; begin += kScanChunk) {
+    const std::int64_t end = std::min(shard.count, begin + kScanChunk);
+    std::uint16_t chunk_max = 0;
+    for (std::int64_t i = begin; i < end; ++i) chunk_max = std::max(chunk_max, le16(shard.tokens[i]));
+    if (vocab > 0 && chunk_max >= vocab) {
+      std::int64_t i = begin;
+      while (le16(shard.tokens[i]) < vocab) ++i;
+      throw DataError(
+          "token shard " + shard.path + " holds token id " + std::to_string(le16(shard.tokens[i])) + " at token " +
+          std::to_string(i) + " (byte offset " + std::to_string(kHeaderBytes + 2 * static_cast<std::uint64_t>(i)) +
+          ") of the shard, outside the model's vocabulary (model.vocab_size " + std::to_string(vocab) + ")");
+    }
+    max_id = std::max(max_id, chunk_max);
+    // Drop the whole pages read so far: the page cache keeps them, but they leave this process's
+    // resident set, which otherwise would grow by the size of the data set.
+    const std::size_t done = (kHeaderBytes + 2 * static_cast<std::size_t>(end)) / page * page;
+    if (done > released) {
+      ::madvise(base + released, done - released, MADV_DONTNEED);
+      released = done;
+    }
+  }
+  if (released < shard.map_bytes) ::madvise(base + released, shard.map_bytes - released, MADV_DONTNEED);
+  ::madvise(base, shard.map_bytes, advice_);
+  return max_id;
+}
+
+}  // namespace gattn::data_detail
