@@ -1,11 +1,14 @@
 // `data.kind: tokens`: llm.c .bin shards (token_shards.h), memory-mapped and checked up front.
-// Shards whose file name contains "val" form the validation split.
+// Shards whose file name contains "val" form the validation split. Shards made by `gattn tokenize`
+// have their tokenizer beside them (shard_tokenizer.h): it fixes the vocabulary and travels with
+// the run.
 #include <glob.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <utility>
 
+#include "framework/data/shard_tokenizer.h"
 #include "framework/data/token_shards.h"
 #include "framework/data/windowed_dataset.h"
 
@@ -46,6 +49,10 @@ class TokenDataset : public WindowedDataset {
     }
     if (train_files_.empty()) throw DataError("no training shards (names without 'val') found at " + options.path);
     if (val_files_.empty()) throw DataError("no validation shards (names containing 'val') found at " + options.path);
+    std::error_code ec;
+    const std::string shard_dir =
+        fs::is_directory(options.path, ec) ? options.path : fs::path(train_files_.front()).parent_path().string();
+    tokenizer_ = find_shard_tokenizer(shard_dir.empty() ? "." : shard_dir);
     // Every header is checked (and every shard mapped) before any token is read, and the split sizes
     // too, so a bad shard or a block too long fails the run at once rather than after a long scan.
     auto train = std::make_unique<TokenShards>(train_files_, TokenShards::Access::random);
@@ -60,7 +67,18 @@ class TokenDataset : public WindowedDataset {
     const std::int64_t max_id =
         std::max(train_shards.scan_ids(options.vocab_size), val_shards.scan_ids(options.vocab_size));
     vocab_size_ = options.vocab_size > 0 ? options.vocab_size : std::max<std::int64_t>(max_id, 0) + 1;
+    if (tokenizer_) {
+      if (max_id >= tokenizer_->size())
+        throw DataError("token shards at " + options.path + " hold token id " + std::to_string(max_id) +
+                        ", but their " + "tokenizer (" + shard_dir + "/tokenizer.model) has " +
+                        std::to_string(tokenizer_->size()) + " pieces: the shards were not made with it");
+      // At least the tokenizer's pieces, so that every id it encodes a prompt into has an embedding;
+      // a smaller model.vocab_size is then refused as smaller than the data's vocabulary.
+      vocab_size_ = std::max(vocab_size_, tokenizer_->size());
+    }
   }
+
+  std::shared_ptr<const SubwordTokenizer> tokenizer() const override { return tokenizer_; }
 
   std::int64_t vocab_size() const override { return vocab_size_; }
 
@@ -76,6 +94,7 @@ class TokenDataset : public WindowedDataset {
  private:
   std::vector<std::string> train_files_, val_files_;
   std::int64_t vocab_size_ = 0;
+  std::shared_ptr<const SubwordTokenizer> tokenizer_;
 };
 
 }  // namespace

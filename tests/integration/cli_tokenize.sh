@@ -124,13 +124,22 @@ expect 3 "missing.txt" "$gattn" tokenize encode --tokenizer "$tmp/tok" --input "
 [[ -f $tmp/shards1/meta.json && -f $tmp/shards1/train_000000.bin ]] || fail "a failed --force damaged the previous output"
 left_over
 
-# Shards and a tokenizer that do not belong together; a checkpoint read with another tokenizer.
-"$gattn" tokenize train --input "$corpus" --vocab-size 500 --out "$tmp/tok500" --threads 1 >/dev/null || fail "tok500"
+# Shards and a tokenizer that do not belong together; a checkpoint read with another tokenizer of
+# the same size (so only the tokenizer differs, not the config).
+other="$tmp/other.txt"
+tail -c 120000 "$repo/data/tinyshakespeare.txt" >"$other"
+cat "$corpus" >>"$other"
+"$gattn" tokenize train --input "$other" --vocab-size 600 --out "$tmp/tok_b" --threads 1 >/dev/null || fail "tok_b"
+cmp -s "$tmp/tok/tokenizer.model" "$tmp/tok_b/tokenizer.model" && fail "two corpora gave the same tokenizer"
 cp -r "$tmp/shards2" "$tmp/mixed"
-cp "$tmp/tok500/tokenizer.model" "$tmp/mixed/tokenizer.model"
+cp "$tmp/tok_b/tokenizer.model" "$tmp/mixed/tokenizer.model"
 expect 3 "do not belong together" "$gattn" train --config "$tmp/bpe.yaml" data.path="$tmp/mixed" run.dir="$tmp/run_mixed"
-"$gattn" tokenize encode --tokenizer "$tmp/tok500" --input "$corpus" --out "$tmp/shards500" --threads 1 >/dev/null || fail "shards500"
-expect 3 "trained with tokenizer" "$gattn" eval --checkpoint "$tmp/run" data.path="$tmp/shards500" train.threads=1
-expect 3 "trained with tokenizer" "$gattn" train --config "$tmp/bpe.yaml" data.path="$tmp/shards500" run.dir="$tmp/run" \
+[[ ! -e $tmp/run_mixed ]] || fail "a refused run left its directory"
+"$gattn" tokenize encode --tokenizer "$tmp/tok_b" --input "$corpus" --out "$tmp/shards_b" --threads 1 >/dev/null || fail "shards_b"
+expect 3 "trained with tokenizer" "$gattn" eval --checkpoint "$tmp/run" data.path="$tmp/shards_b" train.threads=1
+expect 3 "trained with tokenizer" "$gattn" train --config "$tmp/bpe.yaml" data.path="$tmp/shards_b" run.dir="$tmp/run" \
   train.max_steps=8 --resume auto
+# Shards without their tokenizer continue a tokenizer model no more than shards of bare ids do.
+rm "$tmp/shards_b/tokenizer.model" "$tmp/shards_b/meta.json"
+expect 3 "has no tokenizer" "$gattn" eval --checkpoint "$tmp/run" data.path="$tmp/shards_b" train.threads=1
 echo "cli_tokenize: ok"
