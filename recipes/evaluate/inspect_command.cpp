@@ -10,6 +10,7 @@
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/io/checkpoint.h"
+#include "framework/io/checkpoint_text.h"
 #include "framework/io/checkpoint_verify.h"
 #include "framework/io/checksums.h"
 #include "framework/io/input_file.h"
@@ -143,6 +144,8 @@ int run_inspect(const InspectArgs& args) {
   std::cout << "checkpoint: " << args.checkpoint << "\n";
   auto format_it = file.metadata.find("format");
   std::cout << "format: " << (format_it == file.metadata.end() ? "(none)" : format_it->second) << "\n";
+  if (auto tokenizer = tokenizer_from_metadata(file.metadata, "checkpoint file '" + model_path.string() + "'"))
+    std::cout << "tokenizer: " << tokenizer->size() << " pieces, sha256 " << tokenizer->sha256() << "\n";
   std::int64_t total = 0;
   for (const auto& [name, t] : file.tensors) total += t.numel();
   std::cout << "tensors: " << file.tensors.size() << " (" << total << " values)\n";

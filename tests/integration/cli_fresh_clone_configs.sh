@@ -9,7 +9,10 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
 clone="$tmp/clone"
 mkdir -p "$clone"
+mkdir -p "$clone/scripts"
 cp -r "$repo/configs" "$repo/data" "$clone/"
+rm -rf "$clone/data/shakespeare_bpe" "$clone/data/tokenizers"  # made below, as a user makes them
+cp "$repo/scripts/shakespeare_bpe.sh" "$clone/scripts/"
 [[ ! -e $tmp/shared ]] || fail "a ../shared beside the copy would hide a missing path"
 cd "$clone" || fail "cannot enter $clone"
 tiny=(train.max_steps=1 train.threads=1 model.n_layer=1 model.n_head=2 model.n_embd=16 model.block_size=16
@@ -22,4 +25,13 @@ for config in configs/quickstart.yaml configs/shakespeare_char/*.yaml; do
   n=$((n + 1))
 done
 [[ $n -ge 8 ]] || fail "only $n configs found"
+# The BPE configs after their one-line recipe.
+out=$(GATTN="$gattn" ./scripts/shakespeare_bpe.sh 2>&1) || fail "scripts/shakespeare_bpe.sh exited $?: $out"
+for config in configs/shakespeare_bpe/*.yaml; do
+  name=$(basename "$config" .yaml)
+  out=$("$gattn" train --config "$config" "${tiny[@]}" run.dir="$tmp/runs/bpe_$name" 2>&1) ||
+    fail "$config from a fresh clone exited $?: $(tail -3 <<<"$out")"
+  grep -q "vocab 2048" <<<"$out" || fail "$config does not read the 2048-piece shards: $out"
+  n=$((n + 1))
+done
 echo "cli_fresh_clone_configs: $n configs train from a copy of the repository"

@@ -89,6 +89,8 @@ out=$("$gattn" sample --checkpoint "$tmp/run" --prompt "ROMEO: 中文 🎉" --ma
 [[ $out == "ROMEO: 中文 🎉"* ]] || fail "the sample does not continue the prompt as text: $out"
 ev=$("$gattn" eval --checkpoint "$tmp/run" train.threads=1) || fail "eval exited $?"
 grep -q '"bits_per_byte":' <<<"$ev" || fail "eval reports no bits_per_byte: $ev"
+"$gattn" inspect --checkpoint "$tmp/run/checkpoints/step_00000006" | grep -q "^tokenizer: 600 pieces, sha256 $sha" ||
+  fail "inspect does not name the checkpoint's tokenizer"
 "$gattn" report "$tmp/run" --output "$tmp/report.html" >/dev/null 2>&1 || fail "report exited $?"
 grep -q 'class="piece"' "$tmp/report.html" || fail "the report's sample does not show subword pieces"
 
