@@ -33,7 +33,7 @@ namespace {
 struct SavedAttention {
   Tensor q, k, v, row_bias, col_bias, modulation_row, modulation_col;
   double alpha = 0;
-  Tensor active;  // i32 [B, T] or undefined
+  Tensor active;  // i32 [B, Tq] or undefined
   Tensor out, lse, row_entropy, row_asum;
   AttentionOptions options;
   double inv_tau = 1;
@@ -47,8 +47,10 @@ cpu::FlashAttentionParams<T> make_params(const SavedAttention& s) {
   cpu::FlashAttentionParams<T> p;
   p.B = s.q.size(0);
   p.H = s.q.size(1);
-  p.T_len = s.q.size(2);
+  p.Tq = s.q.size(2);
+  p.Tk = s.k.size(2);
   p.d = s.q.size(3);
+  p.causal = s.options.causal;
   p.window = s.options.window;
   p.scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(p.d)));
   p.q = s.q.data<T>();
@@ -92,13 +94,21 @@ void check_attention_args(const Tensor& q, const Tensor& k, const Tensor& v, con
   }
   check_same_dtype(q, k, op.c_str());
   check_same_dtype(q, v, op.c_str());
-  if (q.dim() != 4) throw ShapeError(op + ": q must be [B, H, T, d], got " + shape_str(q.shape()));
-  if (k.shape() != q.shape() || v.shape() != q.shape())
-    throw ShapeError(op + ": q, k, v shapes differ: " + shape_str(q.shape()) + ", " + shape_str(k.shape()) + ", " +
-                     shape_str(v.shape()));
-  if (q.size(2) == 0 || q.size(3) == 0)
-    throw ShapeError(op + ": empty sequence or head dim in " + shape_str(q.shape()));
+  if (q.dim() != 4) throw ShapeError(op + ": q must be [B, H, Tq, d], got " + shape_str(q.shape()));
+  // k and v share q's B, H and d; their length Tk may differ from Tq (cross-attention).
+  const Shape kv_shape{q.size(0), q.size(1), k.dim() == 4 ? k.size(2) : -1, q.size(3)};
+  if (k.shape() != kv_shape || v.shape() != kv_shape)
+    throw ShapeError(op + ": k and v must be [B, H, Tk, d] with q's B, H, d, got q " + shape_str(q.shape()) + ", k " +
+                     shape_str(k.shape()) + ", v " + shape_str(v.shape()));
+  if (q.size(2) == 0 || k.size(2) == 0 || q.size(3) == 0)
+    throw ShapeError(op + ": empty sequence or head dim in q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()));
   if (options.window < 0) throw ValueError(op + ": window must be >= 0, got " + std::to_string(options.window));
+  if (!options.causal && options.window != 0)
+    throw ValueError(op + ": window " + std::to_string(options.window) +
+                     " needs causal attention (a window is a causal mask); set window 0 with causal false");
+  if (options.causal && q.size(2) != k.size(2))
+    throw ValueError(op + ": a causal mask needs as many queries as keys, got Tq " + std::to_string(q.size(2)) +
+                     " and Tk " + std::to_string(k.size(2)) + " (set causal false for cross-attention)");
   check_active_queries(options.active_queries, q, op.c_str());
   auto check_term = [&](const Tensor& t, const Shape& want, const char* name) {
     if (!t.defined()) return;
@@ -107,13 +117,13 @@ void check_attention_args(const Tensor& q, const Tensor& k, const Tensor& v, con
     if (dtypes.terms_match_q) check_same_dtype(q, t, op.c_str());
     if (t.shape() != want)
       throw ShapeError(op + ": " + name + " has shape " + shape_str(t.shape()) + ", expected " + shape_str(want) +
-                       " for q " + shape_str(q.shape()));
+                       " for q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()));
   };
-  const Shape rows{q.size(0), q.size(1), q.size(2)};
+  const Shape rows{q.size(0), q.size(1), q.size(2)}, cols{k.size(0), k.size(1), k.size(2)};
   check_term(terms.row_bias, rows, "row_bias");
-  check_term(terms.col_bias, rows, "col_bias");
+  check_term(terms.col_bias, cols, "col_bias");
   check_term(terms.modulation_row, rows, "modulation_row");
-  check_term(terms.modulation_col, rows, "modulation_col");
+  check_term(terms.modulation_col, cols, "modulation_col");
   check_term(terms.modulation_alpha, Shape{1}, "modulation_alpha");
   const bool modulated =
       terms.modulation_row.defined() || terms.modulation_col.defined() || terms.modulation_alpha.defined();
@@ -130,7 +140,7 @@ void check_active_queries(const Tensor& active, const Tensor& q, const char* op)
   if (!active.defined()) return;
   const Shape want{q.size(0), q.size(2)};
   if (active.dtype() != DType::i32 || active.shape() != want || active.device() != q.device())
-    throw ValueError(std::string(op) + ": active_queries must be an i32 [B, T] = " + shape_str(want) +
+    throw ValueError(std::string(op) + ": active_queries must be an i32 [B, Tq] = " + shape_str(want) +
                      " tensor on q's device (" + device_name(q.device()) + "), got " + active.str() + " on " +
                      device_name(active.device()));
 }
@@ -165,7 +175,7 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
       s.noise_state = terms.modulation_noise->state();
       // One word per (b, h, i, j) entry, skipped rows included: reserve them so the next draw starts after.
       s.noise_state.offset = terms.modulation_noise->reserve(static_cast<std::uint64_t>(q.size(0) * q.size(1)) *
-                                                             static_cast<std::uint64_t>(q.size(2) * q.size(2)));
+                                                             static_cast<std::uint64_t>(q.size(2) * k.size(2)));
     }
   }
   if (options.active_queries.defined()) s.active = options.active_queries.detach();
@@ -202,12 +212,14 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
     std::vector<double> ent = row_entropy.to_vector(), sink = row_sink.to_vector();
     const std::int32_t* active = s.active.defined() ? s.active.data<std::int32_t>() : nullptr;
     const std::int64_t w = options.window;
+    // Causal: queries i ≥ 1 (query 0 sees key 0 alone); not causal: every query.
+    const std::int64_t first_sink_row = options.causal ? 1 : 0;
     for (std::int64_t bh = 0; bh < BH; ++bh)
       for (std::int64_t i = 0; i < Tn; ++i) {
         if (active && active[(bh / H) * Tn + i] == 0) continue;  // a skipped row is not counted
         st.entropy_sum += ent[static_cast<std::size_t>(bh * Tn + i)];
         ++st.entropy_count;
-        if (i >= 1) {  // queries i ≥ 1 (A_00 = 1 always); key 0 may be outside a window
+        if (i >= first_sink_row) {  // key 0 may be outside a window
           st.sink_sum += (w == 0 || i < w) ? sink[static_cast<std::size_t>(bh * Tn + i)] : 0.0;
           ++st.sink_count;
         }
@@ -240,12 +252,13 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
     const Tensor d_entropy = entropy_slot >= 0 ? grads[static_cast<std::size_t>(entropy_slot)] : Tensor();
     const Tensor d_mod = mod_slot >= 0 ? grads[static_cast<std::size_t>(mod_slot)] : Tensor();
     const Shape& qs = s.q.shape();
-    const Shape rs{qs[0], qs[1], qs[2]};
+    const Shape& ks = s.k.shape();
+    const Shape rs{qs[0], qs[1], qs[2]}, cs{ks[0], ks[1], ks[2]};
     auto maybe = [&](std::size_t i, const Shape& shape) {
       return needs[i] ? Tensor::empty(shape, s.q.dtype()) : Tensor();
     };
-    Tensor dq = maybe(0, qs), dk = maybe(1, qs), dv = maybe(2, qs);
-    Tensor drb = maybe(3, rs), dcb = maybe(4, rs), dmr = maybe(5, rs), dmc = maybe(6, rs);
+    Tensor dq = maybe(0, qs), dk = maybe(1, ks), dv = maybe(2, ks);
+    Tensor drb = maybe(3, rs), dcb = maybe(4, cs), dmr = maybe(5, rs), dmc = maybe(6, cs);
     Tensor d_alpha;
     dispatch_float(s.q.dtype(), "flash_attention backward", [&]<class T>() {
       cpu::FlashBackwardInputs<T> in;

@@ -1,19 +1,22 @@
-// Fused causal attention with additive logit terms and a multiplicative modulation inside
+// Fused attention with additive logit terms and a multiplicative modulation inside
 // (FlashAttention-2 algorithm, also on the CPU): tiles over keys with an online softmax, saves only
-// O, the row log-sum-exp and O(T) row statistics, and recomputes P tile by tile in backward. Memory
-// is O(T·d) per head: no T×T matrix is ever stored. The CUDA kernels follow the same steps, so this
-// op is their oracle.
+// O, the row log-sum-exp and O(Tq) row statistics, and recomputes P tile by tile in backward. Memory
+// is O(T·d) per head: no Tq×Tk matrix is ever stored. The CUDA kernels follow the same steps, so
+// this op is their oracle.
 //
-// Per head, with s_ij = q_i·k_j / √d (unscaled q, k as given) and the causal/window mask j ≤ i,
-// i − j < window (window 0 = full causal):
+// Per head, queries i < Tq and keys j < Tk, with s_ij = q_i·k_j / √d (unscaled q, k as given) and
+// the mask (AttentionOptions::causal, ::window):
+//   causal (the default, a decoder's self-attention; Tq = Tk): j ≤ i and, with window w > 0, i − j < w;
+//   not causal (an encoder's bidirectional self-attention, or cross-attention with Tq ≠ Tk): all j.
 //   S_ij = s_ij + r_i + c_j                  (row_bias r, col_bias c; each optional)
-//   P    = softmax_j(S)
+//   P    = softmax_j(S) over the visible j
 //   M_ij = α·σ((a_i + b_j + n_ij)/τ) + 1 − α  (modulation_row a, modulation_col b; M = 1 without them;
 //          a hard modulation uses 1[σ(·) > θ] for σ(·), with the soft gradient)
 //   A    = P ⊙ M,   y_i = Σ_j A_ij v_j
-// n_ij is logistic noise from Philox while a noise source is given (zero otherwise). r_i shifts a
-// whole row, so P does not depend on it in exact arithmetic; it keeps the logits in range when the
-// column term drifts along the sequence (a prefix sum p: r = p, c = −p gives p_i − p_j, bounded).
+// n_ij is logistic noise from Philox while a noise source is given (zero otherwise; word
+// (b·H + h)·Tq·Tk + i·Tk + j of the reserved B·H·Tq·Tk). r_i shifts a whole row, so P does not
+// depend on it in exact arithmetic; it keeps the logits in range when the column term drifts along
+// the sequence (a prefix sum p: r = p, c = −p gives p_i − p_j, bounded).
 //
 // Gradients: d r_i = Σ_j dS_ij, d c_j = Σ_i dS_ij (over visible entries), and the modulation terms'
 // from dM = dA ⊙ P (ops/cpu/flash_attention.h spells out every formula).
@@ -61,23 +64,25 @@ GateMoments gate_moments(const Tensor& g);
 
 // Sums the forward produces when asked (a by-product, no second pass): the mean row entropy and
 // the mean attention on key 0 (the sink) as sum/count over heads and active queries, and the
-// moments of the modulation σ(·) values over the visible entries of active queries.
+// moments of the modulation σ(·) values over the visible entries of active queries. Causal, the
+// sink leaves out query 0 (which sees key 0 alone, A_00 = M_00 always); not causal, every active
+// query counts, i = 0 included.
 struct AttentionStats {
   double entropy_sum = 0;
   std::int64_t entropy_count = 0;
-  double sink_sum = 0;  // Σ A_i0 over active queries i ≥ 1
+  double sink_sum = 0;  // Σ A_i0 over active queries i ≥ 1 (causal) or i ≥ 0 (not causal)
   std::int64_t sink_count = 0;
   GateMoments modulation;
   void merge(const AttentionStats& o);
 };
 
-// The logit and modulation terms; an undefined tensor means the term is absent. Shapes are
-// [B, H, T] unless noted.
+// The logit and modulation terms; an undefined tensor means the term is absent. The row terms
+// are [B, H, Tq], the column terms [B, H, Tk].
 struct AttentionTerms {
-  Tensor row_bias;                      // r_i, added to every logit of query row i
-  Tensor col_bias;                      // c_j, added to every logit of key column j
-  Tensor modulation_row;                // a_i (modulation_row, modulation_col and modulation_alpha: all or none)
-  Tensor modulation_col;                // b_j
+  Tensor row_bias;                      // r_i [B, H, Tq], added to every logit of query row i
+  Tensor col_bias;                      // c_j [B, H, Tk], added to every logit of key column j
+  Tensor modulation_row;                // a_i [B, H, Tq] (modulation_row, _col and _alpha: all or none)
+  Tensor modulation_col;                // b_j [B, H, Tk]
   Tensor modulation_alpha;              // [1]: α, already a value in (0, 1), differentiable
   double modulation_temperature = 1.0;  // τ
   // θ of a hard modulation: M = α·1[G > θ] + 1 − α forward, the soft G's gradient backward
@@ -87,26 +92,30 @@ struct AttentionTerms {
 };
 
 struct AttentionOptions {
-  std::int64_t window = 0;          // 0: full causal; w > 0: keys i − w < j ≤ i
+  // true: query i sees keys j ≤ i (needs Tq = Tk); false: every key (window must be 0).
+  bool causal = true;
+  std::int64_t window = 0;          // causal only. 0: full causal; w > 0: keys i − w < j ≤ i
   bool entropy_output = false;      // compute the differentiable per-row entropy output
   bool modulation_entropy = false;  // compute the differentiable Σ h(σ(·)) output (modulation terms only)
   AttentionStats* stats = nullptr;  // filled (added to) when non-null
-  // i32 [B, T] on q's device: 1 = compute query row i of every head of sequence b, 0 = skip it.
+  // i32 [B, Tq] on q's device: 1 = compute query row i of every head of sequence b, 0 = skip it.
   // Undefined: every row is active.
   Tensor active_queries;
 };
 
 struct AttentionResult {
-  Tensor out;                 // [B, H, T, d]
-  Tensor row_entropy;         // [B, H, T]: −Σ_j A_ij ln A_ij (defined when entropy_output)
+  Tensor out;                 // [B, H, Tq, d]
+  Tensor row_entropy;         // [B, H, Tq]: −Σ_j A_ij ln A_ij (defined when entropy_output)
   Tensor modulation_entropy;  // [B, H]: Σ_ij h(G_ij), G = σ(u), h the binary entropy (when modulation_entropy)
 };
 
-// q, k, v: [B, H, T, d], f32 or f64, same dtype. Autograd-aware in q, k, v and every term.
+// q: [B, H, Tq, d]; k, v: [B, H, Tk, d] (Tk = Tq when causal); f32 or f64, same dtype.
+// Autograd-aware in q, k, v and every term. ValueError for a window without causal, or a causal
+// mask with Tq ≠ Tk.
 AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms = {},
                                 const AttentionOptions& options = {});
 
-// Throws ValueError unless `active` is undefined or an i32 [B, T] tensor on q's device (q [B, H, T, d]).
+// Throws ValueError unless `active` is undefined or an i32 [B, Tq] tensor on q's device (q [B, H, Tq, d]).
 void check_active_queries(const Tensor& active, const Tensor& q, const char* op);
 
 }  // namespace gattn::ops

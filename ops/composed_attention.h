@@ -1,5 +1,5 @@
 // Attention composed from the primitive autograd ops: ops/attention.h's math written term by
-// term, materialising the [B, H, T, T] scores and weights. Two users:
+// term, materialising the [B, H, Tq, Tk] scores and weights. Two users:
 //  - the tests, as the obviously-correct oracle that ops::flash_attention (outputs, statistics and
 //    every gradient) is checked against — its gradients come from the primitives' own gradchecked
 //    backwards;
@@ -23,8 +23,9 @@ namespace gattn::ops {
 AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms = {},
                                    const AttentionOptions& options = {});
 
-// i32 [T, T] on `device` with 1 where key j is hidden from query i: j > i, or i − j ≥ window when
-// window > 0.
-Tensor attention_hidden_mask(std::int64_t T, std::int64_t window, Device device = Device::cpu);
+// i32 [Tq, Tk] on `device` with 1 where key j is hidden from query i: when causal, j > i or
+// i − j ≥ window when window > 0; when not causal, none.
+Tensor attention_hidden_mask(std::int64_t Tq, std::int64_t Tk, std::int64_t window, bool causal,
+                             Device device = Device::cpu);
 
 }  // namespace gattn::ops

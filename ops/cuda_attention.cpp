@@ -80,7 +80,7 @@ float* f32_or_null(const Tensor& t) { return t.defined() ? t.kernel_data<float>(
 // What the backward needs, detached (no reference cycle through the outputs).
 struct SavedFlash {
   Tensor q, k, v, row_bias, col_bias, modulation_row, modulation_col;  // bias and modulation terms f32
-  Tensor active;                                                       // active_queries: i32 [B, T] or undefined
+  Tensor active;                                                       // active_queries: i32 [B, Tq] or undefined
   Tensor out, lse;
   Tensor row_entropy, row_asum;  // f32, with the entropy output only
   cuda::FlashParams params;      // pointers refreshed from the tensors above in backward
@@ -101,7 +101,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
                       const AttentionOptions& options) {
   const AttentionTerms terms = terms_as(terms_in, DType::f32);
   const bool modulated = terms.modulation_row.defined();
-  const std::int64_t B = q.size(0), H = q.size(1), Tn = q.size(2), d = q.size(3), BH = B * H;
+  const std::int64_t B = q.size(0), H = q.size(1), Tn = q.size(2), Tk = k.size(2), d = q.size(3), BH = B * H;
   const Shape row_shape{B, H, Tn};
 
   SavedFlash s;
@@ -114,8 +114,10 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
   cuda::FlashParams& p = s.params;
   p.B = B;
   p.H = H;
-  p.T = Tn;
+  p.Tq = Tn;
+  p.Tk = Tk;
   p.d = d;
+  p.causal = options.causal;
   p.window = options.window;
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   p.elem = elem_of(q);
@@ -127,13 +129,13 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     p.hard = !std::isnan(terms.modulation_hard_threshold);
     if (p.hard) p.hard_threshold = static_cast<float>(terms.modulation_hard_threshold);
     if (terms.modulation_noise) {
-      // Same words as the CPU op: B·H·T·T reserved, entry (bh, i, j) at offset + (bh·T + i)·T + j.
+      // Same words as the CPU op: B·H·Tq·Tk reserved, entry (bh, i, j) at offset + (bh·Tq + i)·Tk + j.
       const GeneratorState state = terms.modulation_noise->state();
       p.noise = true;
       p.noise_seed = state.seed;
       p.noise_stream = state.stream;
       p.noise_offset =
-          terms.modulation_noise->reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(Tn * Tn));
+          terms.modulation_noise->reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(Tn * Tk));
     }
   }
   set_pointers(p, s);
@@ -166,19 +168,21 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     autograd::NoGradGuard no_grad;
     AttentionStats st;
     st.entropy_sum += sum(row_entropy).item();  // skipped rows hold 0
-    st.sink_sum += sum(row_sink).item();        // 0 for i = 0, where key 0 is hidden and on skipped rows
+    st.sink_sum += sum(row_sink).item();        // 0 for i = 0 when causal, where key 0 is hidden and on skipped rows
+    // The sink counts queries i ≥ 1 when causal (query 0 sees key 0 alone), every query when not.
+    const std::int64_t first_sink_row = options.causal ? 1 : 0;
     if (s.active.defined()) {
-      // Counts of the active rows (of every head): one small read of the [B, T] mask.
+      // Counts of the active rows (of every head): one small read of the [B, Tq] mask.
       const std::vector<double> active = s.active.to_vector();
       for (std::int64_t b = 0; b < B; ++b)
         for (std::int64_t i = 0; i < Tn; ++i)
           if (active[static_cast<std::size_t>(b * Tn + i)] != 0.0) {
             st.entropy_count += H;
-            if (i >= 1) st.sink_count += H;
+            if (i >= first_sink_row) st.sink_count += H;
           }
     } else {
       st.entropy_count = BH * Tn;
-      st.sink_count = BH * (Tn - 1);
+      st.sink_count = BH * (Tn - first_sink_row);
     }
     if (modulated) {
       moments.resize(static_cast<std::size_t>(BH * n_qb));
@@ -210,15 +214,18 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     const Tensor& d_out_in = grads[0];
     const Tensor d_entropy = grads.size() > 1 && grads[1].defined() ? grads[1].to(DType::f32) : Tensor();
     const Shape& qs = s.q.shape();
-    const Shape rs{qs[0], qs[1], qs[2]};
+    const Shape& ks = s.k.shape();
+    const Shape rs{qs[0], qs[1], qs[2]}, cs{ks[0], ks[1], ks[2]};
     const DType io = s.q.dtype();
     Tensor d_out = d_out_in.defined() ? d_out_in.to(io) : Tensor::zeros(qs, io, Device::cuda);
     if (!aligned16(d_out)) d_out = d_out.clone();  // a view at an odd offset: a fresh, aligned copy
-    Tensor dq = Tensor::empty(qs, io, Device::cuda), dk = Tensor::empty(qs, io, Device::cuda),
-           dv = Tensor::empty(qs, io, Device::cuda);
-    auto maybe = [&](std::size_t i) { return needs[i] ? Tensor::empty(rs, DType::f32, Device::cuda) : Tensor(); };
-    Tensor drb = maybe(3), dcb = maybe(4), dmr = maybe(5), dmc = maybe(6);
-    const std::int64_t n_kb = cuda::flash_key_blocks(qs[2]);
+    Tensor dq = Tensor::empty(qs, io, Device::cuda), dk = Tensor::empty(ks, io, Device::cuda),
+           dv = Tensor::empty(ks, io, Device::cuda);
+    auto maybe = [&](std::size_t i, const Shape& shape) {
+      return needs[i] ? Tensor::empty(shape, DType::f32, Device::cuda) : Tensor();
+    };
+    Tensor drb = maybe(3, rs), dcb = maybe(4, cs), dmr = maybe(5, rs), dmc = maybe(6, cs);
+    const std::int64_t n_kb = cuda::flash_key_blocks(ks[2]);
     Tensor alpha_partial = needs[7] ? Tensor::empty({qs[0] * qs[1] * n_kb}, DType::f32, Device::cuda) : Tensor();
     cuda::FlashParams p = s.params;
     set_pointers(p, s);

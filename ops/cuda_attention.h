@@ -6,7 +6,8 @@
 // not asked for (that one runs composed; the row entropy output is fused). f32 outside autocast
 // stays on the composed path, exact f32. Statistics (options.stats) come out of the fused forward.
 // Skipped query rows (options.active_queries) are honoured on both paths; the fused kernels skip
-// the query blocks that have no active row.
+// the query blocks that have no active row. Both paths take the mask without causality
+// (options.causal false) and keys of their own length Tk.
 // Gradients have their inputs' dtypes (the bias and modulation terms may be bf16 or f32; they run
 // as f32).
 #pragma once
@@ -18,7 +19,7 @@ namespace gattn::ops {
 AttentionResult cuda_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
                                const AttentionOptions& options);
 
-// Whether cuda_attention would take the fused kernels for q [B, H, T, d] with these options now.
+// Whether cuda_attention would take the fused kernels for q [B, H, Tq, d] with these options now.
 bool cuda_attention_fused(const Tensor& q, const AttentionOptions& options);
 
 }  // namespace gattn::ops

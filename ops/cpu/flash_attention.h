@@ -1,4 +1,5 @@
-// CPU kernels of the fused causal attention (ops/attention.h has the math): FlashAttention-2
+// CPU kernels of the fused attention, causal or not, queries and keys of their own lengths
+// (ops/attention.h has the math): FlashAttention-2
 // tiling with an online softmax. Forward parallelises over (batch·head, query tile); backward over
 // batch·head, walking key tiles outer and query tiles inner so dK, dV and dQ of one head are owned
 // by one thread (no atomics, deterministic). Tile products go through cpu::blas_gemm (OpenBLAS's
@@ -23,37 +24,38 @@ constexpr std::int64_t kAttnTileK = 64;
 
 template <class T>
 struct FlashAttentionParams {
-  std::int64_t B = 0, H = 0, T_len = 0, d = 0;
-  std::int64_t window = 0;  // 0 = full causal
-  T scale = 1;              // applied to q·k
-  const T* q = nullptr;     // [B, H, T, d]
-  const T* k = nullptr;
+  std::int64_t B = 0, H = 0, Tq = 0, Tk = 0, d = 0;  // queries [B, H, Tq, d], keys [B, H, Tk, d]
+  bool causal = true;                                // false: every query sees every key (window 0)
+  std::int64_t window = 0;                           // causal only: 0 = full causal
+  T scale = 1;                                       // applied to q·k
+  const T* q = nullptr;                              // [B, H, Tq, d]
+  const T* k = nullptr;                              // [B, H, Tk, d], as v
   const T* v = nullptr;
-  const T* row_bias = nullptr;        // [B, H, T] or null: r_i on every logit of row i
-  const T* col_bias = nullptr;        // [B, H, T] or null: c_j on every logit of column j
-  const T* modulation_row = nullptr;  // [B, H, T] or null (no modulation; then modulation_col is null too)
-  const T* modulation_col = nullptr;
-  T alpha = 0;         // modulation α
-  T inv_tau = 1;       // modulation 1/τ
-  bool noise = false;  // logistic noise on the modulation logits
+  const T* row_bias = nullptr;        // [B, H, Tq] or null: r_i on every logit of row i
+  const T* col_bias = nullptr;        // [B, H, Tk] or null: c_j on every logit of column j
+  const T* modulation_row = nullptr;  // [B, H, Tq] or null (no modulation; then modulation_col is null too)
+  const T* modulation_col = nullptr;  // [B, H, Tk]
+  T alpha = 0;                        // modulation α
+  T inv_tau = 1;                      // modulation 1/τ
+  bool noise = false;                 // logistic noise on the modulation logits
   std::uint64_t noise_seed = 0, noise_stream = 0, noise_offset = 0;
   // A hard modulation: M uses 1[G > hard_threshold] in place of G; the gradient stays the soft G's
   // (straight-through).
   bool hard = false;
   T hard_threshold = T(0.5);
-  const std::int32_t* active = nullptr;  // [B, T] or null (every query row active): 0 skips row i of sequence b
+  const std::int32_t* active = nullptr;  // [B, Tq] or null (every query row active): 0 skips row i of sequence b
 };
 
 // Forward outputs. out/lse always; the rest may be null when not wanted. Skipped query rows get
 // out = 0, lse = 0 and zero row statistics.
 template <class T>
 struct FlashForwardOutputs {
-  T* out = nullptr;                 // [B, H, T, d]
-  T* lse = nullptr;                 // [B, H, T]: L_i = log Σ_j exp(S_ij)
-  T* row_entropy = nullptr;         // [B, H, T]: −Σ_j A_ij ln A_ij
-  T* row_asum = nullptr;            // [B, H, T]: Σ_j A_ij (1 without modulation); needed with row_entropy for backward
-  T* row_sink = nullptr;            // [B, H, T]: A_i0 (0 where key 0 is outside the window)
-  T* modulation_entropy = nullptr;  // [B, H]: Σ h(G_ij) over visible entries of active rows
+  T* out = nullptr;          // [B, H, Tq, d]
+  T* lse = nullptr;          // [B, H, Tq]: L_i = log Σ_j exp(S_ij)
+  T* row_entropy = nullptr;  // [B, H, Tq]: −Σ_j A_ij ln A_ij
+  T* row_asum = nullptr;     // [B, H, Tq]: Σ_j A_ij (1 without modulation); needed with row_entropy for backward
+  T* row_sink = nullptr;     // [B, H, Tq]: A_i0 (0 where key 0 is outside the window)
+  T* modulation_entropy = nullptr;                 // [B, H]: Σ h(G_ij) over visible entries of active rows
   ops::GateMoments* modulation_moments = nullptr;  // [B·H·query tiles] partial moments of G (merged by the caller)
 };
 
@@ -61,8 +63,8 @@ template <class T>
 struct FlashBackwardInputs {
   const T* out = nullptr;  // saved forward output
   const T* lse = nullptr;
-  const T* d_out = nullptr;          // [B, H, T, d] or null (no gradient reached the output)
-  const T* d_row_entropy = nullptr;  // [B, H, T] or null
+  const T* d_out = nullptr;          // [B, H, Tq, d] or null (no gradient reached the output)
+  const T* d_row_entropy = nullptr;  // [B, H, Tq] or null
   const T* row_entropy = nullptr;    // saved, needed with d_row_entropy
   const T* row_asum = nullptr;
   const T* d_modulation_entropy = nullptr;  // [B, H] or null
@@ -83,13 +85,14 @@ struct FlashBackwardOutputs {
 
 namespace attn_detail {
 
-inline bool key_visible(std::int64_t i, std::int64_t j, std::int64_t window) {
-  return j <= i && (window == 0 || i - j < window);
+// Query i sees keys [first_key, end_key): causal j ≤ i (and i − j < window), else all Tk keys.
+template <class T>
+std::int64_t first_key(const FlashAttentionParams<T>& p, std::int64_t i) {
+  return p.causal && p.window > 0 ? std::max<std::int64_t>(0, i - p.window + 1) : 0;
 }
-
-// First visible key of query i.
-inline std::int64_t first_key(std::int64_t i, std::int64_t window) {
-  return window == 0 ? 0 : std::max<std::int64_t>(0, i - window + 1);
+template <class T>
+std::int64_t end_key(const FlashAttentionParams<T>& p, std::int64_t i) {
+  return p.causal ? i + 1 : p.Tk;
 }
 
 template <class T>
@@ -107,7 +110,7 @@ T log_sigmoid(T z) {
 // word depends on the true (b·h, i, j) only, so skipping rows or compacting them changes no draw.
 template <class T>
 T logistic_noise(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i, std::int64_t j) {
-  std::uint64_t word = p.noise_offset + static_cast<std::uint64_t>((bh * p.T_len + i) * p.T_len + j);
+  std::uint64_t word = p.noise_offset + static_cast<std::uint64_t>((bh * p.Tq + i) * p.Tk + j);
   Philox4 r = philox_block(p.noise_seed, p.noise_stream, word / 4);
   double u = (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
   return static_cast<T>(std::log(u) - std::log1p(-u));
@@ -116,8 +119,7 @@ T logistic_noise(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t
 // The modulation's pre-activation u_ij = (a_i + b_j + n_ij)/τ for one (i, j).
 template <class T>
 T modulation_logit(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i, std::int64_t j) {
-  const std::int64_t base = bh * p.T_len;
-  T z = p.modulation_row[base + i] + p.modulation_col[base + j];
+  T z = p.modulation_row[bh * p.Tq + i] + p.modulation_col[bh * p.Tk + j];
   if (p.noise) z += logistic_noise(p, bh, i, j);
   return z * p.inv_tau;
 }
@@ -135,15 +137,15 @@ T applied_gate(const FlashAttentionParams<T>& p, T G) {
 template <class T>
 void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_rows, const std::int64_t* pos,
                  std::int64_t rows, std::int64_t j0, std::int64_t cols, T* S) {
-  const std::int64_t d = p.d, base = bh * p.T_len;
-  blas_gemm<T>(false, true, rows, cols, d, p.scale, q_rows, d, p.k + (base + j0) * d, d, T(0), S, kAttnTileK);
+  const std::int64_t d = p.d, base = bh * p.Tq, kbase = bh * p.Tk;
+  blas_gemm<T>(false, true, rows, cols, d, p.scale, q_rows, d, p.k + (kbase + j0) * d, d, T(0), S, kAttnTileK);
   if (!p.row_bias && !p.col_bias) return;
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = S + r * kAttnTileK;
     const T ri = p.row_bias ? p.row_bias[base + pos[r]] : T(0);
     for (std::int64_t c = 0; c < cols; ++c) {
       T add = 0;
-      if (p.col_bias) add += p.col_bias[base + j0 + c];
+      if (p.col_bias) add += p.col_bias[kbase + j0 + c];
       if (p.row_bias) add += ri;
       row[c] += add;
     }
@@ -159,7 +161,7 @@ T binary_entropy_from_logit(T u, T G) {
 // Whether query row i of head bh is computed (p.active null: all rows).
 template <class T>
 bool row_active(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i) {
-  return !p.active || p.active[(bh / p.H) * p.T_len + i] != 0;
+  return !p.active || p.active[(bh / p.H) * p.Tq + i] != 0;
 }
 
 // The active rows of query tile [i0, i0 + rows) of head bh: their true positions into pos; returns
@@ -182,7 +184,7 @@ std::int64_t active_rows(const FlashAttentionParams<T>& p, std::int64_t bh, std:
 template <class T>
 void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwardOutputs<T>& o) {
   using namespace attn_detail;
-  const std::int64_t Tn = p.T_len, d = p.d, BH = p.B * p.H;
+  const std::int64_t Tn = p.Tq, Tk = p.Tk, d = p.d, BH = p.B * p.H;
   const std::int64_t n_qt = (Tn + kAttnTileQ - 1) / kAttnTileQ;
   const bool modulated = p.modulation_row != nullptr;
   const bool want_entropy = o.row_entropy != nullptr;
@@ -194,7 +196,7 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
   std::vector<T> mod_entropy_partial(o.modulation_entropy ? static_cast<std::size_t>(BH * n_qt) : 0, T(0));
 
   // Threads only when there are several tiles and enough work to pay for the team.
-  const bool parallel_fwd = BH * n_qt > 1 && worth_parallel(BH * Tn * Tn * d / 2);
+  const bool parallel_fwd = BH * n_qt > 1 && worth_parallel(BH * Tn * Tk * d / (p.causal ? 2 : 1));
 #pragma omp parallel if (parallel_fwd)
   {
     std::vector<T> S(kAttnTileQ * kAttnTileK), W(kAttnTileQ * kAttnTileK), acc(kAttnTileQ * d);
@@ -204,7 +206,8 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
 #pragma omp for collapse(2) schedule(dynamic)
     for (std::int64_t bh = 0; bh < BH; ++bh) {
       for (std::int64_t qt = 0; qt < n_qt; ++qt) {
-        const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0), base = bh * Tn;
+        const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0), base = bh * Tn,
+                           kbase = bh * Tk;
         const std::int64_t rows = active_rows(p, bh, i0, tile_rows, pos.data());
         const T* q_rows = p.q + (base + i0) * d;
         if (rows < tile_rows) {
@@ -236,14 +239,14 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
         ops::GateMoments moments;
         T mod_ent = 0;
         // Keys [j_lo, j_hi) cover every active row's visible keys.
-        const std::int64_t j_lo = first_key(pos[0], p.window), j_hi = pos[static_cast<std::size_t>(rows - 1)] + 1;
+        const std::int64_t j_lo = first_key(p, pos[0]), j_hi = end_key(p, pos[static_cast<std::size_t>(rows - 1)]);
         for (std::int64_t j0 = j_lo / kAttnTileK * kAttnTileK; j0 < j_hi; j0 += kAttnTileK) {
-          const std::int64_t cols = std::min(kAttnTileK, Tn - j0);
+          const std::int64_t cols = std::min(kAttnTileK, Tk - j0);
           tile_logits(p, bh, q_rows, pos.data(), rows, j0, cols, S.data());
           for (std::int64_t r = 0; r < rows; ++r) {
             const std::int64_t i = pos[static_cast<std::size_t>(r)];
-            const std::int64_t c_lo = std::max<std::int64_t>(first_key(i, p.window) - j0, 0);
-            const std::int64_t c_hi = std::min<std::int64_t>(i - j0 + 1, cols);
+            const std::int64_t c_lo = std::max<std::int64_t>(first_key(p, i) - j0, 0);
+            const std::int64_t c_hi = std::min<std::int64_t>(end_key(p, i) - j0, cols);
             T* srow = S.data() + r * kAttnTileK;
             T* wrow = W.data() + r * kAttnTileK;
             if (c_lo >= c_hi) {  // no visible key of this row in this tile
@@ -280,7 +283,7 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
               // vectorises (σ through fast_exp; the general loop below uses std::exp).
               if constexpr (std::is_same_v<T, float>) {
                 const float a_i = p.modulation_row[base + i], alpha = p.alpha, keep = 1.0f - p.alpha;
-                const float* b = p.modulation_col + base + j0;
+                const float* b = p.modulation_col + kbase + j0;
 #pragma omp simd reduction(+ : row_l)
                 for (std::int64_t c = c_lo; c < c_hi; ++c) {
                   const float pij = vexp(srow[c] - m_new);
@@ -321,7 +324,7 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
               for (std::int64_t x = 0; x < d; ++x) acc[r * d + x] *= corr;
           }
           // acc += W · V for this key tile.
-          blas_gemm<T>(false, false, rows, d, cols, T(1), W.data(), kAttnTileK, p.v + (base + j0) * d, d, T(1),
+          blas_gemm<T>(false, false, rows, d, cols, T(1), W.data(), kAttnTileK, p.v + (kbase + j0) * d, d, T(1),
                        acc.data(), d);
         }
         for (std::int64_t r = 0; r < rows; ++r) {
@@ -371,13 +374,13 @@ template <class T>
 void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
                               const FlashBackwardOutputs<T>& g) {
   using namespace attn_detail;
-  const std::int64_t Tn = p.T_len, d = p.d, BH = p.B * p.H;
+  const std::int64_t Tn = p.Tq, Tk = p.Tk, d = p.d, BH = p.B * p.H;
   const bool modulated = p.modulation_row != nullptr;
   const bool fast_modulation = std::is_same_v<T, float> && modulated && !p.noise && !p.hard;  // and no dH (per row)
-  const std::int64_t n_kt = (Tn + kAttnTileK - 1) / kAttnTileK;
+  const std::int64_t n_kt = (Tk + kAttnTileK - 1) / kAttnTileK;
   const std::int64_t n_qt = (Tn + kAttnTileQ - 1) / kAttnTileQ;
 
-  const bool parallel_bwd = BH > 1 && worth_parallel(BH * Tn * Tn * d);
+  const bool parallel_bwd = BH > 1 && worth_parallel(BH * Tn * Tk * d);
 #pragma omp parallel if (parallel_bwd)
   {
     std::vector<T> S(kAttnTileQ * kAttnTileK), A(kAttnTileQ * kAttnTileK);
@@ -391,24 +394,25 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
     std::vector<T> q_compact, do_compact, dq_compact;
 #pragma omp for schedule(dynamic)
     for (std::int64_t bh = 0; bh < BH; ++bh) {
-      const std::int64_t base = bh * Tn;
+      const std::int64_t base = bh * Tn, kbase = bh * Tk;
       // Gradients of q, k, v are written to the outputs when wanted, else to scratch (the other
       // terms still need dS).
-      auto target = [&](T* out, std::vector<T>& local, std::int64_t n) -> T* {
+      // `rows_base` is the head's first row (bh·Tq for dq, bh·Tk for dk and dv).
+      auto target = [&](T* out, std::vector<T>& local, std::int64_t rows_base, std::int64_t n) -> T* {
         if (out) {
-          std::fill(out + base * d, out + base * d + n, T(0));
-          return out + base * d;
+          std::fill(out + rows_base * d, out + rows_base * d + n, T(0));
+          return out + rows_base * d;
         }
         local.assign(static_cast<std::size_t>(n), T(0));
         return local.data();
       };
-      T* dq = target(g.dq, dq_local, Tn * d);
-      T* dk = target(g.dk, dk_local, Tn * d);
-      T* dv = target(g.dv, dv_local, Tn * d);
+      T* dq = target(g.dq, dq_local, base, Tn * d);
+      T* dk = target(g.dk, dk_local, kbase, Tk * d);
+      T* dv = target(g.dv, dv_local, kbase, Tk * d);
       if (g.d_row_bias) std::fill(g.d_row_bias + base, g.d_row_bias + base + Tn, T(0));
-      if (g.d_col_bias) std::fill(g.d_col_bias + base, g.d_col_bias + base + Tn, T(0));
+      if (g.d_col_bias) std::fill(g.d_col_bias + kbase, g.d_col_bias + kbase + Tk, T(0));
       if (g.d_modulation_row) std::fill(g.d_modulation_row + base, g.d_modulation_row + base + Tn, T(0));
-      if (g.d_modulation_col) std::fill(g.d_modulation_col + base, g.d_modulation_col + base + Tn, T(0));
+      if (g.d_modulation_col) std::fill(g.d_modulation_col + kbase, g.d_modulation_col + kbase + Tk, T(0));
       T d_alpha = 0;
       const T dE = in.d_modulation_entropy ? in.d_modulation_entropy[bh] : T(0);
 
@@ -447,10 +451,11 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
       }
 
       for (std::int64_t kt = 0; kt < n_kt; ++kt) {
-        const std::int64_t j0 = kt * kAttnTileK, cols = std::min(kAttnTileK, Tn - j0);
-        // Queries that can see some key of this tile: i ≥ j0 and i − w < j0 + cols.
-        const std::int64_t i_hi = p.window == 0 ? Tn : std::min(Tn, j0 + cols - 1 + p.window);
-        for (std::int64_t i0 = j0 / kAttnTileQ * kAttnTileQ; i0 < i_hi; i0 += kAttnTileQ) {
+        const std::int64_t j0 = kt * kAttnTileK, cols = std::min(kAttnTileK, Tk - j0);
+        // Queries that can see some key of this tile: causal, i ≥ j0 and i − w < j0 + cols; else all.
+        const std::int64_t i_lo = p.causal ? j0 / kAttnTileQ * kAttnTileQ : 0;
+        const std::int64_t i_hi = !p.causal || p.window == 0 ? Tn : std::min(Tn, j0 + cols - 1 + p.window);
+        for (std::int64_t i0 = i_lo; i0 < i_hi; i0 += kAttnTileQ) {
           const std::int64_t qt = i0 / kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0);
           const std::int64_t rows = tile_n[static_cast<std::size_t>(qt)], off = tile_off[static_cast<std::size_t>(qt)];
           if (rows == 0) continue;
@@ -462,7 +467,7 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
           T* dq_rows = whole ? dq + i0 * d : dq_compact.data() + off * d;
           tile_logits(p, bh, q_rows, rpos, rows, j0, cols, S.data());
           if (do_rows)
-            blas_gemm<T>(false, true, rows, cols, d, T(1), do_rows, d, p.v + (base + j0) * d, d, T(0), dA.data(),
+            blas_gemm<T>(false, true, rows, cols, d, T(1), do_rows, d, p.v + (kbase + j0) * d, d, T(0), dA.data(),
                          kAttnTileK);
           else
             std::fill(dA.begin(), dA.end(), T(0));
@@ -479,8 +484,8 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
             T d_row = 0;  // Σ_j du_ij for the modulation's row term
             T ds_row = 0;
             // Visible keys of query i in this tile: columns [c_lo, c_hi); the rest contribute 0.
-            const std::int64_t c_lo = std::max<std::int64_t>(first_key(i, p.window) - j0, 0);
-            const std::int64_t c_hi = std::min<std::int64_t>(i - j0 + 1, cols);
+            const std::int64_t c_lo = std::max<std::int64_t>(first_key(p, i) - j0, 0);
+            const std::int64_t c_hi = std::min<std::int64_t>(end_key(p, i) - j0, cols);
             if (c_lo >= c_hi) {
               std::fill(arow, arow + cols, T(0));
               std::fill(dsrow, dsrow + cols, T(0));
@@ -507,8 +512,8 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
               // forward); d_alpha is summed per row, so its rounding differs from the loop below.
               if constexpr (std::is_same_v<T, float>) {
                 const float a_i = p.modulation_row[base + i], alpha = p.alpha, keep = 1.0f - p.alpha;
-                const float* b = p.modulation_col + base + j0;
-                float* dcol = g.d_modulation_col ? g.d_modulation_col + base + j0 : nullptr;
+                const float* b = p.modulation_col + kbase + j0;
+                float* dcol = g.d_modulation_col ? g.d_modulation_col + kbase + j0 : nullptr;
                 float* du_row = dA.data() + r * kAttnTileK;  // dA's row is read here for the last time
                 float row_alpha = 0;
 #pragma omp simd reduction(+ : ds_row, d_row, row_alpha)
@@ -550,11 +555,11 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
                 d_alpha += dM * (Gv - T(1));
                 const T du = (p.alpha * dM - dE * u) * G * (T(1) - G) * p.inv_tau;
                 d_row += du;
-                if (g.d_modulation_col) g.d_modulation_col[base + j] += du;
+                if (g.d_modulation_col) g.d_modulation_col[kbase + j] += du;
               }
             }
             if (g.d_col_bias)
-              for (std::int64_t c = c_lo; c < c_hi; ++c) g.d_col_bias[base + j0 + c] += dsrow[c];
+              for (std::int64_t c = c_lo; c < c_hi; ++c) g.d_col_bias[kbase + j0 + c] += dsrow[c];
             if (g.d_modulation_row) g.d_modulation_row[base + i] += d_row;
             if (g.d_row_bias) g.d_row_bias[base + i] += ds_row;
           }
@@ -562,7 +567,7 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
           // dv += Aᵀ dO; dq += scale dS k; dk += scale dSᵀ q.
           if (do_rows)
             blas_gemm<T>(true, false, cols, d, rows, T(1), A.data(), kAttnTileK, do_rows, d, T(1), dv + j0 * d, d);
-          blas_gemm<T>(false, false, rows, d, cols, p.scale, dS.data(), kAttnTileK, p.k + (base + j0) * d, d, T(1),
+          blas_gemm<T>(false, false, rows, d, cols, p.scale, dS.data(), kAttnTileK, p.k + (kbase + j0) * d, d, T(1),
                        dq_rows, d);
           blas_gemm<T>(true, false, cols, d, rows, p.scale, dS.data(), kAttnTileK, q_rows, d, T(1), dk + j0 * d, d);
         }

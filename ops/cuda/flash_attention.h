@@ -2,10 +2,12 @@
 // flash_attention_bwd.cu), the GPU twins of ops/cpu/flash_attention.h with the same math
 // (ops/attention.h) and the same Philox word per (b·h, i, j) for the modulation's noise.
 //
-// q, k, v, out, d_out, dq, dk, dv are [B, H, T, d] device arrays of one element type, bf16 or f32;
+// q, out, d_out, dq are [B, H, Tq, d] and k, v, dk, dv [B, H, Tk, d] device arrays of one element
+// type, bf16 or f32;
 // f32 operands are rounded to bf16 as they are staged into shared memory (the products run on bf16
 // tensor cores with f32 accumulation either way), which is what autocast asks of f32 tensors. The
-// bias and modulation terms, lse, row statistics and those terms' gradients are f32 [B, H, T].
+// bias and modulation terms, lse, row statistics and those terms' gradients are f32: [B, H, Tq] for
+// the row ones, [B, H, Tk] for the column ones.
 // Head dims 16, 32, 64 and 128 (flash_head_dim_supported); callers fall back to the composed
 // attention otherwise. CUDA builds only.
 //
@@ -24,9 +26,10 @@ enum class FlashElem { bf16, f32 };
 bool flash_head_dim_supported(long long d);
 
 struct FlashParams {
-  long long B = 0, H = 0, T = 0, d = 0;
-  long long window = 0;  // 0 = full causal; w > 0: keys i − w < j ≤ i
-  float scale = 1;       // applied to q·k
+  long long B = 0, H = 0, Tq = 0, Tk = 0, d = 0;  // queries [B, H, Tq, d], keys [B, H, Tk, d]
+  bool causal = true;                             // false: every query sees all Tk keys (window 0); true needs Tq = Tk
+  long long window = 0;                           // causal only. 0 = full causal; w > 0: keys i − w < j ≤ i
+  float scale = 1;                                // applied to q·k
   FlashElem elem = FlashElem::bf16;
   const void* q = nullptr;
   const void* k = nullptr;
@@ -41,7 +44,7 @@ struct FlashParams {
   float hard_threshold = 0.5f;
   bool noise = false;
   std::uint64_t noise_seed = 0, noise_stream = 0, noise_offset = 0;
-  const std::int32_t* active = nullptr;  // [B, T]: 0 skips query row i of sequence b; null: all rows active
+  const std::int32_t* active = nullptr;  // [B, Tq]: 0 skips query row i of sequence b; null: all rows active
 };
 
 // Partial moments of the modulation's G over one query block of one head (merged in order by the op).
@@ -50,17 +53,18 @@ struct FlashMoments {
   long long count, below_0_1, above_0_9;
 };
 
-// Query blocks per head of the forward: the length of the per-head moments partials.
+// Query blocks per head of the forward: the length of the per-head moments partials (T = Tq).
 long long flash_query_blocks(long long T);
-// Key blocks per head of the backward: the length of the per-head d_alpha partials.
+// Key blocks per head of the backward: the length of the per-head d_alpha partials (T = Tk).
 long long flash_key_blocks(long long T);
 
 struct FlashForwardOutputs {
-  void* out = nullptr;   // [B, H, T, d], element type of q
-  float* lse = nullptr;  // [B, H, T]
+  void* out = nullptr;   // [B, H, Tq, d], element type of q
+  float* lse = nullptr;  // [B, H, Tq]
   // Row entropy H_i = −Σ_j A_ij ln A_ij and Σ_j A_ij (both or neither; the backward of the entropy
-  // output needs both). row_sink (optional, needs the other two) is A_i0 for queries i ≥ 1 that
-  // see key 0, else 0 (also 0 for i = 0 and skipped rows, so its plain sum is the sink numerator).
+  // output needs both). row_sink (optional, needs the other two) is A_i0 for queries that see key
+  // 0, i ≥ 1 when causal and every i when not, else 0 (also 0 for i = 0 when causal and on skipped
+  // rows, so its plain sum is the sink numerator).
   float* row_entropy = nullptr;
   float* row_asum = nullptr;
   float* row_sink = nullptr;

@@ -26,21 +26,23 @@ void launch_bwd(const FlashParams& p, const FlashBackwardInputs& in, const Flash
                 CUstream_st* stream) {
   constexpr int smem = bwd_smem_bytes<D>();
   const unsigned heads = static_cast<unsigned>(p.B * p.H);
-  const unsigned blocks = static_cast<unsigned>((p.T + kBlockRows - 1) / kBlockRows);
+  // dK/dV: one block per 64 keys; dQ: one block per 64 queries.
+  const unsigned key_blocks = static_cast<unsigned>(flash_key_blocks(p.Tk));
+  const unsigned query_blocks = static_cast<unsigned>((p.Tq + kBlockRows - 1) / kBlockRows);
   auto* dkdv = flash_bwd_dkdv_kernel<D, In>;
   set_smem(dkdv, smem);
-  launch(dkdv, dim3(blocks, heads), kThreads, smem, stream, p, in, g, Drow);
+  launch(dkdv, dim3(key_blocks, heads), kThreads, smem, stream, p, in, g, Drow);
   GATTN_CUDA_LAUNCH_CHECK("flash_bwd_dkdv_kernel");
   auto* dq = flash_bwd_dq_kernel<D, In>;
   set_smem(dq, smem);
-  launch(dq, dim3(blocks, heads), kThreads, smem, stream, p, in, g, Drow);
+  launch(dq, dim3(query_blocks, heads), kThreads, smem, stream, p, in, g, Drow);
   GATTN_CUDA_LAUNCH_CHECK("flash_bwd_dq_kernel");
 }
 
 template <class In>
 void dispatch_bwd(const FlashParams& p, const FlashBackwardInputs& in, const FlashBackwardOutputs& g,
                   CUstream_st* stream) {
-  const long long rows = p.B * p.H * p.T;
+  const long long rows = p.B * p.H * p.Tq;
   Scratch Drow(static_cast<std::size_t>(rows) * sizeof(float));
   const int threads = 256;
   const long long want = (rows + threads / 32 - 1) / (threads / 32);
@@ -69,7 +71,7 @@ long long flash_key_blocks(long long T) { return (T + flash::kBlockRows - 1) / f
 
 void flash_attention_backward(const FlashParams& p, const FlashBackwardInputs& in, const FlashBackwardOutputs& g,
                               CUstream_st* stream) {
-  flash::check_grid(p.B, p.H, p.T, "flash_attention_backward");
+  flash::check_grid(p, "flash_attention_backward");
   if (!g.dq || !g.dk || !g.dv || !in.d_out || !in.out || !in.lse)
     throw ValueError("flash_attention_backward: out, lse, d_out, dq, dk and dv are required");
   if (p.elem == FlashElem::bf16)

@@ -19,7 +19,7 @@ void launch_fwd(const FlashParams& p, const FlashForwardOutputs& o, CUstream_st*
   auto* kernel = flash_fwd_kernel<D, In>;
   if (smem > 48 * 1024)
     GATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const dim3 grid(static_cast<unsigned>(flash_query_blocks(p.T)), static_cast<unsigned>(p.B * p.H));
+  const dim3 grid(static_cast<unsigned>(flash_query_blocks(p.Tq)), static_cast<unsigned>(p.B * p.H));
   launch(kernel, grid, kThreads, smem, stream, p, o);
   GATTN_CUDA_LAUNCH_CHECK("flash_fwd_kernel");
 }
@@ -47,7 +47,7 @@ bool flash_head_dim_supported(long long d) { return d == 16 || d == 32 || d == 6
 long long flash_query_blocks(long long T) { return (T + flash::kBlockQ - 1) / flash::kBlockQ; }
 
 void flash_attention_forward(const FlashParams& p, const FlashForwardOutputs& o, CUstream_st* stream) {
-  flash::check_grid(p.B, p.H, p.T, "flash_attention_forward");
+  flash::check_grid(p, "flash_attention_forward");
   if (p.elem == FlashElem::bf16)
     flash::dispatch_fwd<std::uint16_t>(p, o, stream);
   else

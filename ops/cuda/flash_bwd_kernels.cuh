@@ -2,9 +2,9 @@
 // gradient element is written by one thread, its sums taken in a fixed order):
 //  1. flash_bwd_rowdot: D_i = Σ_x dO_ix·O_ix, one warp per row (fixed shuffle tree).
 //  2. flash_bwd_dkdv: one block per (64-key block, head), each warp owning 16 keys; walks the query
-//     tiles that see its keys, recomputes Sᵀ = K·Qᵀ and Pᵀ = exp(Sᵀ − L) from the saved row
-//     log-sum-exp, and accumulates dV = Aᵀ·dO, dK = scale·dSᵀ·Q and the per-key (column) sums:
-//     d col_bias_j = Σ_i dS_ij, d modulation_col_j = Σ_i du_ij, and the block's dL/dα partial.
+//     tiles that see its keys (all Tq queries when not causal), recomputes Sᵀ = K·Qᵀ and Pᵀ = exp(Sᵀ − L) from the
+//     saved row log-sum-exp, and accumulates dV = Aᵀ·dO, dK = scale·dSᵀ·Q and the per-key (column) sums: d col_bias_j =
+//     Σ_i dS_ij, d modulation_col_j = Σ_i du_ij, and the block's dL/dα partial.
 //  3. flash_bwd_dq: one block per (64-query block, head), each warp owning 16 queries; recomputes
 //     S and P, accumulates dQ = scale·dS·K and the per-query (row) sums: d row_bias_i = Σ_j dS_ij,
 //     d modulation_row_i = Σ_j du_ij.
@@ -50,7 +50,7 @@ __global__ void flash_bwd_rowdot_kernel(const In* out, const In* d_out, FlashBac
   const int lane = threadIdx.x % 32;
   const long long warps = static_cast<long long>(gridDim.x) * (blockDim.x / 32);
   for (long long r = blockIdx.x * static_cast<long long>(blockDim.x / 32) + threadIdx.x / 32; r < rows; r += warps) {
-    if (!row_active(p, r / p.T, r % p.T)) {  // the whole warp takes this branch
+    if (!row_active(p, r / p.Tq, r % p.Tq)) {  // the whole warp takes this branch
       if (lane == 0) Drow[r] = 0.0f;
       continue;
     }
@@ -85,23 +85,24 @@ __global__ void __launch_bounds__(kThreads)
   const In* k = static_cast<const In*>(p.k);
   const In* v = static_cast<const In*>(p.v);
   const In* d_out = static_cast<const In*>(in.d_out);
-  const long long T = p.T, bh = blockIdx.y, base = bh * T;
+  // Queries [B·H·Tq] from `base`, keys [B·H·Tk] from `kbase`.
+  const long long T = p.Tq, Tk = p.Tk, bh = blockIdx.y, base = bh * T, kbase = bh * Tk;
   const long long j0 = static_cast<long long>(blockIdx.x) * kBlockRows;  // block 0 (the most queries) first
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool modulated = p.modulation_row != nullptr;
   // The sequence's row flags, for staging dO as zeros on skipped rows (null: every row active).
   const std::int32_t* keep = p.active ? p.active + (bh / p.H) * T : nullptr;
 
-  stage_rows<kBlockRows, D, In>(sK, k + base * D, j0, T);
-  stage_rows<kBlockRows, D, In>(sV, v + base * D, j0, T);
+  stage_rows<kBlockRows, D, In>(sK, k + kbase * D, j0, Tk);
+  stage_rows<kBlockRows, D, In>(sV, v + kbase * D, j0, Tk);
   // This thread's two keys (rows of Sᵀ): h = 0 → c0/c1, h = 1 → c2/c3.
   long long key_j[2];
   float cb_j[2], mc_j[2];
   for (int h = 0; h < 2; ++h) {
     key_j[h] = j0 + warp * 16 + mma::c_row(lane, 2 * h);
-    const bool ok = key_j[h] < T;
-    cb_j[h] = (ok && p.col_bias) ? p.col_bias[base + key_j[h]] : 0.0f;
-    mc_j[h] = (ok && modulated) ? p.modulation_col[base + key_j[h]] : 0.0f;
+    const bool ok = key_j[h] < Tk;
+    cb_j[h] = (ok && p.col_bias) ? p.col_bias[kbase + key_j[h]] : 0.0f;
+    mc_j[h] = (ok && modulated) ? p.modulation_col[kbase + key_j[h]] : 0.0f;
   }
   float dk[kDT][4], dv[kDT][4];
 #pragma unroll
@@ -109,9 +110,11 @@ __global__ void __launch_bounds__(kThreads)
     for (int c = 0; c < 4; ++c) dk[t][c] = dv[t][c] = 0.0f;
   float col_ds[2] = {0, 0}, col_du[2] = {0, 0}, d_alpha = 0.0f;
 
-  // Queries that see a key of this block: i ≥ j0 and i − w < j0 + 64.
-  const long long i_end = p.window == 0 ? T : (j0 + kBlockRows - 1 + p.window < T ? j0 + kBlockRows - 1 + p.window : T);
-  for (long long i0 = j0; i0 < i_end; i0 += kQ) {
+  // Queries that see a key of this block: causal, i ≥ j0 and i − w < j0 + 64; else all of them.
+  const long long i_first = p.causal ? j0 : 0;
+  const long long i_end =
+      !p.causal || p.window == 0 ? T : (j0 + kBlockRows - 1 + p.window < T ? j0 + kBlockRows - 1 + p.window : T);
+  for (long long i0 = i_first; i0 < i_end; i0 += kQ) {
     if (!block_has_active_row(p, bh, i0, kQ)) continue;  // a barrier too: the previous tile is no longer read
     stage_rows<kQ, D, In>(sQ, q + base * D, i0, T);
     stage_rows<kQ, D, In>(sdO, d_out + base * D, i0, T, keep);
@@ -154,7 +157,7 @@ __global__ void __launch_bounds__(kThreads)
         const int h = c >> 1, col = t * 8 + mma::c_col(lane, c);
         const long long i = i0 + col, j = key_j[h];
         float a = 0.0f, ds = 0.0f;
-        if (sAct[col] && visible(i, j, T, p.window)) {
+        if (sAct[col] && visible(p, i, j)) {
           const float S = st[t][c] * p.scale + cb_j[h] + sRb[col];
           const float pij = expf(S - sL[col]);
           const float dH = sdH[col];
@@ -199,16 +202,16 @@ __global__ void __launch_bounds__(kThreads)
   for (int h = 0; h < 2; ++h) {
     const float cds = quad_sum(col_ds[h]), cdu = quad_sum(col_du[h]);
     const long long j = key_j[h];
-    if (j >= T) continue;
+    if (j >= Tk) continue;
 #pragma unroll
     for (int t = 0; t < kDT; ++t) {
       const int col = t * 8 + mma::c_col(lane, 2 * h);
-      Io<In>::store2(dk_out + (base + j) * D + col, dk[t][2 * h] * p.scale, dk[t][2 * h + 1] * p.scale);
-      Io<In>::store2(dv_out + (base + j) * D + col, dv[t][2 * h], dv[t][2 * h + 1]);
+      Io<In>::store2(dk_out + (kbase + j) * D + col, dk[t][2 * h] * p.scale, dk[t][2 * h + 1] * p.scale);
+      Io<In>::store2(dv_out + (kbase + j) * D + col, dv[t][2 * h], dv[t][2 * h + 1]);
     }
     if (mma::tig_of(lane) == 0) {
-      if (g.d_col_bias) g.d_col_bias[base + j] = cds;
-      if (g.d_modulation_col) g.d_modulation_col[base + j] = cdu;
+      if (g.d_col_bias) g.d_col_bias[kbase + j] = cds;
+      if (g.d_modulation_col) g.d_modulation_col[kbase + j] = cdu;
     }
   }
   if (g.d_alpha_partial) {
@@ -243,7 +246,7 @@ __global__ void __launch_bounds__(kThreads)
   const In* k = static_cast<const In*>(p.k);
   const In* v = static_cast<const In*>(p.v);
   const In* d_out = static_cast<const In*>(in.d_out);
-  const long long T = p.T, bh = blockIdx.y, base = bh * T;
+  const long long T = p.Tq, Tk = p.Tk, bh = blockIdx.y, base = bh * T, kbase = bh * Tk;
   const long long qb = static_cast<long long>(gridDim.x) - 1 - blockIdx.x;  // the longest query blocks first
   const long long i0 = qb * kBlockRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -285,17 +288,17 @@ __global__ void __launch_bounds__(kThreads)
     for (int c = 0; c < 4; ++c) dq[t][c] = 0.0f;
   float row_ds[2] = {0, 0}, row_du[2] = {0, 0};
 
-  const long long j_first = p.window == 0 ? 0 : (i0 - p.window + 1 > 0 ? i0 - p.window + 1 : 0);
-  const long long j_end = (i0 + kBlockRows < T) ? i0 + kBlockRows : T;
+  const long long j_first = first_visible_key(p, i0);
+  const long long j_end = end_visible_key(p, i0, kBlockRows);
   for (long long j0 = j_first / kK * kK; j0 < j_end; j0 += kK) {
     __syncthreads();
-    stage_rows<kK, D, In>(sK, k + base * D, j0, T);
-    stage_rows<kK, D, In>(sV, v + base * D, j0, T);
+    stage_rows<kK, D, In>(sK, k + kbase * D, j0, Tk);
+    stage_rows<kK, D, In>(sV, v + kbase * D, j0, Tk);
     for (int t = threadIdx.x; t < kK; t += kThreads) {
       const long long j = j0 + t;
-      const bool ok = j < T;
-      sColBias[t] = (ok && p.col_bias) ? p.col_bias[base + j] : 0.0f;
-      sMc[t] = (ok && modulated) ? p.modulation_col[base + j] : 0.0f;
+      const bool ok = j < Tk;
+      sColBias[t] = (ok && p.col_bias) ? p.col_bias[kbase + j] : 0.0f;
+      sMc[t] = (ok && modulated) ? p.modulation_col[kbase + j] : 0.0f;
     }
     __syncthreads();
 
@@ -325,7 +328,7 @@ __global__ void __launch_bounds__(kThreads)
         const int h = c >> 1, col = t * 8 + mma::c_col(lane, c);
         const long long i = row_i[h], j = j0 + col;
         float ds = 0.0f;
-        if (act[h] && visible(i, j, T, p.window)) {
+        if (act[h] && visible(p, i, j)) {
           const float S = s[t][c] * p.scale + sColBias[col] + rb_i[h];
           const float pij = expf(S - L_i[h]);
           float dA = da[t][c];

@@ -1,5 +1,6 @@
 // Forward kernel of the fused flash attention (FlashAttention-2 schedule): one block of 4 warps per
 // (64-query block, batch·head); each warp owns 16 query rows and walks the visible 64-key tiles
+// (up to the causal limit, or all Tk keys with the tail tile masked when not causal)
 // with an online softmax. S = Q·Kᵀ and A·V run on bf16 tensor cores (mma.sync m16n8k16, f32
 // accumulate); the bias terms, the mask, the modulation and the optional statistics are applied to
 // the S fragments in registers, so no T×T tensor exists. A block whose query rows are all skipped
@@ -46,11 +47,12 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
   const In* q = static_cast<const In*>(p.q);
   const In* k = static_cast<const In*>(p.k);
   const In* v = static_cast<const In*>(p.v);
-  const long long T = p.T;
+  const long long T = p.Tq, Tk = p.Tk;
   const long long bh = blockIdx.y;
   const long long qb = static_cast<long long>(gridDim.x) - 1 - blockIdx.x;  // the longest (last) query blocks first
   const long long i0 = qb * kBlockQ;
-  const long long base = bh * T;  // row offset of this head in [B·H·T]
+  const long long base = bh * T;    // row offset of this head's queries in [B·H·Tq]
+  const long long kbase = bh * Tk;  // and of its keys in [B·H·Tk]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool modulated = p.modulation_row != nullptr;
   const bool stats = o.row_entropy != nullptr;
@@ -104,17 +106,17 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) load_a(sQ, kStride, warp * 16, kk * 16, lane, qa[kk]);
 
-  const long long j_first = p.window == 0 ? 0 : (i0 - p.window + 1 > 0 ? i0 - p.window + 1 : 0);
-  const long long j_end = (i0 + kBlockQ < T) ? i0 + kBlockQ : T;  // keys [j_first, j_end) can be visible
+  const long long j_first = first_visible_key(p, i0);
+  const long long j_end = end_visible_key(p, i0, kBlockQ);  // keys [j_first, j_end) can be visible
   for (long long j0 = j_first / kBlockK * kBlockK; j0 < j_end; j0 += kBlockK) {
     __syncthreads();  // the previous tile's K, V and key terms are no longer read
-    stage_rows<kBlockK, D, In>(sK, k + base * D, j0, T);
-    stage_rows<kBlockK, D, In>(sV, v + base * D, j0, T);
+    stage_rows<kBlockK, D, In>(sK, k + kbase * D, j0, Tk);
+    stage_rows<kBlockK, D, In>(sV, v + kbase * D, j0, Tk);
     for (int t = threadIdx.x; t < kBlockK; t += kThreads) {
       const long long j = j0 + t;
-      const bool ok = j < T;
-      sColBias[t] = (ok && p.col_bias) ? p.col_bias[base + j] : 0.0f;
-      sModCol[t] = (ok && modulated) ? p.modulation_col[base + j] : 0.0f;
+      const bool ok = j < Tk;
+      sColBias[t] = (ok && p.col_bias) ? p.col_bias[kbase + j] : 0.0f;
+      sModCol[t] = (ok && modulated) ? p.modulation_col[kbase + j] : 0.0f;
     }
     __syncthreads();
 
@@ -140,7 +142,7 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
         const int h = c >> 1, col = t * 8 + mma::c_col(lane, c);
         const long long j = j0 + col;
         const float S = s[t][c] * p.scale + sColBias[col] + rb_i[h];
-        s[t][c] = act[h] && visible(row_i[h], j, T, p.window) ? S : -INFINITY;
+        s[t][c] = act[h] && visible(p, row_i[h], j) ? S : -INFINITY;
         tile_max[h] = fmaxf(tile_max[h], s[t][c]);
       }
     float corr[2], m_use[2];
@@ -217,10 +219,11 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
     const float e0q = stats ? quad_sum(e0[h]) : 0.0f, e1q = stats ? quad_sum(e1[h]) : 0.0f;
     const long long i = row_i[h];
     const bool in = act[h];                     // a skipped row has l = 0: its outputs are set to 0 below
-    const float inv_l = in ? 1.0f / lq : 0.0f;  // every computed row sees key i, so l ≥ 1
+    const float inv_l = in ? 1.0f / lq : 0.0f;  // every computed row sees its max key, so l ≥ 1
     const float L = in ? m[h] + logf(lq) : 0.0f;
     float sink = 0.0f;
-    if (stats && in && s0[h] != -INFINITY && i >= 1) sink = expf(s0[h] - L) * M0[h];
+    // Causal, query 0 is left out of the sink (it sees key 0 alone); not causal, every query counts.
+    if (stats && in && s0[h] != -INFINITY && (i >= 1 || !p.causal)) sink = expf(s0[h] - L) * M0[h];
     if (stats) sink = quad_sum(sink);  // only the lane holding column 0 has a non-zero term
     if (i >= T) continue;
 #pragma unroll

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "framework/tensor/error.h"
+#include "ops/cuda/flash_attention.h"
 #include "ops/cuda/flash_layout.h"
 
 // GATTN_CUDA_EMULATE: the emulation build compiles the kernels as host C++; emulation/kernel_model.h
@@ -158,11 +159,14 @@ __device__ __forceinline__ float quad_max(float x) {
   return x;
 }
 
-// Host: the grid is (T blocks, B·H); refuses what does not fit the grid's y dimension.
-inline void check_grid(long long B, long long H, long long T, const char* op) {
-  if (B * H > 65535)
-    throw ValueError(std::string(op) + ": B*H = " + std::to_string(B * H) + " exceeds 65535 heads per launch");
-  if (T <= 0) throw ValueError(std::string(op) + ": empty sequence");
+// Host: the grid is (Tq or Tk blocks, B·H); refuses what does not fit the grid's y dimension.
+inline void check_grid(const FlashParams& p, const char* op) {
+  if (p.B * p.H > 65535)
+    throw ValueError(std::string(op) + ": B*H = " + std::to_string(p.B * p.H) + " exceeds 65535 heads per launch");
+  if (p.Tq <= 0 || p.Tk <= 0) throw ValueError(std::string(op) + ": empty sequence");
+  if (p.causal && p.Tq != p.Tk)
+    throw ValueError(std::string(op) + ": a causal mask needs Tq = Tk, got " + std::to_string(p.Tq) + " and " +
+                     std::to_string(p.Tk));
 }
 
 }  // namespace gattn::cuda::flash

@@ -13,8 +13,8 @@ inline ops::AttentionResult reference_attention(const Tensor& q, const Tensor& k
   return ops::composed_attention(q, k, v, terms, options);
 }
 
-inline Tensor attention_hidden_mask(std::int64_t T, std::int64_t window) {
-  return ops::attention_hidden_mask(T, window);
+inline Tensor attention_hidden_mask(std::int64_t Tq, std::int64_t Tk, std::int64_t window, bool causal = true) {
+  return ops::attention_hidden_mask(Tq, Tk, window, causal);
 }
 
 }  // namespace gattn::test
