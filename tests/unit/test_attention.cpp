@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/autograd/grad_mode.h"
@@ -32,13 +33,15 @@ namespace {
 // kCol | kRel gives col_bias = log σ(f) − c.
 constexpr unsigned kNone = 0, kCol = 1, kRel = 2, kMod = 4, kRow = 8, kAll = kCol | kRel | kMod;
 
+// T is the query length; Tk the key length, 0 meaning T (self-attention).
 struct Dims {
-  std::int64_t B, H, T, d;
+  std::int64_t B, H, T, d, Tk = 0;
+  std::int64_t keys() const { return Tk ? Tk : T; }
 };
 
 std::string dims_str(const Dims& s) {
   return "B=" + std::to_string(s.B) + " H=" + std::to_string(s.H) + " T=" + std::to_string(s.T) +
-         " d=" + std::to_string(s.d);
+         (s.Tk ? " Tk=" + std::to_string(s.Tk) : std::string()) + " d=" + std::to_string(s.d);
 }
 
 // Leaf tensors for q, k, v and the chosen terms, each requiring grad. The terms have the shapes and
@@ -70,21 +73,24 @@ const char* const kLeafNames[] = {"q", "k", "v", "row_bias", "col_bias", "mod_ro
 Inputs make_inputs(const Dims& s, unsigned terms, std::uint64_t seed, double tau = 1.0, double alpha = 0.7) {
   NoGradGuard no_grad;
   Inputs in;
-  const Shape qs{s.B, s.H, s.T, s.d}, rs{s.B, s.H, s.T};
+  const std::int64_t Tk = s.keys(), Tmax = std::max(s.T, Tk);
+  const Shape qs{s.B, s.H, s.T, s.d}, ks{s.B, s.H, Tk, s.d}, rs{s.B, s.H, s.T}, cs{s.B, s.H, Tk};
   in.q = test::randn(qs, seed, 1.2);
-  in.k = test::randn(qs, seed + 1, 1.2);
-  in.v = test::randn(qs, seed + 2);
-  if (terms & kCol) in.col_bias = ops::log_sigmoid(test::randn(rs, seed + 3, 2.0));
+  in.k = test::randn(ks, seed + 1, 1.2);
+  in.v = test::randn(ks, seed + 2);
+  if (terms & kCol) in.col_bias = ops::log_sigmoid(test::randn(cs, seed + 3, 2.0));
   if (terms & kRel) {
-    const Tensor c = ops::cumsum(ops::log_sigmoid(ops::add_scalar(test::randn(rs, seed + 4), 2.0)), 2);
-    in.row_bias = c;
-    in.col_bias = in.col_bias.defined() ? in.col_bias - c : ops::neg(c);
+    // One prefix sum over the longer of the two lengths: rows take its first T values, columns its first Tk.
+    const Tensor c = ops::cumsum(ops::log_sigmoid(ops::add_scalar(test::randn({s.B, s.H, Tmax}, seed + 4), 2.0)), 2);
+    in.row_bias = ops::slice(c, 2, 0, s.T);
+    const Tensor c_k = ops::slice(c, 2, 0, Tk);
+    in.col_bias = in.col_bias.defined() ? in.col_bias - c_k : ops::neg(c_k);
   }
   if (terms & kRow)
     in.row_bias = in.row_bias.defined() ? in.row_bias + test::randn(rs, seed + 8) : test::randn(rs, seed + 8);
   if (terms & kMod) {
     in.mod_row = test::randn(rs, seed + 5, 1.5);
-    in.mod_col = test::randn(rs, seed + 6, 1.5);
+    in.mod_col = test::randn(cs, seed + 6, 1.5);
     in.mod_alpha = Tensor::from({alpha}, {1}, DType::f64);
     in.tau = tau;
   }
@@ -137,8 +143,9 @@ RunResult run(AttentionFn fn, const Inputs& in, const ops::AttentionOptions& opt
   return r;
 }
 
-ops::AttentionOptions options_for(const Inputs& in, std::int64_t window) {
+ops::AttentionOptions options_for(const Inputs& in, std::int64_t window, bool causal = true) {
   ops::AttentionOptions o;
+  o.causal = causal;
   o.window = window;
   o.entropy_output = true;
   o.modulation_entropy = in.modulated();
@@ -320,23 +327,26 @@ TEST(AttentionVsReference, SomeInputsWithoutGrad) {
   expect_matches_reference(only_v, options_for(only_v, 0), "only v");
 }
 
+// With the modulation's noise on: the reference draws the same Philox words, so noisy forward and
+// backward are comparable, and both advance the generator alike.
+void expect_noise_matches_reference(const Inputs& in, const ops::AttentionOptions& opt, const std::string& what) {
+  SCOPED_TRACE(what);
+  Generator g_fused(77, 3), g_ref(77, 3);
+  g_fused.reserve(8);  // start mid-stream
+  g_ref.reserve(8);
+  RunResult fused = run(ops::flash_attention, in, opt, {}, 99, &g_fused);
+  RunResult ref = run(test::reference_attention, in, opt, {}, 99, &g_ref);
+  EXPECT_EQ(g_fused.state().offset, g_ref.state().offset);
+  EXPECT_TRUE(test::all_close(fused.result.out, ref.result.out, 1e-9, 1e-9));
+  EXPECT_TRUE(test::all_close(fused.result.row_entropy, ref.result.row_entropy, 1e-9, 1e-9));
+  EXPECT_TRUE(test::all_close(fused.result.modulation_entropy, ref.result.modulation_entropy, 1e-9, 1e-9));
+  for (std::size_t i = 0; i < fused.grads.size(); ++i)
+    EXPECT_TRUE(test::all_close(fused.grads[i], ref.grads[i], 1e-9, 1e-9)) << "d" << kLeafNames[i];
+}
+
 TEST(AttentionVsReference, PairNoiseMatchesReference) {
-  // The reference draws the same Philox words, so noisy forward and backward are comparable.
   Inputs in = make_inputs({2, 2, 70, 16}, kAll, 5800, 0.9);
-  for (std::int64_t w : {0, 7}) {
-    ops::AttentionOptions opt = options_for(in, w);
-    Generator g_fused(77, 3), g_ref(77, 3);
-    g_fused.reserve(8);  // start mid-stream
-    g_ref.reserve(8);
-    RunResult fused = run(ops::flash_attention, in, opt, {}, 99, &g_fused);
-    RunResult ref = run(test::reference_attention, in, opt, {}, 99, &g_ref);
-    EXPECT_EQ(g_fused.state().offset, g_ref.state().offset);
-    EXPECT_TRUE(test::all_close(fused.result.out, ref.result.out, 1e-9, 1e-9));
-    EXPECT_TRUE(test::all_close(fused.result.row_entropy, ref.result.row_entropy, 1e-9, 1e-9));
-    EXPECT_TRUE(test::all_close(fused.result.modulation_entropy, ref.result.modulation_entropy, 1e-9, 1e-9));
-    for (std::size_t i = 0; i < fused.grads.size(); ++i)
-      EXPECT_TRUE(test::all_close(fused.grads[i], ref.grads[i], 1e-9, 1e-9)) << "d" << kLeafNames[i] << " window " << w;
-  }
+  for (std::int64_t w : {0, 7}) expect_noise_matches_reference(in, options_for(in, w), "window " + std::to_string(w));
 }
 
 // ---- statistics ----
@@ -416,9 +426,9 @@ Tensor all_outputs(const ops::AttentionResult& r) {
 
 // `active`: an i32 [B, T] active_queries mask, or undefined.
 void gradcheck_kind(const Dims& s, unsigned terms, std::int64_t window, double tau = 1.0, std::uint64_t noise_seed = 0,
-                    const Tensor& active = {}) {
+                    const Tensor& active = {}, bool causal = true) {
   SCOPED_TRACE(dims_str(s) + " terms=" + std::to_string(terms) + " window=" + std::to_string(window) +
-               (active.defined() ? " with skipped rows" : ""));
+               (active.defined() ? " with skipped rows" : "") + (causal ? "" : " not causal"));
   Inputs in = make_inputs(s, terms, 7000 + terms, tau);
   std::vector<Tensor> xs;
   for (const Tensor& t : in.leaves())
@@ -439,7 +449,7 @@ void gradcheck_kind(const Dims& s, unsigned terms, std::int64_t window, double t
     cur.tau = tau;
     // A fresh generator per call: every evaluation sees the same noise.
     Generator noise(noise_seed);
-    ops::AttentionOptions opt = options_for(cur, window);
+    ops::AttentionOptions opt = options_for(cur, window, causal);
     opt.active_queries = active;
     return all_outputs(ops::flash_attention(cur.q, cur.k, cur.v, cur.terms(noise_seed ? &noise : nullptr), opt));
   };
@@ -523,27 +533,35 @@ TEST(AttentionIdentity, RowBiasAloneIsNone) {
   expect_same_as_plain(in, 9, "random row_bias, window 9", 1e-11);
 }
 
+// The fused op in f32 agrees with itself in f64 on the same inputs: outputs and every gradient.
+void expect_f32_matches_f64(const Inputs& in64, const ops::AttentionOptions& o) {
+  Inputs in32 = to_dtype(in64, DType::f32);
+  for (Tensor t : in32.leaves())
+    if (t.defined()) t.set_requires_grad(true);
+  RunResult a = run(ops::flash_attention, in32, o);
+  RunResult b = run(ops::flash_attention, in64, o);
+  EXPECT_EQ(a.result.out.dtype(), DType::f32);
+  EXPECT_TRUE(test::all_close(a.result.out, b.result.out, 1e-5, 1e-4));
+  if (o.entropy_output) {
+    EXPECT_TRUE(test::all_close(a.result.row_entropy, b.result.row_entropy, 1e-5, 1e-4));
+  }
+  if (o.modulation_entropy) {
+    EXPECT_TRUE(test::all_close(a.result.modulation_entropy, b.result.modulation_entropy, 1e-3, 1e-5));
+  }
+  for (std::size_t i = 0; i < a.grads.size(); ++i) {
+    if (!b.grads[i].defined()) continue;
+    ASSERT_TRUE(a.grads[i].defined()) << "d" << kLeafNames[i];
+    // Gradients that sum over many rows (α, key/col terms) get a looser absolute tolerance.
+    EXPECT_TRUE(test::all_close(a.grads[i], b.grads[i], i == 7 ? 1e-3 : 2e-5, 1e-4)) << "d" << kLeafNames[i];
+  }
+}
+
 TEST(AttentionIdentity, Float32MatchesFloat64) {
   for (unsigned terms : {kNone, kAll})
     for (std::int64_t w : {0, 16}) {
       SCOPED_TRACE("terms=" + std::to_string(terms) + " window=" + std::to_string(w));
       Inputs in64 = make_inputs({1, 2, 100, 64}, terms, 8300 + terms);
-      Inputs in32 = to_dtype(in64, DType::f32);
-      for (Tensor t : in32.leaves())
-        if (t.defined()) t.set_requires_grad(true);
-      RunResult a = run(ops::flash_attention, in32, options_for(in32, w));
-      RunResult b = run(ops::flash_attention, in64, options_for(in64, w));
-      EXPECT_EQ(a.result.out.dtype(), DType::f32);
-      EXPECT_TRUE(test::all_close(a.result.out, b.result.out, 1e-5, 1e-4));
-      EXPECT_TRUE(test::all_close(a.result.row_entropy, b.result.row_entropy, 1e-5, 1e-4));
-      if (terms & kMod) {
-        EXPECT_TRUE(test::all_close(a.result.modulation_entropy, b.result.modulation_entropy, 1e-3, 1e-5));
-      }
-      for (std::size_t i = 0; i < a.grads.size(); ++i) {
-        if (!b.grads[i].defined()) continue;
-        // Gradients that sum over many rows (α, key/col terms) get a looser absolute tolerance.
-        EXPECT_TRUE(test::all_close(a.grads[i], b.grads[i], i == 7 ? 1e-3 : 2e-5, 1e-4)) << "d" << kLeafNames[i];
-      }
+      expect_f32_matches_f64(in64, options_for(in64, w));
     }
 }
 
@@ -554,20 +572,9 @@ TEST(AttentionIdentity, Float32ModulationFastPathMatchesFloat64) {
   for (unsigned terms : {kMod, kCol | kMod})
     for (std::int64_t w : {0, 16}) {
       SCOPED_TRACE("terms=" + std::to_string(terms) + " window=" + std::to_string(w));
-      Inputs in64 = make_inputs({2, 2, 130, 32}, terms, 8400 + terms, 0.8, 0.6);
-      Inputs in32 = to_dtype(in64, DType::f32);
-      for (Tensor t : in32.leaves())
-        if (t.defined()) t.set_requires_grad(true);
       ops::AttentionOptions o;
       o.window = w;
-      RunResult a = run(ops::flash_attention, in32, o);
-      RunResult b = run(ops::flash_attention, in64, o);
-      EXPECT_TRUE(test::all_close(a.result.out, b.result.out, 1e-5, 1e-4));
-      for (std::size_t i = 0; i < a.grads.size(); ++i) {
-        if (!b.grads[i].defined()) continue;
-        ASSERT_TRUE(a.grads[i].defined()) << "d" << kLeafNames[i];
-        EXPECT_TRUE(test::all_close(a.grads[i], b.grads[i], i == 7 ? 1e-3 : 2e-5, 1e-4)) << "d" << kLeafNames[i];
-      }
+      expect_f32_matches_f64(make_inputs({2, 2, 130, 32}, terms, 8400 + terms, 0.8, 0.6), o);
     }
 }
 
@@ -875,6 +882,132 @@ TEST(AttentionActiveQueries, CostFollowsTheActiveRows) {
   for (double x : out.to_vector()) ASSERT_EQ(x, 0.0);
 }
 
+// ---- not causal: an encoder's bidirectional self-attention and cross-attention (Tq ≠ Tk) ----
+
+// Query and key lengths equal and not, one of each, below, at and across the 64 tile on either side.
+const std::vector<Dims> kBidirectionalShapes = {{1, 1, 1, 16, 1},   {2, 3, 3, 16, 3},   {1, 2, 5, 16, 9},
+                                                {1, 2, 17, 32, 3},  {2, 1, 1, 16, 7},   {1, 2, 4, 16, 1},
+                                                {1, 2, 64, 32, 64}, {1, 2, 63, 64, 65}, {1, 2, 65, 128, 64},
+                                                {1, 2, 130, 32, 7}, {1, 1, 3, 16, 130}, {1, 2, 70, 16, 70}};
+
+void check_bidirectional(unsigned terms, double tau = 1.0, std::uint64_t seed = 20000,
+                         double hard_threshold = std::numeric_limits<double>::quiet_NaN()) {
+  for (const Dims& s : kBidirectionalShapes) {
+    Inputs in = make_inputs(s, terms, seed += 10, tau);
+    in.hard_threshold = hard_threshold;
+    expect_matches_reference(in, options_for(in, 0, /*causal=*/false), dims_str(s) + " not causal");
+  }
+}
+
+TEST(AttentionBidirectional, NoTerms) { check_bidirectional(kNone); }
+TEST(AttentionBidirectional, ColBias) { check_bidirectional(kCol); }
+TEST(AttentionBidirectional, RowAndColBias) {
+  check_bidirectional(kRel);
+  check_bidirectional(kRow | kCol, 1.0, 20500);
+}
+TEST(AttentionBidirectional, Modulation) { check_bidirectional(kMod, 0.7); }
+TEST(AttentionBidirectional, HardModulation) { check_bidirectional(kAll, 0.8, 21000, 0.45); }
+TEST(AttentionBidirectional, AllTerms) { check_bidirectional(kAll, 0.9, 21500); }
+
+TEST(AttentionBidirectional, NoiseMatchesReference) {
+  for (const Dims& s : {Dims{2, 2, 70, 16, 9}, Dims{1, 2, 5, 16, 70}, Dims{1, 1, 66, 16, 66}}) {
+    Inputs in = make_inputs(s, kAll, 22000, 0.9);
+    expect_noise_matches_reference(in, options_for(in, 0, false), dims_str(s));
+  }
+}
+
+TEST(AttentionBidirectional, ActiveQueriesMatchReference) {
+  std::uint64_t seed = 23000;
+  for (const Dims& s : {Dims{1, 2, 70, 16, 9}, Dims{2, 2, 130, 32, 66}, Dims{1, 1, 3, 8, 70}})
+    for (unsigned terms : {kNone, kCol | kRel, kAll}) {
+      Inputs in = make_inputs(s, terms, seed += 10, 0.8);
+      for (const Tensor& mask : {random_active(s.B, s.T, 0.0, seed), random_active(s.B, s.T, 0.5, seed + 1),
+                                 tiled_active(s.B, s.T, seed + 2)}) {
+        ops::AttentionOptions opt = options_for(in, 0, false);
+        opt.active_queries = mask;
+        expect_matches_reference(in, opt, dims_str(s) + " terms=" + std::to_string(terms));
+      }
+    }
+}
+
+TEST(AttentionBidirectional, StatsMatchReference) {
+  for (unsigned terms : {kNone, kCol | kRel, kMod, kAll})
+    for (const Dims& s : {Dims{1, 1, 1, 16, 1}, Dims{2, 2, 9, 16, 9}, Dims{2, 2, 5, 16, 9}, Dims{1, 2, 130, 16, 3},
+                          Dims{1, 2, 3, 16, 130}})
+      for (bool skip_rows : {false, true}) {
+        SCOPED_TRACE("terms=" + std::to_string(terms) + " " + dims_str(s) + (skip_rows ? " skipped rows" : ""));
+        Inputs in = make_inputs(s, terms, 24000 + terms);
+        ops::AttentionStats fused, ref;
+        ops::AttentionOptions opt;  // stats alone: no entropy output asked
+        opt.causal = false;
+        if (skip_rows) opt.active_queries = random_active(s.B, s.T, 0.5, 24100);
+        opt.stats = &fused;
+        ops::flash_attention(in.q, in.k, in.v, in.terms(), opt);
+        opt.stats = &ref;
+        test::reference_attention(in.q, in.k, in.v, in.terms(), opt);
+        expect_same_stats(fused, ref);
+        const std::int64_t rows = skip_rows ? s.H * count_active(opt.active_queries) : s.B * s.H * s.T;
+        EXPECT_EQ(fused.entropy_count, rows);
+        EXPECT_EQ(fused.sink_count, rows);  // every active query, i = 0 included
+        EXPECT_EQ(fused.modulation.count, in.modulated() ? rows * s.keys() : 0);
+      }
+}
+
+TEST(AttentionBidirectional, EqualScoresKnownValues) {
+  // q = 0: every row is uniform over all Tk keys (not the i + 1 a causal mask shows it): output the
+  // mean of v, entropy ln Tk, A_i0 = 1/Tk for every query, query 0 included.
+  for (const auto& [Tq, Tk] : std::vector<std::pair<std::int64_t, std::int64_t>>{{5, 5}, {3, 7}, {7, 3}, {2, 70}}) {
+    SCOPED_TRACE("Tq=" + std::to_string(Tq) + " Tk=" + std::to_string(Tk));
+    Tensor q = Tensor::zeros({1, 1, Tq, 4}, DType::f64), kv = test::randn({1, 1, Tk, 4}, 24200);
+    ops::AttentionStats st;
+    ops::AttentionOptions opt;
+    opt.causal = false;
+    opt.stats = &st;
+    const Tensor out = ops::flash_attention(q, kv, kv, {}, opt).out;
+    const std::vector<double> o = out.to_vector(), v = kv.to_vector();
+    for (std::int64_t i = 0; i < Tq; ++i)
+      for (std::int64_t x = 0; x < 4; ++x) {
+        double mean = 0;
+        for (std::int64_t j = 0; j < Tk; ++j) mean += v[static_cast<std::size_t>(j * 4 + x)] / static_cast<double>(Tk);
+        EXPECT_NEAR(o[static_cast<std::size_t>(i * 4 + x)], mean, 1e-12);
+      }
+    EXPECT_NEAR(st.entropy_sum, static_cast<double>(Tq) * std::log(static_cast<double>(Tk)), 1e-12);
+    EXPECT_NEAR(st.sink_sum, static_cast<double>(Tq) / static_cast<double>(Tk), 1e-12);
+    EXPECT_EQ(st.sink_count, Tq);
+  }
+}
+
+TEST(AttentionBidirectional, Float32MatchesFloat64) {
+  // The general loops (entropies on) and the vectorised modulation ones (none asked), f32 against f64.
+  for (const Dims& s : {Dims{2, 2, 130, 32, 70}, Dims{1, 2, 9, 64, 130}})
+    for (unsigned terms : {kNone, kMod, kAll}) {
+      SCOPED_TRACE("terms=" + std::to_string(terms) + " " + dims_str(s));
+      Inputs in64 = make_inputs(s, terms, 24300 + terms, 0.8, 0.6);
+      expect_f32_matches_f64(in64, options_for(in64, 0, false));
+      ops::AttentionOptions plain;
+      plain.causal = false;
+      expect_f32_matches_f64(in64, plain);
+    }
+}
+
+TEST(AttentionGradcheck, NotCausal) {
+  gradcheck_kind({1, 2, 5, 3}, kNone, 0, 1.0, 0, {}, false);
+  gradcheck_kind({1, 2, 5, 3}, kAll, 0, 0.8, 0, {}, false);
+}
+TEST(AttentionGradcheck, Cross) {
+  gradcheck_kind({1, 2, 3, 3, 5}, kNone, 0, 1.0, 0, {}, false);
+  gradcheck_kind({2, 1, 5, 3, 2}, kAll, 0, 0.8, 0, {}, false);
+  gradcheck_kind({1, 2, 4, 3, 6}, kRow | kCol, 0, 1.0, 0, {}, false);
+  gradcheck_kind({1, 2, 3, 3, 4}, kMod, 0, 1.5, 42, {}, false);  // with the modulation's noise
+}
+TEST(AttentionGradcheck, CrossAcrossTiles) {
+  gradcheck_kind({1, 1, 3, 1, 66}, kAll, 0, 0.9, 0, {}, false);
+  gradcheck_kind({1, 1, 66, 1, 3}, kAll, 0, 0.9, 0, {}, false);
+}
+TEST(AttentionGradcheck, CrossWithSkippedRows) {
+  gradcheck_kind({1, 2, 6, 3, 4}, kAll, 0, 0.8, 0, Tensor::from_ints({1, 0, 1, 1, 0, 1}, {1, 6}), false);
+}
+
 // ---- bad input: typed errors naming the op and the shapes ----
 
 // Expects `fn` to throw E with a message containing every one of `needles`.
@@ -985,6 +1118,58 @@ TEST(AttentionErrors, ActiveQueriesMustBeI32BT) {
   expect_error<ValueError>([&] { ops::flash_attention(q, q, q, {}, opt); },
                            {"flash_attention", "active_queries", "f64"});
   expect_error<ValueError>([&] { test::reference_attention(q, q, q, {}, opt); }, {"active_queries"});
+}
+
+TEST(AttentionErrors, WindowNeedsCausal) {
+  Inputs in = make_inputs({1, 2, 5, 8}, kNone, 30);
+  ops::AttentionOptions opt;
+  opt.causal = false;
+  opt.window = 3;
+  expect_error<ValueError>([&] { ops::flash_attention(in.q, in.k, in.v, {}, opt); },
+                           {"flash_attention", "window 3", "causal"});
+  expect_error<ValueError>([&] { test::reference_attention(in.q, in.k, in.v, {}, opt); },
+                           {"composed_attention", "window 3", "causal"});
+}
+
+TEST(AttentionErrors, CausalNeedsEqualLengths) {
+  Inputs in = make_inputs({1, 2, 5, 8, 9}, kNone, 31);
+  expect_error<ValueError>([&] { ops::flash_attention(in.q, in.k, in.v); }, {"flash_attention", "Tq 5", "Tk 9"});
+  expect_error<ValueError>([&] { test::reference_attention(in.q, in.k, in.v); },
+                           {"composed_attention", "Tq 5", "Tk 9"});
+}
+
+TEST(AttentionErrors, CrossShapes) {
+  Inputs in = make_inputs({1, 2, 5, 8, 9}, kAll, 32);
+  ops::AttentionOptions opt;
+  opt.causal = false;
+  // Each term with the other length: row terms are [B, H, Tq] = [1, 2, 5], column terms [1, 2, 9].
+  auto expect_term_error = [&](Tensor ops::AttentionTerms::*field, const char* name, const Shape& wrong,
+                               const char* want) {
+    ops::AttentionTerms g = in.terms();
+    g.*field = Tensor::zeros(wrong, DType::f64);
+    const std::string got = shape_str(wrong);
+    expect_error<ShapeError>([&] { ops::flash_attention(in.q, in.k, in.v, g, opt); },
+                             {"flash_attention", name, got, want});
+    expect_error<ShapeError>([&] { test::reference_attention(in.q, in.k, in.v, g, opt); },
+                             {"composed_attention", name, got, want});
+  };
+  expect_term_error(&ops::AttentionTerms::row_bias, "row_bias", {1, 2, 9}, "[1, 2, 5]");
+  expect_term_error(&ops::AttentionTerms::col_bias, "col_bias", {1, 2, 5}, "[1, 2, 9]");
+  expect_term_error(&ops::AttentionTerms::modulation_row, "modulation_row", {1, 2, 9}, "[1, 2, 5]");
+  expect_term_error(&ops::AttentionTerms::modulation_col, "modulation_col", {1, 2, 5}, "[1, 2, 9]");
+  // active_queries has one flag per query, [B, Tq].
+  opt.active_queries = Tensor::from_ints(std::vector<std::int32_t>(9, 1), {1, 9});
+  expect_error<ValueError>([&] { ops::flash_attention(in.q, in.k, in.v, {}, opt); },
+                           {"flash_attention", "active_queries", "[1, 5]"});
+  opt.active_queries = Tensor();
+  // k and v of different lengths, or a head dim or batch other than q's.
+  const Tensor v8 = test::randn({1, 2, 8, 8}, 33), k4 = test::randn({1, 2, 9, 4}, 34),
+               k_b = test::randn({2, 2, 9, 8}, 35);
+  expect_error<ShapeError>([&] { ops::flash_attention(in.q, in.k, v8, {}, opt); },
+                           {"flash_attention", "[1, 2, 9, 8]", "[1, 2, 8, 8]"});
+  expect_error<ShapeError>([&] { ops::flash_attention(in.q, k4, k4, {}, opt); }, {"flash_attention", "[1, 2, 9, 4]"});
+  expect_error<ShapeError>([&] { ops::flash_attention(in.q, k_b, k_b, {}, opt); }, {"flash_attention", "[2, 2, 9, 8]"});
+  expect_error<ShapeError>([&] { test::reference_attention(in.q, in.k, v8, {}, opt); }, {"composed_attention"});
 }
 
 TEST(AttentionErrors, UndefinedInput) {
