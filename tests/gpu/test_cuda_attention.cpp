@@ -1,6 +1,7 @@
 // flash_attention on CUDA tensors in f32 (composed from the primitive CUDA ops) against the CPU's
 // fused kernel: outputs, row entropies, statistics and the gradients of q, k, v and every term, for
-// each term alone and together, windows, skipped query rows and odd T.
+// each term alone and together, windows, skipped query rows and odd T; not causal, with query and
+// key lengths equal or not.
 #include <gtest/gtest.h>
 
 #include "cuda_test_util.h"
@@ -17,26 +18,31 @@ using test::frand;
 using test::Tolerance;
 
 // Terms as the gates give them: col_bias = log σ(f) (score), a prefix sum c as row_bias = c and
-// col_bias = −c (forget), the modulation terms (pair); skip_rows: an active_queries mask.
+// col_bias = −c (forget), the modulation terms (pair); skip_rows: an active_queries mask; Tk the
+// key length (0: T); causal false: every query sees every key.
 struct Case {
   const char* name;
   bool col_bias, prefix_difference, modulation;
   std::int64_t window;
   std::int64_t T;
   bool skip_rows = false;
+  std::int64_t Tk = 0;
+  bool causal = true;
 };
 
-// inputs: q, k, v [B, H, T, d], then the case's terms in the order f (col_bias = log σ(f)), c
-// (prefix sums), modulation_row, modulation_col, modulation_alpha, then the i32 mask. `what` picks
-// the output compared: 0 = out, 1 = row entropy.
+// inputs: q [B, H, T, d], k, v [B, H, Tk, d], then the case's terms in the order f (col_bias =
+// log σ(f)), c (prefix sums: one for rows and columns, or with Tk ≠ T one per length),
+// modulation_row, modulation_col, modulation_alpha, then the i32 mask. `what` picks the output
+// compared: 0 = out, 1 = row entropy.
 Tensor run_case(const Case& c, const std::vector<Tensor>& in, int what) {
   ops::AttentionTerms terms;
   std::size_t next = 3;
   if (c.col_bias) terms.col_bias = ops::log_sigmoid(in[next++]);
   if (c.prefix_difference) {
     const Tensor& cum = in[next++];
+    const Tensor& cum_k = c.Tk ? in[next++] : cum;
     terms.row_bias = cum;
-    terms.col_bias = terms.col_bias.defined() ? terms.col_bias - cum : ops::neg(cum);
+    terms.col_bias = terms.col_bias.defined() ? terms.col_bias - cum_k : ops::neg(cum_k);
   }
   if (c.modulation) {
     terms.modulation_row = in[next++];
@@ -44,6 +50,7 @@ Tensor run_case(const Case& c, const std::vector<Tensor>& in, int what) {
     terms.modulation_alpha = in[next++];
   }
   ops::AttentionOptions options;
+  options.causal = c.causal;
   options.window = c.window;
   options.entropy_output = what == 1;
   if (c.skip_rows) options.active_queries = in[next++];
@@ -52,14 +59,17 @@ Tensor run_case(const Case& c, const std::vector<Tensor>& in, int what) {
 }
 
 std::vector<Tensor> case_inputs(const Case& c, std::uint64_t seed) {
-  const std::int64_t B = 2, H = 3, d = 16, T = c.T;
-  std::vector<Tensor> in{frand({B, H, T, d}, seed), frand({B, H, T, d}, seed + 1), frand({B, H, T, d}, seed + 2)};
-  if (c.col_bias) in.push_back(frand({B, H, T}, seed + 3, -2.0, 2.0));
+  const std::int64_t B = 2, H = 3, d = 16, T = c.T, Tk = c.Tk ? c.Tk : c.T;
+  std::vector<Tensor> in{frand({B, H, T, d}, seed), frand({B, H, Tk, d}, seed + 1), frand({B, H, Tk, d}, seed + 2)};
+  if (c.col_bias) in.push_back(frand({B, H, Tk}, seed + 3, -2.0, 2.0));
   // A decreasing prefix sum of log-sigmoids, as the forget gate makes it.
-  if (c.prefix_difference) in.push_back(frand({B, H, T}, seed + 4, -0.5, 0.0));
+  if (c.prefix_difference) {
+    in.push_back(frand({B, H, T}, seed + 4, -0.5, 0.0));
+    if (c.Tk) in.push_back(frand({B, H, Tk}, seed + 9, -0.5, 0.0));
+  }
   if (c.modulation) {
     in.push_back(frand({B, H, T}, seed + 5));
-    in.push_back(frand({B, H, T}, seed + 6));
+    in.push_back(frand({B, H, Tk}, seed + 6));
     in.push_back(frand({1}, seed + 7, 0.2, 0.8));
   }
   if (c.skip_rows) {
@@ -81,6 +91,9 @@ const Case kCases[] = {
     {"modulation", false, false, true, 0, 23},
     {"all_terms_window", true, true, true, 7, 41},
     {"all_terms_skip_rows", true, true, true, 0, 43, true},
+    {"not_causal", false, false, false, 0, 37, false, 0, false},
+    {"cross_all_terms", true, true, true, 0, 29, false, 45, false},
+    {"cross_all_terms_skip_rows", true, true, true, 0, 43, true, 17, false},
 };
 
 TEST(CudaAttention, OutputsAndGradientsMatchTheCpuKernel) {

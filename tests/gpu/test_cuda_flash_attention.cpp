@@ -3,7 +3,7 @@
 // f64 on the same bf16-rounded inputs: output, statistics and every gradient, for the terms the gate
 // kinds give (none; a column bias, score; row and column biases of a prefix sum, forget; the
 // modulation, pair, with and without noise), windows, skipped query rows, head dims 16/32/64/128
-// and ragged T.
+// and ragged T; not causal (an encoder's self-attention) and cross-attention with Tq ≠ Tk.
 //
 // Tolerances (inputs in [−1, 1]; the CPU reference is exact up to f64):
 //  - The kernels read the very same bf16 values, accumulate in f32 (error ~T·2⁻²⁴, negligible) and
@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda_test_util.h"
@@ -35,6 +36,7 @@
 #include "ops/cuda_attention.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+#include "ops/shape.h"
 
 namespace gattn {
 namespace {
@@ -45,6 +47,7 @@ struct Kind {
   const char* name;
   bool col_bias, prefix_difference, modulation, noise;
   std::int64_t window;
+  bool causal = true;
 };
 
 const Kind kKinds[] = {
@@ -75,21 +78,26 @@ struct Inputs {
 
 // bf16-exact values in [−1, 1] for q, k, v (f32 tensors holding bf16-rounded values), f32 terms:
 // col_bias in [−2, 0] (log σ), a prefix sum c in [−0.5, 0] as row_bias = c and col_bias −= c.
-Inputs make_inputs(const Kind& c, std::int64_t B, std::int64_t H, std::int64_t T, std::int64_t d, std::uint64_t seed) {
+// T queries and Tk keys (0: T).
+Inputs make_inputs(const Kind& c, std::int64_t B, std::int64_t H, std::int64_t T, std::int64_t d, std::uint64_t seed,
+                   std::int64_t Tk = 0) {
   auto bf16_exact = [](const Tensor& t) { return t.to(DType::bf16).to(DType::f32); };
+  if (Tk == 0) Tk = T;
   Inputs in;
   in.q = bf16_exact(frand({B, H, T, d}, seed));
-  in.k = bf16_exact(frand({B, H, T, d}, seed + 1));
-  in.v = bf16_exact(frand({B, H, T, d}, seed + 2));
-  if (c.col_bias) in.col_bias = frand({B, H, T}, seed + 3, -2.0, 0.0);
+  in.k = bf16_exact(frand({B, H, Tk, d}, seed + 1));
+  in.v = bf16_exact(frand({B, H, Tk, d}, seed + 2));
+  if (c.col_bias) in.col_bias = frand({B, H, Tk}, seed + 3, -2.0, 0.0);
   if (c.prefix_difference) {
-    const Tensor cum = frand({B, H, T}, seed + 4, -0.5, 0.0);
-    in.row_bias = cum;
-    in.col_bias = in.col_bias.defined() ? in.col_bias - cum : ops::neg(cum);
+    // One sequence of values over the longer length: rows take the first T, columns the first Tk.
+    const Tensor cum = frand({B, H, std::max(T, Tk)}, seed + 4, -0.5, 0.0);
+    in.row_bias = ops::slice(cum, 2, 0, T);
+    const Tensor cum_k = ops::slice(cum, 2, 0, Tk);
+    in.col_bias = in.col_bias.defined() ? in.col_bias - cum_k : ops::neg(cum_k);
   }
   if (c.modulation) {
     in.mod_row = frand({B, H, T}, seed + 5, -2.0, 2.0);
-    in.mod_col = frand({B, H, T}, seed + 6, -2.0, 2.0);
+    in.mod_col = frand({B, H, Tk}, seed + 6, -2.0, 2.0);
     in.mod_alpha = frand({1}, seed + 7, 0.2, 0.8);
   }
   return in;
@@ -121,6 +129,7 @@ Outcome run_case(const Kind& c, Inputs in, const Tensor& d_out, std::uint64_t no
   terms.modulation_temperature = c.noise ? 0.7 : 1.0;
   if (c.noise) terms.modulation_noise = &gen;
   ops::AttentionOptions options;
+  options.causal = c.causal;
   options.window = c.window;
   if (active.defined()) options.active_queries = active.to(in.q.device());
   Outcome r;
@@ -404,6 +413,89 @@ TEST(CudaFlashAttention, SkippedQueryRowsMatchTheCpuOp) {
               }
             }
         }
+}
+
+// Not causal: every query sees all Tk keys (the tail key tile masked), with query and key lengths
+// of their own (separate strides, grids and d_alpha partials per key block). Output, statistics
+// (the sink counts query 0 too) and every gradient with the bounds above; then the row-entropy
+// output and its gradient with skipped query rows, through f32 tensors under autocast.
+const Kind kNotCausalKinds[] = {
+    {"not_causal", false, false, false, false, 0, false},
+    {"not_causal_all_terms", true, true, true, false, 0, false},
+    {"not_causal_modulation_noise", false, false, true, true, 0, false},
+};
+const std::pair<std::int64_t, std::int64_t> kQueryKeyLengths[] = {{1, 1},    {37, 37}, {5, 9},  {17, 3},
+                                                                  {130, 70}, {3, 130}, {64, 65}};
+
+TEST(CudaFlashAttention, NotCausalAndCrossMatchTheCpuOp) {
+  GATTN_REQUIRE_DEVICE();
+  const std::int64_t B = 2, H = 2;
+  std::uint64_t seed = 30000;
+  for (std::int64_t d : {32, 128})
+    for (const auto& [Tq, Tk] : kQueryKeyLengths)
+      for (const Kind& c : kNotCausalKinds) {
+        SCOPED_TRACE(std::string(c.name) + " d=" + std::to_string(d) + " Tq=" + std::to_string(Tq) +
+                     " Tk=" + std::to_string(Tk));
+        const Inputs in = make_inputs(c, B, H, Tq, d, seed += 10, Tk);
+        const Tensor d_out = frand({B, H, Tq, d}, seed + 9).to(DType::bf16);
+        const Outcome want = run_case(c, leaves(in, DType::f64, DType::f64, Device::cpu), d_out.to(DType::f64), 77);
+        const Outcome got = run_case(c, leaves(in, DType::bf16, DType::f32, Device::cuda), d_out, 77);
+        EXPECT_TRUE(close(got.out, want.out, std::ldexp(1.0, -7), 0.0, "out"));
+        // One key: the logit gradients vanish exactly, as at T = 1 above.
+        const double grad_atol = Tk == 1 ? std::ldexp(static_cast<double>(d), -9) : 1e-4;
+        for (std::size_t i = 0; i < got.grads.size(); ++i)
+          EXPECT_TRUE(close_grad(got.grads, want.grads, i, grad_atol, std::ldexp(1.0, -5), kGradNames[i]));
+        expect_same_stats(got.stats, want.stats);
+        EXPECT_EQ(got.stats.sink_count, B * H * Tq);
+      }
+}
+
+TEST(CudaFlashAttention, NotCausalRowEntropyWithSkippedRowsMatchesTheCpuOp) {
+  GATTN_REQUIRE_DEVICE();
+  const std::int64_t B = 2, H = 2;
+  std::uint64_t seed = 31000;
+  for (std::int64_t d : {32, 128})
+    for (const auto& [Tq, Tk] : {std::pair<std::int64_t, std::int64_t>{130, 70}, {5, 130}})
+      for (const Kind& c : kNotCausalKinds) {
+        SCOPED_TRACE(std::string(c.name) + " d=" + std::to_string(d) + " Tq=" + std::to_string(Tq) +
+                     " Tk=" + std::to_string(Tk));
+        const Inputs in = make_inputs(c, B, H, Tq, d, seed += 10, Tk);
+        const Tensor active = active_mask(0, B, Tq, seed + 7);
+        const Tensor g_out = frand({B, H, Tq, d}, seed + 8), g_ent = frand({B, H, Tq}, seed + 9);
+        auto go = [&](Inputs x, DType dtype, Device device, ops::AttentionStats* stats) {
+          Generator gen(55, 1);
+          ops::AttentionTerms terms = x.terms();
+          if (c.noise) terms.modulation_noise = &gen;
+          ops::AttentionOptions options;
+          options.causal = false;
+          options.entropy_output = true;
+          options.active_queries = active.to(device);
+          options.stats = stats;
+          const ops::AttentionResult r = ops::flash_attention(x.q, x.k, x.v, terms, options);
+          const Tensor loss =
+              ops::sum(r.out * g_out.to(dtype).to(device)) + ops::sum(r.row_entropy * g_ent.to(dtype).to(device));
+          loss.backward();
+          std::vector<Tensor> grads;
+          for (Tensor* t : x.all()) grads.push_back(t->defined() ? t->grad() : Tensor());
+          return std::make_pair(r.row_entropy.detach(), grads);
+        };
+        ops::AttentionStats want_stats, got_stats;
+        const auto want = go(leaves(in, DType::f64, DType::f64, Device::cpu), DType::f64, Device::cpu, &want_stats);
+        std::pair<Tensor, std::vector<Tensor>> got;
+        {
+          ops::AutocastScope scope(ops::ComputePrecision::bf16);
+          Inputs x = leaves(in, DType::f32, DType::f32, Device::cuda);
+          ops::AttentionOptions options;
+          options.causal = false;
+          options.entropy_output = true;
+          ASSERT_TRUE(ops::cuda_attention_fused(x.q, options));
+          got = go(x, DType::f32, Device::cuda, &got_stats);
+        }
+        EXPECT_TRUE(close(got.first, want.first, 1e-5, 1e-4, "row_entropy"));
+        for (std::size_t i = 0; i < got.second.size(); ++i)
+          EXPECT_TRUE(close_grad(got.second, want.second, i, 1e-4, std::ldexp(1.0, -5), kGradNames[i]));
+        expect_same_stats(got_stats, want_stats);
+      }
 }
 
 // bf16 inputs the kernels do not take (head dim 24, or the modulation entropy output) run the
