@@ -6,14 +6,11 @@
 #include <cstring>
 
 #include "framework/data/errors.h"
+#include "framework/data/token_shard_format.h"
 
 namespace gattn {
 
 namespace {
-
-constexpr std::int32_t kMagic = 20240520;
-constexpr std::int32_t kVersion = 1;
-constexpr std::size_t kHeaderBytes = 1024;
 
 void put_le32(unsigned char* p, std::int32_t v) {
   const auto u = static_cast<std::uint32_t>(v);
@@ -35,7 +32,7 @@ void TokenShardWriter::open_next() {
   const std::filesystem::path path = dir_ / name;
   file_ = std::fopen(path.c_str(), "wb");
   if (!file_) throw DataError("cannot create token shard " + path.string() + ": " + std::strerror(errno));
-  const std::vector<unsigned char> zeros(kHeaderBytes, 0);
+  const std::vector<unsigned char> zeros(kShardHeaderBytes, 0);
   if (std::fwrite(zeros.data(), 1, zeros.size(), file_) != zeros.size())
     throw DataError("cannot write token shard " + path.string() + ": " + std::strerror(errno));
   shards_.push_back({name, 0});
@@ -44,8 +41,8 @@ void TokenShardWriter::open_next() {
 void TokenShardWriter::close_current() {
   if (!file_) return;
   unsigned char header[12];
-  put_le32(header, kMagic);
-  put_le32(header + 4, kVersion);
+  put_le32(header, kShardMagic);
+  put_le32(header + 4, kShardVersion);
   put_le32(header + 8, static_cast<std::int32_t>(shards_.back().tokens));
   const std::string path = (dir_ / shards_.back().file).string();
   const bool ok = std::fseek(file_, 0, SEEK_SET) == 0 && std::fwrite(header, 1, sizeof header, file_) == sizeof header;

@@ -10,14 +10,12 @@
 #include <cstring>
 
 #include "framework/data/errors.h"
+#include "framework/data/token_shard_format.h"
 #include "framework/io/input_file.h"
 
 namespace gattn::data_detail {
 namespace {
 
-constexpr std::int32_t kShardMagic = 20240520;
-constexpr std::int32_t kShardVersion = 1;
-constexpr std::size_t kHeaderBytes = 256 * 4;
 // The scan reads this many tokens (1 MiB) between checks and releases of the pages behind it.
 constexpr std::int64_t kScanChunk = std::int64_t{1} << 19;
 
@@ -50,11 +48,11 @@ std::string pread_exact(int fd, void* buf, std::size_t n, off_t offset) {
 // The token count of the shard open as file, after checking its header against its size.
 std::int64_t read_header(const InputFile& file, const std::string& path) {
   const std::uint64_t file_size = file.size();
-  if (file_size < kHeaderBytes)
+  if (file_size < kShardHeaderBytes)
     throw DataError("token shard " + path + " is truncated: " + std::to_string(file_size) +
                     " bytes, shorter than the 1024-byte header");
-  unsigned char header[kHeaderBytes];
-  const std::string why = pread_exact(file.fd(), header, kHeaderBytes, 0);
+  unsigned char header[kShardHeaderBytes];
+  const std::string why = pread_exact(file.fd(), header, kShardHeaderBytes, 0);
   if (!why.empty()) throw DataError(input_file_message("the token shard", path, why));
   const std::int32_t magic = read_le_i32(header), version = read_le_i32(header + 4), count = read_le_i32(header + 8);
   if (magic != kShardMagic)
@@ -62,7 +60,7 @@ std::int64_t read_header(const InputFile& file, const std::string& path) {
   if (version != kShardVersion)
     throw DataError("token shard " + path + " has unsupported version " + std::to_string(version) + " (expected 1)");
   if (count < 0) throw DataError("token shard " + path + " has a negative token count " + std::to_string(count));
-  const std::uint64_t expected = kHeaderBytes + 2 * static_cast<std::uint64_t>(count);
+  const std::uint64_t expected = kShardHeaderBytes + 2 * static_cast<std::uint64_t>(count);
   if (file_size != expected)
     throw DataError("token shard " + path + " is " + std::to_string(file_size) + " bytes but its header promises " +
                     std::to_string(count) + " tokens (" + std::to_string(expected) + " bytes)");
@@ -96,7 +94,7 @@ TokenShards::TokenShards(const std::vector<std::string>& files, Access access)
                           (e == ENOMEM ? " (the shards need as much address space as their size: ulimit -v?)" : ""));
         }
         shard.map = map;
-        shard.tokens = reinterpret_cast<const std::uint16_t*>(static_cast<const char*>(map) + kHeaderBytes);
+        shard.tokens = reinterpret_cast<const std::uint16_t*>(static_cast<const char*>(map) + kShardHeaderBytes);
         ::madvise(map, shard.map_bytes, advice_);
       }
       shards_.push_back(shard);
@@ -155,13 +153,13 @@ std::int64_t TokenShards::scan_shard(const Shard& shard, std::int64_t vocab) con
       while (le16(shard.tokens[i]) < vocab) ++i;
       throw DataError(
           "token shard " + shard.path + " holds token id " + std::to_string(le16(shard.tokens[i])) + " at token " +
-          std::to_string(i) + " (byte offset " + std::to_string(kHeaderBytes + 2 * static_cast<std::uint64_t>(i)) +
+          std::to_string(i) + " (byte offset " + std::to_string(kShardHeaderBytes + 2 * static_cast<std::uint64_t>(i)) +
           ") of the shard, outside the model's vocabulary (model.vocab_size " + std::to_string(vocab) + ")");
     }
     max_id = std::max(max_id, chunk_max);
     // Drop the whole pages read so far: the page cache keeps them, but they leave this process's
     // resident set, which otherwise would grow by the size of the data set.
-    const std::size_t done = (kHeaderBytes + 2 * static_cast<std::size_t>(end)) / page * page;
+    const std::size_t done = (kShardHeaderBytes + 2 * static_cast<std::size_t>(end)) / page * page;
     if (done > released) {
       ::madvise(base + released, done - released, MADV_DONTNEED);
       released = done;

@@ -268,9 +268,47 @@ TEST(CudaFlashAttention, BackwardIsBitwiseDeterministic) {
   }
 }
 
-// The differentiable row-entropy output (attn_entropy regularisation) on the fused kernels, through
-// f32 tensors under autocast: H and the gradients of Σ out·gO + Σ H·gH. H itself sees no bf16
-// rounding beyond the inputs (1e-4); the gradients get the 2⁻⁵ bound above.
+// The row-entropy output and the gradients of Σ out·gO + Σ H·gH, from the fused CUDA kernels under
+// bf16 autocast (f32 tensors) against the CPU op in f64, for attention `options` (entropy_output is
+// set here; an active_queries mask is given on the CPU). H itself sees no bf16 rounding beyond the
+// inputs (1e-4); the gradients get the 2⁻⁵ bound above. With `compare_stats` the forward's
+// statistics must match too.
+void expect_row_entropy_matches_cpu(const Kind& c, const Inputs& in, ops::AttentionOptions options, const Tensor& g_out,
+                                    const Tensor& g_ent, bool compare_stats) {
+  options.entropy_output = true;
+  const Tensor active = options.active_queries;
+  auto go = [&](Inputs x, DType dtype, Device device, ops::AttentionStats* stats) {
+    Generator gen(55, 1);
+    ops::AttentionTerms terms = x.terms();
+    if (c.noise) terms.modulation_noise = &gen;
+    ops::AttentionOptions o = options;
+    if (active.defined()) o.active_queries = active.to(device);
+    o.stats = stats;
+    const ops::AttentionResult r = ops::flash_attention(x.q, x.k, x.v, terms, o);
+    const Tensor loss =
+        ops::sum(r.out * g_out.to(dtype).to(device)) + ops::sum(r.row_entropy * g_ent.to(dtype).to(device));
+    loss.backward();
+    std::vector<Tensor> grads;
+    for (Tensor* t : x.all()) grads.push_back(t->defined() ? t->grad() : Tensor());
+    return std::make_pair(r.row_entropy.detach(), grads);
+  };
+  ops::AttentionStats want_stats, got_stats;
+  const auto want = go(leaves(in, DType::f64, DType::f64, Device::cpu), DType::f64, Device::cpu, &want_stats);
+  std::pair<Tensor, std::vector<Tensor>> got;
+  {
+    ops::AutocastScope scope(ops::ComputePrecision::bf16);
+    Inputs x = leaves(in, DType::f32, DType::f32, Device::cuda);
+    ASSERT_TRUE(ops::cuda_attention_fused(x.q, options));
+    got = go(x, DType::f32, Device::cuda, &got_stats);
+  }
+  EXPECT_TRUE(close(got.first, want.first, 1e-5, 1e-4, "row_entropy"));
+  for (std::size_t i = 0; i < got.second.size(); ++i)
+    EXPECT_TRUE(close_grad(got.second, want.second, i, 1e-4, std::ldexp(1.0, -5), kGradNames[i]));
+  if (compare_stats) expect_same_stats(got_stats, want_stats);
+}
+
+// The differentiable row-entropy output (attn_entropy regularisation) on the fused kernels, causal
+// (with each kind's window).
 TEST(CudaFlashAttention, RowEntropyOutputAndItsGradientsMatchTheCpuOp) {
   GATTN_REQUIRE_DEVICE();
   std::uint64_t seed = 9000;
@@ -281,34 +319,9 @@ TEST(CudaFlashAttention, RowEntropyOutputAndItsGradientsMatchTheCpuOp) {
         const std::int64_t B = 2, H = 2;
         const Inputs in = make_inputs(c, B, H, T, d, seed += 10);
         const Tensor g_out = frand({B, H, T, d}, seed + 8), g_ent = frand({B, H, T}, seed + 9);
-        auto go = [&](Inputs x, DType dtype, Device device) {
-          Generator gen(55, 1);
-          ops::AttentionTerms terms = x.terms();
-          if (c.noise) terms.modulation_noise = &gen;
-          ops::AttentionOptions options;
-          options.window = c.window;
-          options.entropy_output = true;
-          const ops::AttentionResult r = ops::flash_attention(x.q, x.k, x.v, terms, options);
-          const Tensor loss =
-              ops::sum(r.out * g_out.to(dtype).to(device)) + ops::sum(r.row_entropy * g_ent.to(dtype).to(device));
-          loss.backward();
-          std::vector<Tensor> grads;
-          for (Tensor* t : x.all()) grads.push_back(t->defined() ? t->grad() : Tensor());
-          return std::make_pair(r.row_entropy.detach(), grads);
-        };
-        const auto want = go(leaves(in, DType::f64, DType::f64, Device::cpu), DType::f64, Device::cpu);
-        std::pair<Tensor, std::vector<Tensor>> got;
-        {
-          ops::AutocastScope scope(ops::ComputePrecision::bf16);
-          Inputs x = leaves(in, DType::f32, DType::f32, Device::cuda);
-          ops::AttentionOptions options;
-          options.entropy_output = true;
-          ASSERT_TRUE(ops::cuda_attention_fused(x.q, options));
-          got = go(x, DType::f32, Device::cuda);
-        }
-        EXPECT_TRUE(close(got.first, want.first, 1e-5, 1e-4, "row_entropy"));
-        for (std::size_t i = 0; i < got.second.size(); ++i)
-          EXPECT_TRUE(close_grad(got.second, want.second, i, 1e-4, std::ldexp(1.0, -5), kGradNames[i]));
+        ops::AttentionOptions options;
+        options.window = c.window;
+        expect_row_entropy_matches_cpu(c, in, options, g_out, g_ent, false);
       }
 }
 
@@ -462,39 +475,10 @@ TEST(CudaFlashAttention, NotCausalRowEntropyWithSkippedRowsMatchesTheCpuOp) {
         const Inputs in = make_inputs(c, B, H, Tq, d, seed += 10, Tk);
         const Tensor active = active_mask(0, B, Tq, seed + 7);
         const Tensor g_out = frand({B, H, Tq, d}, seed + 8), g_ent = frand({B, H, Tq}, seed + 9);
-        auto go = [&](Inputs x, DType dtype, Device device, ops::AttentionStats* stats) {
-          Generator gen(55, 1);
-          ops::AttentionTerms terms = x.terms();
-          if (c.noise) terms.modulation_noise = &gen;
-          ops::AttentionOptions options;
-          options.causal = false;
-          options.entropy_output = true;
-          options.active_queries = active.to(device);
-          options.stats = stats;
-          const ops::AttentionResult r = ops::flash_attention(x.q, x.k, x.v, terms, options);
-          const Tensor loss =
-              ops::sum(r.out * g_out.to(dtype).to(device)) + ops::sum(r.row_entropy * g_ent.to(dtype).to(device));
-          loss.backward();
-          std::vector<Tensor> grads;
-          for (Tensor* t : x.all()) grads.push_back(t->defined() ? t->grad() : Tensor());
-          return std::make_pair(r.row_entropy.detach(), grads);
-        };
-        ops::AttentionStats want_stats, got_stats;
-        const auto want = go(leaves(in, DType::f64, DType::f64, Device::cpu), DType::f64, Device::cpu, &want_stats);
-        std::pair<Tensor, std::vector<Tensor>> got;
-        {
-          ops::AutocastScope scope(ops::ComputePrecision::bf16);
-          Inputs x = leaves(in, DType::f32, DType::f32, Device::cuda);
-          ops::AttentionOptions options;
-          options.causal = false;
-          options.entropy_output = true;
-          ASSERT_TRUE(ops::cuda_attention_fused(x.q, options));
-          got = go(x, DType::f32, Device::cuda, &got_stats);
-        }
-        EXPECT_TRUE(close(got.first, want.first, 1e-5, 1e-4, "row_entropy"));
-        for (std::size_t i = 0; i < got.second.size(); ++i)
-          EXPECT_TRUE(close_grad(got.second, want.second, i, 1e-4, std::ldexp(1.0, -5), kGradNames[i]));
-        expect_same_stats(got_stats, want_stats);
+        ops::AttentionOptions options;
+        options.causal = false;
+        options.active_queries = active;
+        expect_row_entropy_matches_cpu(c, in, options, g_out, g_ent, true);
       }
 }
 

@@ -10,6 +10,7 @@
 
 #include "framework/data/errors.h"
 #include "framework/data/shard_tokenizer.h"
+#include "framework/data/token_shards.h"
 #include "framework/io/checkpoint_text.h"
 #include "framework/io/errors.h"
 #include "framework/io/staged_directory.h"
@@ -173,24 +174,19 @@ TEST(SubwordTokenizer, BadTrainingInput) {
                        "x.model is not a SentencePiece tokenizer model"));
 }
 
-// The ids of every shard of `split` in `dir`, concatenated.
+// The ids of every shard of `split` in `dir`, concatenated, read by the loader that training uses
+// (which checks each header: magic, version, a count matching the file's size).
 std::vector<std::int32_t> read_split(const fs::path& dir, const std::string& split) {
-  std::vector<std::int32_t> ids;
+  std::vector<std::string> files;
   for (int i = 0;; ++i) {
     char name[64];
     std::snprintf(name, sizeof name, "%s_%06d.bin", split.c_str(), i);
     if (!fs::exists(dir / name)) break;
-    const std::string bytes = read_file((dir / name).string());
-    EXPECT_GE(bytes.size(), 1024u);
-    const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-    auto i32 = [&](int k) {
-      return static_cast<std::int32_t>(p[4 * k] | p[4 * k + 1] << 8 | p[4 * k + 2] << 16 | p[4 * k + 3] << 24);
-    };
-    EXPECT_EQ(i32(0), 20240520);
-    EXPECT_EQ(i32(1), 1);
-    EXPECT_EQ(bytes.size(), 1024u + 2u * static_cast<std::size_t>(i32(2)));
-    for (std::size_t k = 1024; k + 1 < bytes.size(); k += 2) ids.push_back(p[k] | p[k + 1] << 8);
+    files.push_back((dir / name).string());
   }
+  const data_detail::TokenShards shards(files, data_detail::TokenShards::Access::sequential);
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(shards.size()));
+  shards.copy(0, shards.size(), ids.data());
   return ids;
 }
 
