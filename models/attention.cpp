@@ -6,6 +6,7 @@
 
 #include "models/gating/gate.h"
 #include "models/gating/registry.h"
+#include "models/regularizers.h"
 #include "ops/elementwise.h"
 #include "ops/rope.h"
 #include "ops/shape.h"
@@ -34,11 +35,13 @@ Tensor split_heads(const Tensor& x, std::int64_t n_head) {
   return ops::permute(ops::reshape(x, {B, T, n_head, d}), {0, 2, 1, 3});
 }
 
-std::string gate_parameter_prefix(const ModelConfig& config, std::int64_t layer, const std::string& kind) {
+std::string gate_parameter_prefix(const ModelConfig& config, std::int64_t layer, const std::string& kind,
+                                  const std::string& site) {
   const GateKindSpec& spec = gate_kind(kind);
-  const std::string attn = "blocks." + std::to_string(layer) + ".attn.";
+  std::string attn = site == kSiteEncoder ? "encoder.blocks." : "blocks.";
+  attn.append(std::to_string(layer)).append(site == kSiteCross ? ".cross." : ".attn.");
   if (spec.module_name != "gate") return attn + spec.module_name + ".";
-  return config.layer_gates(layer).size() >= 2 ? attn + "gate." + kind + "." : attn + "gate.";
+  return config.layer_gates(layer, site).size() >= 2 ? attn + "gate." + kind + "." : attn + "gate.";
 }
 
 namespace {
@@ -58,8 +61,8 @@ Tensor new_positions(std::int64_t B, std::int64_t H, std::int64_t n, std::int64_
 
 }  // namespace
 
-GatedAttention::GatedAttention(const ModelConfig& config, std::int64_t layer, Generator& init)
-    : n_head_(config.n_head), head_dim_(config.head_dim()), rope_(config.rope()) {
+GatedAttention::GatedAttention(const ModelConfig& config, std::int64_t layer, Generator& init, const std::string& site)
+    : n_head_(config.n_head), head_dim_(config.head_dim()), rope_(config.rope()), causal_(site != kSiteEncoder) {
   const std::int64_t C = config.n_embd;
   nn::LinearOptions qkv_opt;
   qkv_opt.dtype = config.dtype;
@@ -67,10 +70,21 @@ GatedAttention::GatedAttention(const ModelConfig& config, std::int64_t layer, Ge
   // GPT-2: residual projections start at 0.02/√(2L) so the residual stream's variance does not
   // grow with depth.
   nn::LinearOptions proj_opt = qkv_opt;
-  proj_opt.init_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config.n_layer));
+  proj_opt.init_std = residual_init_std(config, site);
   proj = register_module("proj", std::make_shared<nn::Linear>(C, C, init, proj_opt));
+  add_gates(config, layer, site, init);
+}
 
-  const std::vector<GateConfig> entries = config.layer_gates(layer);
+std::int64_t residual_layers(const ModelConfig& config, const std::string& site) {
+  return site == kSiteEncoder ? config.encoder_layers() : config.n_layer;
+}
+
+double residual_init_std(const ModelConfig& config, const std::string& site) {
+  return 0.02 / std::sqrt(2.0 * static_cast<double>(residual_layers(config, site)));
+}
+
+void GateHost::add_gates(const ModelConfig& config, std::int64_t layer, const std::string& site, Generator& init) {
+  const std::vector<GateConfig> entries = config.layer_gates(layer, site);
   // Two or more gates in the block: attn.gate.<kind>. for each (a router keeps attn.router.).
   const bool several = entries.size() >= 2;
   int under_gate = 0;  // gates whose parameters go under attn.gate.
@@ -130,9 +144,12 @@ Tensor GatedAttention::attend(const AttentionInputs& projected, AttentionContext
     g->add_terms(in, terms, ctx);
     if (g->mixes_attention()) mixture = g.get();
   }
+  if (!causal_ && ctx.key_padding.defined()) accumulate(terms.col_bias, ctx.key_padding);
   // The full forward's rows sit at positions 0 … T−1.
   const AttentionInputs attention_in = rotated(in, 0);
-  Tensor y = mixture ? mixture->attend(attention_in, terms, ctx) : run_attention(attention_in, terms, ctx).out;
+  ops::AttentionOptions options;
+  options.causal = causal_;
+  Tensor y = mixture ? mixture->attend(attention_in, terms, ctx) : run_attention(attention_in, terms, ctx, options).out;
   for (const auto& g : gates) y = g->gate_heads(in, y, ctx);
   y = merge_heads(y);
   for (const auto& g : gates) y = g->gate_output(in, y, ctx);

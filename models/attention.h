@@ -39,8 +39,9 @@ struct LayerInspection {
   std::vector<double> gate_by_token;  // [T]: the first sequence's gate value at each position (the
                                       // mean of the gates that report one); empty without gates
   int gate_by_token_sources = 0;      // gates averaged into gate_by_token
-  std::vector<double> attention;      // [H, T, T]: the first sequence's final attention weights A_ij
+  std::vector<double> attention;      // [H, T, keys]: the first sequence's final attention weights A_ij
   std::int64_t heads = 0, tokens = 0;
+  std::int64_t keys = 0;  // the keys of a row: T for self-attention, the source length for cross
 };
 
 // The named regularisers a forward can compute. Layers add a differentiable sum and a count; the
@@ -64,6 +65,14 @@ struct AttentionContext {
   std::set<std::string> wanted;                        // the regularisers asked for, by name
   std::map<std::string, RegularizerSum> regularizers;  // what the layers computed of them
   LayerInspection* inspect = nullptr;                  // this layer's inspection (eval-mode forwards only)
+  // The decoder block's cross-attention's (encoder–decoder): Block swaps them in for its sublayer.
+  LayerStats* cross_stats = nullptr;
+  LayerInspection* cross_inspect = nullptr;
+  // Encoder–decoder: [B, H, S] added to the logits of source keys, a large negative value on the
+  // source's padding (kSeq2SeqPad) so no query attends to it, 0 elsewhere; undefined when the batch
+  // has no padding (or in a decoder's self-attention). The encoder's self-attention and the
+  // cross-attention add it to their column bias.
+  Tensor key_padding;
 
   bool wants(const std::string& name) const { return wanted.count(name) != 0; }
   // Adds `term` (and `count` values it sums over) to the regulariser `name`.
@@ -71,9 +80,14 @@ struct AttentionContext {
 };
 
 // q, k, v per head [B, H, T, d]; h is the block's normalised input [B, T, C] (what the gates read:
-// an input gate changes what q, k, v are projected from, not h).
+// an input gate changes what q, k, v are projected from, not h). In cross-attention k and v come
+// from `memory`, the encoder output [B, S, C] (undefined in self-attention): a gate on the keys reads
+// it in place of h.
 struct AttentionInputs {
   Tensor h, q, k, v;
+  Tensor memory = Tensor();
+  // What a gate of the keys reads: the memory in cross-attention, h otherwise.
+  const Tensor& key_source() const { return memory.defined() ? memory : h; }
 };
 
 // [B, H, T, d] -> [B, T, H·d], and back.
@@ -84,15 +98,35 @@ class Gate;
 
 // Where block `layer`'s gate of kind `kind` keeps its parameters, as GatedAttention registers them:
 // "blocks.<layer>.attn.gate." for the block's only gate, "blocks.<layer>.attn.gate.<kind>." beside
-// others, "blocks.<layer>.attn.<module>." for a kind with its own module name (the router).
-std::string gate_parameter_prefix(const ModelConfig& config, std::int64_t layer, const std::string& kind);
+// others, "blocks.<layer>.attn.<module>." for a kind with its own module name (the router). The
+// encoder's gates live under "encoder.blocks.<layer>.attn.", the cross-attention's under
+// "blocks.<layer>.cross.".
+std::string gate_parameter_prefix(const ModelConfig& config, std::int64_t layer, const std::string& kind,
+                                  const std::string& site = kSiteSelf);
+
+// The GPT-2 start of a residual projection (attn.proj, mlp.proj, cross.proj): 0.02/√(2L) with L the
+// blocks of the stack it is in (the encoder's for site encoder), so the residual stream's variance
+// does not grow with depth.
+double residual_init_std(const ModelConfig& config, const std::string& site);
+
+// An attention module with gates: builds and registers the gates of block `layer` at `site`
+// (attn.gate., attn.gate.<kind>. beside others, a kind's own module name such as attn.router.).
+class GateHost : public nn::Module {
+ public:
+  std::vector<std::shared_ptr<Gate>> gates;  // in the order of application; empty for the baseline
+
+ protected:
+  void add_gates(const ModelConfig& config, std::int64_t layer, const std::string& site, Generator& init);
+};
 
 // The attention of one block with its gates (none, one or several, each of another kind), applied
 // in the fixed order of models/gating/gate.h: input → q, k, v → logit terms → softmax → modulation →
 // expert mixture → per-head output → merged output → attn.proj.
-class GatedAttention : public nn::Module {
+class GatedAttention : public GateHost {
  public:
-  GatedAttention(const ModelConfig& config, std::int64_t layer, Generator& init);
+  // `site` kSiteEncoder: the encoder's bidirectional self-attention (no causal mask, the encoder's
+  // gates, the source padding of AttentionContext::key_padding masked); kSiteSelf: causal.
+  GatedAttention(const ModelConfig& config, std::int64_t layer, Generator& init, const std::string& site = kSiteSelf);
   // h [B, T, C] -> [B, T, C]
   Tensor forward(const Tensor& h, AttentionContext& ctx);
   // The gates and the attention between the projections: h, q, k, v -> the heads-merged output
@@ -106,7 +140,6 @@ class GatedAttention : public nn::Module {
   // the rotated k.
   Tensor forward_cached(const Tensor& h, LayerKVCache& cache, const CachedStep& at);
   std::shared_ptr<nn::Linear> qkv, proj;
-  std::vector<std::shared_ptr<Gate>> gates;  // in the order of application; empty for the baseline
 
  private:
   // x [B, T, C] -> h with q, k, v per head [B, H, T, d] (attn.qkv on x, split into heads).
@@ -122,6 +155,7 @@ class GatedAttention : public nn::Module {
   AttentionInputs rotated(const AttentionInputs& in, std::int64_t first_position) const;
   std::int64_t n_head_, head_dim_;
   bool rope_;
+  bool causal_;
 };
 
 }  // namespace gattn::models

@@ -45,11 +45,11 @@ std::vector<GateConfig> ModelConfig::gate_entries() const {
   return {gate};
 }
 
-std::vector<GateConfig> ModelConfig::layer_gates(std::int64_t layer) const {
+std::vector<GateConfig> ModelConfig::layer_gates(std::int64_t layer, const std::string& site) const {
   std::vector<GateConfig> out;
   for (const GateKindSpec* k : gate_kinds())  // the registry's order is the order of application
     for (const GateConfig& g : gate_entries())
-      if (g.kind == k->name && g.applies_to(layer)) out.push_back(g);
+      if (g.kind == k->name && g.site == site && g.applies_to(layer)) out.push_back(g);
   return out;
 }
 
@@ -68,6 +68,12 @@ void ModelConfig::validate() const {
   // The rotation turns the pairs (k, k + d/2) of a head: an odd head width has one left over.
   if (rope() && head_dim() % 2 != 0)
     bad("model.position", "rope needs an even head width n_embd/n_head, got " + std::to_string(head_dim()));
+  if (arch != kArchDecoder && arch != kArchEncoderDecoder)
+    bad("model.arch", "must be decoder or encoder_decoder, got '" + arch + "'");
+  if (n_encoder_layer < 0)
+    bad("model.n_encoder_layer", "must be >= 0 (0 = n_layer), got " + std::to_string(n_encoder_layer));
+  if (n_encoder_layer > 0 && !encoder_decoder())
+    bad("model.n_encoder_layer", "means nothing for model.arch " + arch + " (it has no encoder)");
   if (dtype != DType::f32 && dtype != DType::f64)
     bad("model.dtype", std::string("must be f32 or f64, got ") + dtype_name(dtype));
   if (!gates.empty() && gate.kind != kNoGate)
@@ -78,18 +84,19 @@ void ModelConfig::validate() const {
     if (g.kind == kNoGate) bad(g.where + ".kind", "a model.gates entry needs a gate kind, got " + g.kind);
     validate_gate_entry(g, *this);
   }
-  // At most one gate of each kind per block: the parameter names (attn.gate.<kind>.) and the order
-  // of application assume it.
-  for (std::int64_t l = 0; l < n_layer; ++l) {
-    std::map<std::string, std::string> seen;  // kind -> the entry that put it in block l
-    for (const GateConfig& g : gates) {
-      if (!g.applies_to(l)) continue;
-      auto [it, fresh] = seen.emplace(g.kind, g.where);
-      if (!fresh)
-        bad(g.where + ".layers", "block " + std::to_string(l) + " already has a '" + g.kind + "' gate from " +
-                                     it->second + " (at most one gate of each kind per block)");
+  // At most one gate of each kind per block and site: the parameter names (attn.gate.<kind>.) and
+  // the order of application assume it.
+  for (const char* site : {kSiteSelf, kSiteEncoder, kSiteCross})
+    for (std::int64_t l = 0; l < site_layers(site); ++l) {
+      std::map<std::string, std::string> seen;  // kind -> the entry that put it in block l
+      for (const GateConfig& g : gates) {
+        if (g.site != site || !g.applies_to(l)) continue;
+        auto [it, fresh] = seen.emplace(g.kind, g.where);
+        if (!fresh)
+          bad(g.where + ".layers", "block " + std::to_string(l) + " already has a '" + g.kind + "' gate from " +
+                                       it->second + " (at most one gate of each kind per block)");
+      }
     }
-  }
 }
 
 nlohmann::json gate_to_json(const GateConfig& g) {
@@ -101,6 +108,7 @@ nlohmann::json gate_to_json(const GateConfig& g) {
       {"init_std", g.init_std},
   };
   out["layers"] = g.all_layers ? nlohmann::json("all") : nlohmann::json(g.layers);
+  out["where"] = g.site;
   // JSON has no NaN: the kind's default bias is written as null.
   out["init_bias"] = std::isnan(g.init_bias) ? nlohmann::json(nullptr) : nlohmann::json(g.init_bias);
   for (auto it = g.options.begin(); it != g.options.end(); ++it) out[it.key()] = it.value();
@@ -110,9 +118,16 @@ nlohmann::json gate_to_json(const GateConfig& g) {
 nlohmann::json to_json(const ModelConfig& c) {
   nlohmann::json gates = nlohmann::json::array();
   for (const GateConfig& g : c.gates) gates.push_back(gate_to_json(g));
-  return {
-      {"vocab_size", c.vocab_size}, {"block_size", c.block_size}, {"n_layer", c.n_layer},         {"n_head", c.n_head},
-      {"n_embd", c.n_embd},         {"position", c.position},     {"gate", gate_to_json(c.gate)}, {"gates", gates}};
+  return {{"vocab_size", c.vocab_size},
+          {"block_size", c.block_size},
+          {"n_layer", c.n_layer},
+          {"n_head", c.n_head},
+          {"n_embd", c.n_embd},
+          {"position", c.position},
+          {"arch", c.arch},
+          {"n_encoder_layer", c.n_encoder_layer},
+          {"gate", gate_to_json(c.gate)},
+          {"gates", gates}};
 }
 
 namespace {
@@ -177,6 +192,9 @@ GateConfig gate_from_json(const nlohmann::json& j, const std::string& where, boo
         g.all_layers = false;
         g.layers = get_int_list(v, p + key);
       }
+    } else if (key == "where") {
+      if (!v.is_string()) bad(p + key, "expected self, encoder or cross, got " + v.dump());
+      g.site = v.get<std::string>();
     } else if (key == "activation" || key == "init_weight") {
       if (!v.is_string()) bad(p + key, "expected a string, got " + v.dump());
       (key == "activation" ? g.activation : g.init_weight) = v.get<std::string>();
@@ -205,7 +223,9 @@ GateConfig gate_from_json(const nlohmann::json& j, const std::string& where, boo
 
 ModelConfig model_config_from_json(const nlohmann::json& j) {
   if (!j.is_object()) bad("model", "expected an object, got " + j.dump());
-  reject_unknown(j, "model.", {"vocab_size", "block_size", "n_layer", "n_head", "n_embd", "position", "gate", "gates"});
+  reject_unknown(j, "model.",
+                 {"vocab_size", "block_size", "n_layer", "n_head", "n_embd", "position", "arch", "n_encoder_layer",
+                  "gate", "gates"});
   ModelConfig c;
   c.vocab_size = get_int(j, "model.", "vocab_size");
   c.block_size = get_int(j, "model.", "block_size");
@@ -217,6 +237,13 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
     if (!it->is_string()) bad("model.position", "expected learned or rope, got " + it->dump());
     c.position = it->get<std::string>();
   }
+  // Metadata from before encoder–decoder models has no "arch" (nor "n_encoder_layer", nor a gate's
+  // "where"): decoders.
+  if (auto it = j.find("arch"); it != j.end()) {
+    if (!it->is_string()) bad("model.arch", "expected decoder or encoder_decoder, got " + it->dump());
+    c.arch = it->get<std::string>();
+  }
+  if (j.contains("n_encoder_layer")) c.n_encoder_layer = get_int(j, "model.", "n_encoder_layer");
   c.gate = gate_from_json(field(j, "model.", "gate"), "model.gate", false);
   // Metadata from before several gates could be configured has no "gates".
   if (auto it = j.find("gates"); it != j.end()) {

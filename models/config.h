@@ -22,11 +22,24 @@ inline constexpr const char* kNoGate = "none";
 inline constexpr const char* kPositionLearned = "learned";
 inline constexpr const char* kPositionRope = "rope";
 
+// `model.arch`: decoder (the GPT: causal self-attention blocks) or encoder_decoder (a bidirectional
+// encoder, and decoder blocks that add cross-attention over its output; docs/seq2seq.md).
+inline constexpr const char* kArchDecoder = "decoder";
+inline constexpr const char* kArchEncoderDecoder = "encoder_decoder";
+
+// A gate entry's `where`: the attention it gates. self: the decoder's (or the GPT's) causal
+// self-attention; encoder: the encoder's bidirectional self-attention; cross: the decoder's
+// cross-attention over the encoder output. encoder and cross need model.arch encoder_decoder.
+inline constexpr const char* kSiteSelf = "self";
+inline constexpr const char* kSiteEncoder = "encoder";
+inline constexpr const char* kSiteCross = "cross";
+
 // One gate entry: `model.gate` (the one-gate shorthand) or an item of `model.gates`.
 struct GateConfig {
   std::string kind = kNoGate;
   bool all_layers = true;            // `layers: all`
-  std::vector<std::int64_t> layers;  // block indices when not all_layers
+  std::vector<std::int64_t> layers;  // block indices when not all_layers (of the encoder for site encoder)
+  std::string site = kSiteSelf;      // `where`: self | encoder | cross
   // Keys most kinds read (each kind declares which of them it uses).
   std::string activation = "sigmoid";  // sigmoid | gumbel_sigmoid | softplus | tanh_magnitude
   double temperature = 1.0;            // τ (> 0): the gate is act(z/τ); the start of a schedule
@@ -61,6 +74,8 @@ struct ModelConfig {
   std::int64_t n_head = 4;
   std::int64_t n_embd = 128;
   std::string position = kPositionLearned;  // learned | rope
+  std::string arch = kArchDecoder;          // decoder | encoder_decoder
+  std::int64_t n_encoder_layer = 0;         // encoder_decoder: encoder blocks (0 = n_layer)
   GateConfig gate;                          // `model.gate`: the one-gate shorthand
   std::vector<GateConfig> gates;            // `model.gates`: several gates (then `gate` stays kind none)
   // Parameter and compute dtype: f32 for training, f64 so tests can gradcheck the whole model.
@@ -69,10 +84,18 @@ struct ModelConfig {
 
   std::int64_t head_dim() const { return n_embd / n_head; }
   bool rope() const { return position == kPositionRope; }
+  bool encoder_decoder() const { return arch == kArchEncoderDecoder; }
+  // The encoder's blocks: n_encoder_layer, or n_layer when it is 0 (none for a decoder).
+  std::int64_t encoder_layers() const {
+    return encoder_decoder() ? (n_encoder_layer > 0 ? n_encoder_layer : n_layer) : 0;
+  }
+  // The blocks a gate at `site` may sit in: the encoder's for encoder, the decoder's otherwise.
+  std::int64_t site_layers(const std::string& site) const { return site == kSiteEncoder ? encoder_layers() : n_layer; }
   // The gate entries in effect: `gates`, or the shorthand when it names a kind.
   std::vector<GateConfig> gate_entries() const;
-  // The entries that apply to block `layer`, in the fixed order of application.
-  std::vector<GateConfig> layer_gates(std::int64_t layer) const;
+  // The entries at `site` that apply to block `layer` (of the encoder for site encoder), in the fixed
+  // order of application.
+  std::vector<GateConfig> layer_gates(std::int64_t layer, const std::string& site = kSiteSelf) const;
   bool has_gates() const { return !gate_entries().empty(); }
   // Throws ValueError naming the key (`model.n_head`, `model.gate.top_k`, `model.gates[1].kind`, ...)
   // on a bad value.

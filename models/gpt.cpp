@@ -8,6 +8,7 @@
 #include <string>
 
 #include "framework/autograd/grad_mode.h"
+#include "framework/data/seq2seq_tokens.h"
 #include "models/gating/registry.h"
 #include "models/kv_policy.h"
 #include "ops/elementwise.h"
@@ -34,26 +35,71 @@ constexpr std::uint64_t kNoiseStream = 1;  // Philox stream of the training nois
 
 }  // namespace
 
-Block::Block(const ModelConfig& config, std::int64_t layer, Generator& init) {
+Block::Block(const ModelConfig& config, std::int64_t layer, Generator& init, const std::string& site) {
   const std::int64_t C = config.n_embd;
   ln1 = register_module("ln1", std::make_shared<nn::LayerNorm>(C, 1e-5, config.dtype));
-  attn = register_module("attn", std::make_shared<GatedAttention>(config, layer, init));
+  attn = register_module("attn", std::make_shared<GatedAttention>(config, layer, init, site));
+  // The initialisation draws in this order (attn, cross, mlp), so a decoder's stream is unchanged.
+  if (site == kSiteSelf && config.encoder_decoder()) {
+    ln_cross = register_module("ln_cross", std::make_shared<nn::LayerNorm>(C, 1e-5, config.dtype));
+    cross = register_module("cross", std::make_shared<CrossAttention>(config, layer, init));
+  }
   ln2 = register_module("ln2", std::make_shared<nn::LayerNorm>(C, 1e-5, config.dtype));
   nn::LinearOptions fc_opt;
   fc_opt.dtype = config.dtype;
   nn::LinearOptions proj_opt = fc_opt;
-  proj_opt.init_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config.n_layer));  // GPT-2 residual scaling
+  proj_opt.init_std = residual_init_std(config, site);  // GPT-2 residual scaling
   fc = std::make_shared<nn::Linear>(C, 4 * C, init, fc_opt);
   proj = std::make_shared<nn::Linear>(4 * C, C, init, proj_opt);
   register_module("mlp", std::make_shared<Mlp>(fc, proj));
 }
 
-Tensor Block::forward(const Tensor& x, AttentionContext& ctx) {
-  return with_mlp(x + attn->forward(ln1->forward(x), ctx));
+Tensor Block::forward(const Tensor& x, AttentionContext& ctx, const Tensor& memory) {
+  Tensor y = x + attn->forward(ln1->forward(x), ctx);
+  if (cross) {
+    if (!memory.defined()) throw ValueError("Block.forward: a cross-attention block needs the encoder output");
+    // The memory's keys, values and key gates belong to the sublayer: prepared inside its reporting.
+    LayerStats* self_stats = ctx.stats;
+    LayerInspection* self_inspect = ctx.inspect;
+    ctx.stats = ctx.collect_stats ? ctx.cross_stats : nullptr;
+    ctx.inspect = ctx.cross_inspect;
+    const CrossMemory prepared = cross->prepare(memory, ctx);
+    ctx.stats = self_stats;
+    ctx.inspect = self_inspect;
+    y = with_cross(y, prepared, ctx);
+  }
+  return with_mlp(y);
 }
 
-Tensor Block::forward_cached(const Tensor& x, LayerKVCache& cache, const CachedStep& at) {
-  return with_mlp(x + attn->forward_cached(ln1->forward(x), cache, at));
+Tensor Block::forward_cached(const Tensor& x, LayerKVCache& cache, const CachedStep& at, const CrossMemory* memory) {
+  Tensor y = x + attn->forward_cached(ln1->forward(x), cache, at);
+  if (cross) {
+    if (!memory) throw ValueError("Block.forward_cached: a cross-attention block needs the source's memory");
+    AttentionContext eval;  // generation: eval-mode math, nothing reported
+    eval.step = at.step;
+    y = cross->forward(y, ln_cross->forward(y), *memory, eval);
+  }
+  return with_mlp(y);
+}
+
+Tensor Block::with_cross(const Tensor& y, const CrossMemory& memory, AttentionContext& ctx) {
+  LayerStats* self_stats = ctx.stats;
+  LayerInspection* self_inspect = ctx.inspect;
+  ctx.stats = ctx.collect_stats ? ctx.cross_stats : nullptr;
+  ctx.inspect = ctx.cross_inspect;
+  Tensor out = cross->forward(y, ln_cross->forward(y), memory, ctx);
+  // The block's gate statistics pool all its gates: the cross gates' values count there too.
+  if (self_stats && ctx.stats) self_stats->gate.merge(ctx.stats->gate);
+  ctx.stats = self_stats;
+  ctx.inspect = self_inspect;
+  return out;
+}
+
+Encoder::Encoder(const ModelConfig& config, Generator& init) {
+  blocks = register_module("blocks", std::make_shared<nn::ModuleList<Block>>());
+  for (std::int64_t i = 0; i < config.encoder_layers(); ++i)
+    blocks->push_back(std::make_shared<Block>(config, i, init, kSiteEncoder));
+  ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(config.n_embd, 1e-5, config.dtype));
 }
 
 Tensor Block::with_mlp(const Tensor& y) {
@@ -91,9 +137,72 @@ GPT::GPT(const ModelConfig& config, std::uint64_t seed) : config_(checked(config
   // Rotary positions live in the attention (q, k rotated per head): no table.
   if (!config_.rope())
     wpe = register_module("wpe", std::make_shared<nn::Embedding>(config_.block_size, C, init, 0.02, config_.dtype));
+  if (config_.encoder_decoder()) encoder = register_module("encoder", std::make_shared<Encoder>(config_, init));
   blocks = register_module("blocks", std::make_shared<nn::ModuleList<Block>>());
   for (std::int64_t i = 0; i < config_.n_layer; ++i) blocks->push_back(std::make_shared<Block>(config_, i, init));
   ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(C, 1e-5, config_.dtype));
+}
+
+Tensor GPT::embed(const Tensor& ids, std::int64_t first) const {
+  Tensor x = wte->forward(ids);                                                        // [B, T, C]
+  if (wpe) x = x + wpe->forward(ops::position_ids(first, ids.size(1), ids.device()));  // + [T, C]
+  return x;
+}
+
+namespace {
+
+// [B, H, S]: kPaddingBias on the source's kSeq2SeqPad positions, 0 elsewhere; undefined when the
+// source has none (the synthetic tasks), so unpadded batches pay nothing.
+constexpr double kPaddingBias = -1e9;  // exp of it is 0 in f32 and f64: the key gets no weight
+
+Tensor padding_bias(const Tensor& source, std::int64_t heads, DType dtype) {
+  const Tensor host = source.to(Device::cpu);
+  const std::int32_t* ids = host.data<std::int32_t>();
+  const std::int64_t B = source.size(0), S = source.size(1);
+  bool any = false;
+  std::vector<double> bias(static_cast<std::size_t>(B * heads * S), 0.0);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t j = 0; j < S; ++j) {
+      if (ids[b * S + j] != kSeq2SeqPad) continue;
+      any = true;
+      for (std::int64_t h = 0; h < heads; ++h) bias[static_cast<std::size_t>((b * heads + h) * S + j)] = kPaddingBias;
+    }
+  // A source of padding only would leave its queries nothing to attend to.
+  for (std::int64_t b = 0; b < B; ++b)
+    if (ids[b * S] == kSeq2SeqPad)
+      throw ValueError("GPT: source row " + std::to_string(b) + " starts with padding (id " +
+                       std::to_string(kSeq2SeqPad) + "): a source needs at least one token");
+  return any ? Tensor::from(bias, {B, heads, S}, dtype).to(source.device()) : Tensor();
+}
+
+}  // namespace
+
+Tensor GPT::encode(const Tensor& source, AttentionContext& ctx, const ForwardOptions& options, ForwardResult& result) {
+  if (source.dtype() != DType::i32 || source.dim() != 2 || source.numel() == 0)
+    throw ShapeError("GPT.forward: the source must be non-empty i32 [B, S], got " + source.str());
+  const std::int64_t S = source.size(1);
+  if (S > config_.block_size)
+    throw ShapeError("GPT.forward: source length S=" + std::to_string(S) +
+                     " exceeds model.block_size=" + std::to_string(config_.block_size));
+  check_token_ids(source, config_.vocab_size, "GPT.forward (source)");
+  ctx.key_padding = padding_bias(source, config_.n_head, config_.dtype);
+  const std::int64_t L = config_.encoder_layers();
+  if (options.collect_stats) result.encoder_stats.resize(static_cast<std::size_t>(L));
+  if (options.inspect) result.encoder_inspection.resize(static_cast<std::size_t>(L));
+  Tensor x = embed(source, 0);
+  for (std::size_t i = 0; i < encoder->blocks->size(); ++i) {
+    ctx.stats = options.collect_stats ? &result.encoder_stats[i] : nullptr;
+    ctx.inspect = nullptr;
+    if (options.inspect) {
+      ctx.inspect = &result.encoder_inspection[i];
+      ctx.inspect->heads = config_.n_head;
+      ctx.inspect->tokens = S;
+    }
+    x = (*encoder->blocks)[i].forward(x, ctx);
+  }
+  ctx.stats = nullptr;
+  ctx.inspect = nullptr;
+  return encoder->ln_f->forward(x);
 }
 
 ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const ForwardOptions& options) {
@@ -115,8 +224,13 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
 
   // Inspection recomputes the attention weights outside the forward: gumbel noise would differ.
   if (options.inspect && is_training()) throw ValueError("GPT.forward: inspect needs eval mode (model.eval())");
-  Tensor x = wte->forward(idx);                                                   // [B, T, C]
-  if (wpe) x = x + wpe->forward(Tensor::arange(T, DType::i32).to(idx.device()));  // + [T, C]
+  if (encoder && !options.source.defined())
+    throw ValueError("GPT.forward: an encoder_decoder model needs the source (ForwardOptions::source)");
+  if (!encoder && options.source.defined())
+    throw ValueError("GPT.forward: a source was given, but model.arch is " + config_.arch + " (no encoder)");
+  if (encoder && options.source.dim() >= 1 && options.source.size(0) != idx.size(0))
+    throw ShapeError("GPT.forward: source " + shape_str(options.source.shape()) + " and idx " + shape_str(idx.shape()) +
+                     " differ in batch size");
 
   ForwardResult result;
   AttentionContext ctx;
@@ -125,16 +239,27 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
   ctx.step = step_;
   ctx.collect_stats = options.collect_stats;
   ctx.wanted = options.regularizers;
-  if (options.collect_stats) result.stats.resize(static_cast<std::size_t>(config_.n_layer));
-  if (options.inspect) result.inspection.resize(static_cast<std::size_t>(config_.n_layer));
+  const Tensor memory = encoder ? encode(options.source, ctx, options, result) : Tensor();
+  Tensor x = embed(idx, 0);
+  const auto L = static_cast<std::size_t>(config_.n_layer);
+  if (options.collect_stats) result.stats.resize(L);
+  if (options.inspect) result.inspection.resize(L);
+  if (encoder && options.collect_stats) result.cross_stats.resize(L);
+  if (encoder && options.inspect) result.cross_inspection.resize(L);
   for (std::size_t i = 0; i < blocks->size(); ++i) {
     ctx.stats = options.collect_stats ? &result.stats[i] : nullptr;
+    ctx.cross_stats = encoder && options.collect_stats ? &result.cross_stats[i] : nullptr;
     if (options.inspect) {
       ctx.inspect = &result.inspection[i];
       ctx.inspect->heads = config_.n_head;
       ctx.inspect->tokens = T;
+      if (encoder) {
+        ctx.cross_inspect = &result.cross_inspection[i];
+        ctx.cross_inspect->heads = config_.n_head;
+        ctx.cross_inspect->tokens = T;
+      }
     }
-    x = (*blocks)[i].forward(x, ctx);
+    x = (*blocks)[i].forward(x, ctx, memory);
   }
   x = ln_f->forward(x);
   result.logits = ops::linear(x, wte->weight);  // tied head: logits = x·wteᵀ
@@ -179,19 +304,37 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache, std::int64_t posit
     cache.start_at(position);
   }
   check_token_ids(idx, config_.vocab_size, "GPT.forward_cached");
+  if (encoder && cache.cross.size() != blocks->size())
+    throw ValueError("GPT.forward_cached: an encoder_decoder model decodes against a source: call encode_source first");
   NoGradGuard no_grad;
   make_room(cache, n);  // under a KV budget: evict what the new positions displace
-  Tensor x = wte->forward(idx);
-  if (wpe) x = x + wpe->forward(ops::position_ids(position, n));
+  Tensor x = embed(idx, position);
   CachedStep at;
   at.row = cache.length();
   at.position = position;
   at.step = step_;
   at.options = cache.options().exact() ? nullptr : &cache.options();
   at.counters = &cache.counters;
-  for (std::size_t i = 0; i < blocks->size(); ++i) x = (*blocks)[i].forward_cached(x, cache.layers[i], at);
+  for (std::size_t i = 0; i < blocks->size(); ++i)
+    x = (*blocks)[i].forward_cached(x, cache.layers[i], at, encoder ? &cache.cross[i] : nullptr);
   cache.advance(n);
   return ops::linear(ln_f->forward(x), wte->weight);
+}
+
+void GPT::encode_source(const Tensor& source, KVCache& cache) {
+  if (!encoder) throw ValueError("GPT.encode_source: model.arch is " + config_.arch + " (no encoder)");
+  if (!source.defined() || source.dim() != 2 || source.size(0) != cache.batch())
+    throw ShapeError("GPT.encode_source: the source must be i32 [B, S] with B = the cache's batch " +
+                     std::to_string(cache.batch()) + ", got " +
+                     (source.defined() ? source.str() : std::string("undefined")));
+  NoGradGuard no_grad;
+  AttentionContext ctx;  // eval-mode math, nothing reported
+  ctx.step = step_;
+  ForwardResult unused;
+  const Tensor memory = encode(source, ctx, ForwardOptions{}, unused);
+  cache.clear();
+  cache.cross.clear();
+  for (std::size_t i = 0; i < blocks->size(); ++i) cache.cross.push_back((*blocks)[i].cross->prepare(memory, ctx));
 }
 
 double GPT::flops_per_token(std::int64_t T) const {
@@ -218,6 +361,22 @@ double GPT::flops_per_token(std::int64_t T) const {
     // QKᵀ and AV: 2 products × 2 FLOPs × keys × C forward, ×3 with backward.
     attention += 12 * C * keys;
   }
+  // An encoder–decoder, counted per target token with a source as long as the target (S = T): each
+  // encoder block is a block with every key visible, each decoder block adds cross.q, cross.kv and
+  // cross.proj (4C²) and attends to all S keys.
+  for (std::int64_t l = 0; l < config_.encoder_layers(); ++l) {
+    n_matmul += 12 * C * C;
+    for (const GateConfig& g : config_.layer_gates(l, kSiteEncoder))
+      n_matmul += gate_kind(g.kind).multiply_adds(config_, g);
+    attention += 12 * C * Td;
+  }
+  if (encoder)
+    for (std::int64_t l = 0; l < config_.n_layer; ++l) {
+      n_matmul += 4 * C * C;
+      for (const GateConfig& g : config_.layer_gates(l, kSiteCross))
+        n_matmul += gate_kind(g.kind).multiply_adds(config_, g);
+      attention += 12 * C * Td;
+    }
   return 6 * n_matmul + attention;
 }
 

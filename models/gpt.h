@@ -13,23 +13,44 @@
 #include "framework/tensor/random.h"
 #include "models/attention.h"
 #include "models/config.h"
+#include "models/cross_attention.h"
 #include "models/kv_cache.h"
 
 namespace gattn::models {
 
+// A pre-LN block: self-attention, then (a decoder block of an encoder–decoder) cross-attention over
+// the encoder output, then the MLP, each added to the residual stream.
 class Block : public nn::Module {
  public:
-  Block(const ModelConfig& config, std::int64_t layer, Generator& init);
-  // x [B, T, C] -> [B, T, C]
-  Tensor forward(const Tensor& x, AttentionContext& ctx);
-  // Generation: x [B, n, C] of n new positions, appended to this block's cache (`at` says where).
-  Tensor forward_cached(const Tensor& x, LayerKVCache& cache, const CachedStep& at);
+  // `site`: kSiteSelf for a decoder block (with cross-attention when the model is an
+  // encoder_decoder), kSiteEncoder for an encoder block (bidirectional self-attention).
+  Block(const ModelConfig& config, std::int64_t layer, Generator& init, const std::string& site = kSiteSelf);
+  // x [B, T, C] -> [B, T, C]; `memory` is the encoder output [B, S, C] (decoder blocks of an
+  // encoder–decoder only; undefined otherwise).
+  Tensor forward(const Tensor& x, AttentionContext& ctx, const Tensor& memory = Tensor());
+  // Generation: x [B, n, C] of n new positions, appended to this block's cache (`at` says where);
+  // `cross` is the source's memory for the cross-attention (null without one).
+  Tensor forward_cached(const Tensor& x, LayerKVCache& cache, const CachedStep& at, const CrossMemory* cross = nullptr);
   std::shared_ptr<nn::LayerNorm> ln1, ln2;
   std::shared_ptr<GatedAttention> attn;
-  std::shared_ptr<nn::Linear> fc, proj;  // registered under "mlp" as mlp.fc, mlp.proj
+  std::shared_ptr<nn::LayerNorm> ln_cross;  // cross-attention blocks only
+  std::shared_ptr<CrossAttention> cross;    // cross-attention blocks only
+  std::shared_ptr<nn::Linear> fc, proj;     // registered under "mlp" as mlp.fc, mlp.proj
 
  private:
   Tensor with_mlp(const Tensor& y);  // y + mlp.proj(GELU(mlp.fc(ln2(y))))
+  // The cross sublayer, reporting into ctx.cross_stats / ctx.cross_inspect (its gate values pooled
+  // into the block's ctx.stats too).
+  Tensor with_cross(const Tensor& y, const CrossMemory& memory, AttentionContext& ctx);
+};
+
+// The encoder of an encoder–decoder (prefix `encoder.`): its blocks and final LayerNorm. The token
+// and position embeddings are the model's (wte, wpe), shared with the decoder.
+class Encoder : public nn::Module {
+ public:
+  Encoder(const ModelConfig& config, Generator& init);
+  std::shared_ptr<nn::ModuleList<Block>> blocks;
+  std::shared_ptr<nn::LayerNorm> ln_f;
 };
 
 struct ForwardOptions {
@@ -39,6 +60,9 @@ struct ForwardOptions {
   // (router_balance). A name the model has nothing for is left out of the result.
   std::set<std::string> regularizers;
   bool inspect = false;  // fill ForwardResult::inspection (slow: one extra pass per layer)
+  // Encoder–decoder models: the source i32 [B, S] (S ≤ block_size; kSeq2SeqPad after its end), the
+  // encoder's input. Required for them, an error for a decoder.
+  Tensor source;
 };
 
 struct ForwardResult {
@@ -47,8 +71,14 @@ struct ForwardResult {
   // [] each asked-for regulariser the model computed: Σ sum / Σ count over the layers (a mean), or
   // Σ sum where the layers count nothing (a per-layer loss summed over layers).
   std::map<std::string, Tensor> regularizers;
-  std::vector<LayerStats> stats;            // one per layer when collect_stats
-  std::vector<LayerInspection> inspection;  // one per layer when inspect
+  // One per (decoder) block when collect_stats: the self-attention's statistics and every gate value
+  // of the block (its cross gates' too).
+  std::vector<LayerStats> stats;
+  std::vector<LayerInspection> inspection;  // one per (decoder) block when inspect
+  // Encoder–decoder models: per decoder block, the cross-attention's statistics and its gates'
+  // values; per encoder block, its statistics. Empty for a decoder.
+  std::vector<LayerStats> cross_stats, encoder_stats;
+  std::vector<LayerInspection> cross_inspection, encoder_inspection;
 
   // The regulariser `name`, or an undefined tensor when it was not computed.
   Tensor regularizer(const std::string& name) const;
@@ -74,6 +104,10 @@ class GPT : public nn::Module {
   // continue at cache.position(). The positions take wpe rows (learned: position+n ≤ block_size) or
   // rotate q and k (rope: any position ≥ 0); the cached keys keep the positions they were written at.
   Tensor forward_cached(const Tensor& idx, KVCache& cache, std::int64_t position);
+  // Encoder–decoder generation: runs the encoder on `source` i32 [B, S] (eval-mode math, no
+  // autograd) and puts each decoder block's cross-attention memory into cache.cross, after which
+  // forward_cached decodes against it. Clears the cache's positions.
+  void encode_source(const Tensor& source, KVCache& cache);
 
   const ModelConfig& config() const { return config_; }
   // Training-time noise (gumbel_sigmoid, gate dropout) draws from this generator; checkpoints save
@@ -94,10 +128,17 @@ class GPT : public nn::Module {
   double flops_per_token(std::int64_t T) const;
 
   std::shared_ptr<nn::Embedding> wte, wpe;  // wpe: learned positions only (null with model.position rope)
+  std::shared_ptr<Encoder> encoder;         // encoder_decoder only
   std::shared_ptr<nn::ModuleList<Block>> blocks;
   std::shared_ptr<nn::LayerNorm> ln_f;
 
  private:
+  // The token and (learned) position embeddings of ids [B, T] at positions first … first+T−1.
+  Tensor embed(const Tensor& ids, std::int64_t first) const;
+  // The encoder output [B, S, C] of `source`, reporting into `result`'s encoder statistics and
+  // inspection; sets ctx.key_padding for the source.
+  Tensor encode(const Tensor& source, AttentionContext& ctx, const ForwardOptions& options, ForwardResult& result);
+
   ModelConfig config_;
   Generator noise_;
   std::int64_t step_ = 0;

@@ -65,10 +65,10 @@ void inspect_modulation(const ops::AttentionTerms& terms, LayerInspection& out) 
 }
 
 std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const ops::AttentionTerms& terms,
-                                      std::int64_t window) {
+                                      std::int64_t window, bool causal) {
   NoGradGuard no_grad;
   const Tensor q0 = first_sequence(q), k0 = first_sequence(k);
-  const std::int64_t H = q0.size(1), T = q0.size(2), d = q0.size(3);
+  const std::int64_t H = q0.size(1), Tq = q0.size(2), T = k0.size(2), d = q0.size(3);
   ops::AttentionTerms t = terms;
   t.row_bias = first_sequence(terms.row_bias);
   t.col_bias = first_sequence(terms.col_bias);
@@ -78,7 +78,8 @@ std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const op
   t.modulation_noise = nullptr;
   ops::AttentionOptions options;
   options.window = window;
-  std::vector<double> A(static_cast<std::size_t>(H * T * T), 0.0);
+  options.causal = causal;
+  std::vector<double> A(static_cast<std::size_t>(H * Tq * T), 0.0);
   // Pass p sends key j = p·d + c to output column c: out[i, c] = Σ_j A_ij V_jc = A_i,p·d+c.
   for (std::int64_t first = 0; first < T; first += d) {
     std::vector<double> onehot(static_cast<std::size_t>(H * T * d), 0.0);
@@ -86,11 +87,12 @@ std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const op
       for (std::int64_t c = 0; c < d && first + c < T; ++c)
         onehot[static_cast<std::size_t>((h * T + first + c) * d + c)] = 1.0;
     const std::vector<double> out =
-        ops::flash_attention(q0, k0, Tensor::from(onehot, q0.shape(), q0.dtype()), t, options).out.to_vector();
+        ops::flash_attention(q0, k0, Tensor::from(onehot, k0.shape(), q0.dtype()), t, options).out.to_vector();
     for (std::int64_t h = 0; h < H; ++h)
-      for (std::int64_t i = 0; i < T; ++i)
+      for (std::int64_t i = 0; i < Tq; ++i)
         for (std::int64_t c = 0; c < d && first + c < T; ++c)
-          A[static_cast<std::size_t>((h * T + i) * T + first + c)] = out[static_cast<std::size_t>((h * T + i) * d + c)];
+          A[static_cast<std::size_t>((h * Tq + i) * T + first + c)] =
+              out[static_cast<std::size_t>((h * Tq + i) * d + c)];
   }
   return A;
 }

@@ -23,9 +23,9 @@ void add_gate_by_token(LayerInspection& out, const std::vector<double>& by_token
 // (eval mode: no noise), into out.gate_values and out.gate_by_token (mean over heads and keys).
 void inspect_modulation(const ops::AttentionTerms& terms, LayerInspection& out);
 
-// The first sequence's final attention weights [H, T, T] (row i, column j) of flash_attention on
-// q, k [B, H, T, d] with `terms` and `window`.
+// The first sequence's final attention weights [H, Tq, Tk] (row i, column j) of flash_attention on
+// q [B, H, Tq, d], k [B, H, Tk, d] with `terms`, `window` and the causal mask or none.
 std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const ops::AttentionTerms& terms,
-                                      std::int64_t window);
+                                      std::int64_t window, bool causal = true);
 
 }  // namespace gattn::models

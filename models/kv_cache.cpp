@@ -26,7 +26,8 @@ KVCache::KVCache(const ModelConfig& config, std::int64_t batch, const InferenceO
 void KVCache::clear() {
   length_ = 0;
   position_ = 0;
-  // The per-row terms need no reset: GatedAttention::forward_cached clears each row it writes.
+  // The per-row terms need no reset: GatedAttention::forward_cached clears each row it writes. The
+  // source's memory (cross) stays: a restart goes on with the same source.
   for (LayerKVCache& l : layers) l.gate_state.clear();
 }
 
@@ -59,6 +60,8 @@ std::int64_t KVCache::bytes() const {
     for (const Tensor* t : l.per_row()) add(*t);
     for (const auto& [kind, t] : l.gate_state) add(t);
   }
+  for (const CrossMemory& c : cross)
+    for (const Tensor* t : {&c.memory, &c.k, &c.v, &c.terms.col_bias}) add(*t);
   return total;
 }
 

@@ -18,6 +18,7 @@
 #include "framework/tensor/tensor.h"
 #include "models/config.h"
 #include "models/inference_options.h"
+#include "ops/attention.h"
 
 namespace gattn::models {
 
@@ -38,6 +39,14 @@ struct LayerKVCache {
   std::array<const Tensor*, 6> per_row() const {
     return {&k, &v, &col_bias, &modulation_col, &key_positions, &key_attention};
   }
+};
+
+// Encoder–decoder generation: what one decoder block's cross-attention reads at every step, made
+// once from the source (CrossAttention::prepare, GPT::encode_source).
+struct CrossMemory {
+  Tensor memory;              // the encoder output [B, S, C]
+  Tensor k, v;                // [B, H, S, d]
+  ops::AttentionTerms terms;  // column terms [B, H, S]: the source padding and the key gates' terms
 };
 
 class KVCache {
@@ -65,6 +74,8 @@ class KVCache {
   std::int64_t bytes() const;
 
   std::vector<LayerKVCache> layers;
+  // Encoder–decoder models: one per decoder block, set by GPT::encode_source (empty otherwise).
+  std::vector<CrossMemory> cross;
   InferenceCounters counters;
 
  private:

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "framework/data/seq2seq_tokens.h"
 #include "framework/tensor/error.h"
 #include "models/kv_policy.h"
 #include "ops/shape.h"
@@ -124,6 +125,39 @@ std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& 
     }
   }
   if (counters) *counters = cache.counters;
+  return out;
+}
+
+std::vector<std::int32_t> generate_target(GPT& model, const std::vector<std::int32_t>& source,
+                                          std::int64_t max_new_tokens, const SamplingOptions& options,
+                                          const std::function<void(std::int32_t)>& on_token) {
+  validate(options);
+  const ModelConfig& config = model.config();
+  if (!config.encoder_decoder())
+    throw ValueError("generate_target: model.arch is " + config.arch + "; a source needs an encoder_decoder model");
+  const auto S = static_cast<std::int64_t>(source.size());
+  if (S == 0 || S > config.block_size)
+    throw ValueError("generate_target: the source holds " + std::to_string(S) +
+                     " tokens; it needs 1 … model.block_size=" + std::to_string(config.block_size));
+  for (std::size_t j = 0; j < source.size(); ++j)
+    if (source[j] == kSeq2SeqPad)
+      throw ValueError("generate_target: source token " + std::to_string(j) + " is the padding id " +
+                       std::to_string(kSeq2SeqPad));
+  if (max_new_tokens < 0) throw ValueError("--max-new-tokens must be >= 0, got " + std::to_string(max_new_tokens));
+  Generator gen(options.seed, kSamplingStream);
+  KVCache cache(config, 1);
+  model.encode_source(Tensor::from_ints(source, {1, S}), cache);
+  std::vector<std::int32_t> out;
+  std::int32_t next = kSeq2SeqStart;
+  // The decoder's inputs are the start token and the tokens so far: block_size of them at most.
+  const std::int64_t limit = std::min(max_new_tokens, config.block_size);
+  for (std::int64_t k = 0; k < limit; ++k) {
+    const std::vector<double> logits = last_row(model.forward_cached(Tensor::from_ints({next}, {1, 1}), cache));
+    next = sample_token(logits, options, gen);
+    if (next == kSeq2SeqEnd) break;
+    out.push_back(next);
+    if (on_token) on_token(next);
+  }
   return out;
 }
 

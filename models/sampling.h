@@ -50,4 +50,14 @@ std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& 
                                    const std::function<void(std::int32_t)>& on_token = {},
                                    const InferenceOptions& inference = {}, InferenceCounters* counters = nullptr);
 
+// Encoder–decoder generation: the target for `source` (1 … block_size ids, no padding). The encoder
+// runs once and each decoder block's cross-attention memory is kept (GPT::encode_source); the decoder
+// starts from kSeq2SeqStart and adds one token per step with the KV cache, until it draws kSeq2SeqEnd
+// (left out of the result), or after max_new_tokens, or when the target fills model.block_size.
+// Greedy with temperature 0; equal to re-running forward() on the whole target at every step.
+// `on_token` sees each token kept.
+std::vector<std::int32_t> generate_target(GPT& model, const std::vector<std::int32_t>& source,
+                                          std::int64_t max_new_tokens, const SamplingOptions& options,
+                                          const std::function<void(std::int32_t)>& on_token = {});
+
 }  // namespace gattn::models

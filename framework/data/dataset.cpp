@@ -1,4 +1,4 @@
-// make_dataset, the window sampling shared by text and token shards, and answer accuracy.
+// make_dataset, the window sampling shared by text and token shards, answer accuracy and exact match.
 #include "framework/data/dataset.h"
 
 #include <algorithm>
@@ -131,11 +131,43 @@ double Dataset::answer_accuracy(const Tensor& logits, const Batch& batch) {
   return answered == 0 ? 0.0 : static_cast<double>(right) / static_cast<double>(answered);
 }
 
+double Dataset::exact_match(const Tensor& logits, const Batch& batch) {
+  if (logits.dim() != 3 || batch.y.dim() != 2 || logits.size(0) != batch.y.size(0) || logits.size(1) != batch.y.size(1))
+    throw ShapeError("exact_match: logits " + shape_str(logits.shape()) + " do not match targets " +
+                     shape_str(batch.y.shape()));
+  const Tensor l = logits.to(DType::f32);
+  const float* lp = l.data<float>();
+  const std::int32_t* y = batch.y.data<std::int32_t>();
+  const std::int64_t rows = batch.y.size(0), width = batch.y.size(1), vocab = logits.size(2);
+  std::int64_t answered = 0, right = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    bool any = false, all_right = true;
+    for (std::int64_t t = 0; t < width && all_right; ++t) {
+      const std::int32_t target = y[r * width + t];
+      if (target < 0) continue;
+      any = true;
+      const float* row = lp + (r * width + t) * vocab;
+      // Ties go to the lowest id, as in answer_accuracy.
+      all_right = std::max_element(row, row + vocab) - row == target;
+    }
+    // The scan stops at a row's first wrong token; `any` is set by then, so the row still counts.
+    if (!any) continue;
+    ++answered;
+    right += all_right;
+  }
+  return answered == 0 ? 0.0 : static_cast<double>(right) / static_cast<double>(answered);
+}
+
 std::unique_ptr<Dataset> make_dataset(const DataOptions& options, std::int64_t block_size) {
+  // Only pairs read text through a tokenizer of the config's choosing (token shards bring their own).
+  if (!options.tokenizer.empty() && options.kind != "pairs")
+    throw DataError("data.tokenizer is set ('" + options.tokenizer + "') but only data.kind pairs uses it, not '" +
+                    options.kind + "'");
   if (options.kind == "text") return data_detail::make_text_dataset(options, block_size);
   if (options.kind == "tokens") return data_detail::make_token_dataset(options, block_size);
   if (options.kind == "synthetic") return data_detail::make_synthetic_dataset(options, block_size);
-  throw DataError("data.kind must be text, tokens or synthetic, got '" + options.kind + "'");
+  if (options.kind == "pairs") return data_detail::make_pair_dataset(options, block_size);
+  throw DataError("data.kind must be text, tokens, synthetic or pairs, got '" + options.kind + "'");
 }
 
 }  // namespace gattn

@@ -1,11 +1,13 @@
-// Datasets behind `data.kind` (docs/config.md): char-level text, llm.c token shards and synthetic tasks,
-// all drawing their randomness from a Generator so runs are reproducible and resumable.
+// Datasets behind `data.kind` (docs/config.md): char-level text, llm.c token shards, synthetic tasks and
+// source–target pairs for encoder–decoder models (docs/seq2seq.md), all drawing their randomness from a Generator so
+// runs are reproducible and resumable.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "framework/data/errors.h"
+#include "framework/data/seq2seq_tokens.h"
 #include "framework/tensor/random.h"
 #include "framework/tensor/tensor.h"
 #include "framework/text/subword_tokenizer.h"
@@ -14,20 +16,26 @@ namespace gattn {
 
 // The `data.*` config section as plain values (the config layer fills it and validates names).
 struct DataOptions {
-  std::string kind;  // text | tokens | synthetic
-  std::string path;  // text: a file; tokens: a glob pattern or a directory of .bin shards
-  std::string task;  // synthetic: copy | assoc_recall | noisy_recall
+  std::string kind;  // text | tokens | synthetic | pairs
+  std::string path;  // text, pairs: a file; tokens: a glob pattern or a directory of .bin shards
+  // synthetic: copy | assoc_recall | noisy_recall, or the seq2seq tasks reverse | sort | noisy_copy
+  std::string task;
+  std::string tokenizer;  // pairs: a `gattn tokenize train` directory (or tokenizer.model); "": byte-level
   // synthetic: the task's vocabulary (data.vocab_size; 0: the task's default). tokens: the model's
   // vocabulary (model.vocab_size), which every token id must be below (0: taken from the data).
   std::int64_t vocab_size = 0;
-  std::int64_t n_pairs = 0;        // recall: key-value pairs; copy: tokens to copy (0: a default)
-  std::int64_t n_distractors = 0;  // noisy_recall (0: fill the rest of the block)
+  // recall: key-value pairs; copy and the seq2seq tasks: content tokens per sequence (0: a default)
+  std::int64_t n_pairs = 0;
+  std::int64_t n_distractors = 0;  // noisy_recall (0: fill the rest of the block); noisy_copy (0: n_pairs)
   std::uint64_t seed = 0;          // synthetic: seeds the fixed validation set
 };
 
 // One micro-batch: i32 [B, T] inputs and next-token targets; a target of -1 is ignored by the loss.
+// Sequence-to-sequence data (Dataset::seq2seq) adds the encoder's input, and x, y are the decoder's:
+// x = start, t_1 … t_n, then kSeq2SeqPad; y = t_1 … t_n, end, then -1 (framework/data/seq2seq_tokens.h).
 struct Batch {
   Tensor x, y;
+  Tensor source = Tensor();  // seq2seq: i32 [B, S], kSeq2SeqPad after each source's end; undefined otherwise
 };
 
 class Dataset {
@@ -43,13 +51,16 @@ class Dataset {
   // Eval windows [first_window, first_window + count) as a batch; deterministic, so eval batches can
   // be split across ranks or steps and always cover the same tokens.
   virtual Batch eval_batch(std::int64_t first_window, std::int64_t count, std::int64_t block_size) const = 0;
-  // Synthetic tasks have one right answer per target: the trainer reports answer accuracy for them.
+  // Synthetic tasks and pairs have one right answer per target: the trainer reports accuracy for them.
   virtual bool reports_accuracy() const { return false; }
-  // For byte-level text: the checkpoint's "vocab" metadata (docs/checkpoint-format.md), a JSON array of the byte
-  // values with index = token id. "" for other kinds.
+  // Sequence-to-sequence data: batches carry a source for an encoder–decoder model, and the accuracy
+  // reported is exact match (exact_match below), not per token.
+  virtual bool seq2seq() const { return false; }
+  // For byte-level text and pairs: the checkpoint's "vocab" metadata (docs/checkpoint-format.md), a JSON array of
+  // the byte values with index = token id (null for the ids pairs reserve). "" for other kinds.
   virtual std::string vocab_json() const { return ""; }
-  // For token shards made by `gattn tokenize`: the tokenizer found beside them (docs/tokenize.md),
-  // which goes into the run's checkpoints. nullptr for other data.
+  // For token shards made by `gattn tokenize`: the tokenizer found beside them (docs/tokenize.md); for
+  // pairs, data.tokenizer. It goes into the run's checkpoints. nullptr for other data.
   virtual std::shared_ptr<const SubwordTokenizer> tokenizer() const { return nullptr; }
   // What turns the data's token ids into text and back: the tokenizer, else the byte vocabulary of
   // text data; nullptr for bare token ids and synthetic tasks.
@@ -60,6 +71,10 @@ class Dataset {
   // Fraction of the positions with target >= 0 whose argmax over logits [B, T, V] (a CPU tensor of
   // any floating dtype) equals the target; 0 when the batch has no targets.
   static double answer_accuracy(const Tensor& logits, const Batch& batch);
+  // Fraction of the rows with any target >= 0 whose argmax is right at every such target: for a
+  // seq2seq batch, the targets greedy decoding would reproduce exactly (teacher forcing with every
+  // prediction right is greedy decoding). 0 when no row has a target.
+  static double exact_match(const Tensor& logits, const Batch& batch);
 };
 
 // Builds the dataset that options.kind names and checks up front that windows of block_size tokens

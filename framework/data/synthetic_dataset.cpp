@@ -1,5 +1,6 @@
 // `data.kind: synthetic`: copy, associative recall and noisy recall sequences generated on the fly
 // from a Generator; the validation set is a fixed family of sequences from their own Philox streams.
+// The sequence-to-sequence tasks are in seq2seq_synthetic_dataset.cpp.
 #include <algorithm>
 #include <numeric>
 
@@ -39,7 +40,8 @@ class SyntheticDataset : public Dataset {
     else if (options.task == "noisy_recall")
       task_ = Task::noisy_recall;
     else
-      throw DataError("data.task must be copy, assoc_recall or noisy_recall, got '" + options.task + "'");
+      throw DataError("data.task must be copy, assoc_recall, noisy_recall, reverse, sort or noisy_copy, got '" +
+                      options.task + "'");
 
     const bool noisy = task_ == Task::noisy_recall;
     vocab_ =
@@ -207,6 +209,7 @@ class SyntheticDataset : public Dataset {
 }  // namespace
 
 std::unique_ptr<Dataset> make_synthetic_dataset(const DataOptions& options, std::int64_t block_size) {
+  if (is_seq2seq_task(options.task)) return make_seq2seq_synthetic_dataset(options, block_size);
   return std::make_unique<SyntheticDataset>(options, block_size);
 }
 

@@ -34,5 +34,10 @@ class WindowedDataset : public Dataset {
 std::unique_ptr<Dataset> make_text_dataset(const DataOptions& options, std::int64_t block_size);
 std::unique_ptr<Dataset> make_token_dataset(const DataOptions& options, std::int64_t block_size);
 std::unique_ptr<Dataset> make_synthetic_dataset(const DataOptions& options, std::int64_t block_size);
+// The sequence-to-sequence tasks among data.task (reverse, sort, noisy_copy), which
+// make_synthetic_dataset hands to make_seq2seq_synthetic_dataset.
+bool is_seq2seq_task(const std::string& task);
+std::unique_ptr<Dataset> make_seq2seq_synthetic_dataset(const DataOptions& options, std::int64_t block_size);
+std::unique_ptr<Dataset> make_pair_dataset(const DataOptions& options, std::int64_t block_size);
 
 }  // namespace gattn::data_detail

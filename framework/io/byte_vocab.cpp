@@ -1,4 +1,4 @@
-// ByteVocab: parsing the checkpoint's vocab array, encoding and decoding.
+// ByteVocab: parsing the checkpoint's vocab array (byte values and reserved nulls), encoding and decoding.
 #include "framework/io/byte_vocab.h"
 
 #include <cstdio>
@@ -13,13 +13,20 @@ std::optional<ByteVocab> ByteVocab::from_json(const std::string& json) {
   if (!j.is_array() || j.empty()) return std::nullopt;
   ByteVocab v;
   v.ids_.fill(-1);
+  bool any_byte = false;
   for (const auto& b : j) {
+    if (b.is_null()) {  // an id reserved for a sequence-to-sequence control token
+      v.bytes_.push_back(-1);
+      continue;
+    }
     if (!b.is_number_integer() || b.get<int>() < 0 || b.get<int>() > 255) return std::nullopt;
     const auto byte = static_cast<unsigned char>(b.get<int>());
     if (v.ids_[byte] >= 0) return std::nullopt;  // a byte listed twice
     v.ids_[byte] = static_cast<std::int32_t>(v.bytes_.size());
-    v.bytes_.push_back(byte);
+    v.bytes_.push_back(static_cast<std::int16_t>(byte));
+    any_byte = true;
   }
+  if (!any_byte) return std::nullopt;  // only reserved ids: no text could be written or read
   return v;
 }
 
@@ -47,8 +54,14 @@ std::vector<std::int32_t> ByteVocab::encode(const std::string& text) const {
 std::string ByteVocab::decode(const std::vector<std::int32_t>& tokens) const {
   std::string out;
   out.reserve(tokens.size());
-  for (std::int32_t t : tokens)
-    out.push_back(t >= 0 && t < size() ? static_cast<char>(bytes_[static_cast<std::size_t>(t)]) : '?');
+  for (std::int32_t t : tokens) {
+    if (t < 0 || t >= size()) {
+      out.push_back('?');
+      continue;
+    }
+    const std::int16_t byte = bytes_[static_cast<std::size_t>(t)];
+    if (byte >= 0) out.push_back(static_cast<char>(byte));  // a reserved id (pad, start, end) is no text
+  }
   return out;
 }
 

@@ -56,6 +56,7 @@ GATTN_GATE_KIND(input) {
                                    "dropout", "ramp_start", "ramp_steps"});
   s.gate_values = "g = act(h·Wᵀ + b): C values per token";
   s.parameter_doc = "`weight` [C, C], `bias` [C]; tanh_magnitude adds `magnitude_weight` [C, C], `magnitude_bias` [C]";
+  s.sites = {kSiteSelf, kSiteEncoder, kSiteCross};
   s.order = 10;
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     std::vector<GateParameterSpec> p{{"weight", {m.n_embd, m.n_embd}}, {"bias", {m.n_embd}}};

@@ -101,6 +101,7 @@ GATTN_GATE_KIND(output) {
   s.parameter_doc =
       "`weight` [U·d or U, C], `bias` [U·d or U] (U = H/groups over the gated heads); tanh_magnitude adds "
       "`magnitude_weight`, `magnitude_bias` of the same shapes";
+  s.sites = {kSiteSelf, kSiteEncoder, kSiteCross};
   s.order = 70;
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     const std::int64_t rows = gate_rows(m, g);

@@ -5,7 +5,8 @@
 //   form multiplicative:         S_ij ← S_ij · g_j, the article's "score * gate", done as k_j ← g_j·k_j
 //   source query_key (with multiplicative): S_ij ← S_ij · g_i · g_j (q_i ← g_i·q_i as well)
 // A per-query additive term would shift a whole softmax row and change nothing, so query_key is
-// multiplicative only.
+// multiplicative only. On the cross-attention (where: cross) the gate reads the encoder output, one
+// value per source position: a learned mask over the source (additive only).
 #include "models/gating/activation.h"
 #include "models/gating/gate.h"
 #include "models/gating/options.h"
@@ -60,7 +61,7 @@ class ScoreGate : public Gate {
 
  private:
   GateActivation activation(const AttentionInputs& in, const AttentionContext& ctx) const {
-    return activate_gate(ops::linear(gate_input_norm(in.h, options_), weight, bias), gate_, options_, ctx);
+    return activate_gate(ops::linear(gate_input_norm(in.key_source(), options_), weight, bias), gate_, options_, ctx);
   }
   // log g per key and head [B, H, T] (0 on heads without the gate).
   Tensor key_term(const GateEffect& e) const {
@@ -95,6 +96,10 @@ GATTN_GATE_KIND(score) {
   source.check = [check_choice](const nlohmann::json& v, const std::string& key, const GateConfig& g,
                                 const ModelConfig& m) {
     check_choice(v, key, g, m);
+    if (g.site == kSiteCross && g.string_option("form") != "additive")
+      throw ValueError(g.where +
+                       ".form: a cross-attention score gate is additive only (a mask over the source's "
+                       "positions, made once per source)");
     if (v == "query_key" && g.string_option("form") != "multiplicative")
       throw ValueError(key +
                        ": query_key needs form: multiplicative (an additive per-query term shifts a whole "
@@ -107,6 +112,7 @@ GATTN_GATE_KIND(score) {
     s.options.push_back(std::move(o));
   s.gate_values = "g: one value per token and gated head (or group)";
   s.parameter_doc = "`weight` [U, C], `bias` [U] (U = H/groups over the gated heads)";
+  s.sites = {kSiteSelf, kSiteEncoder, kSiteCross};
   s.order = 20;
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     const std::int64_t u = score_units(m, g);

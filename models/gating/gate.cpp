@@ -6,6 +6,7 @@
 
 #include "models/inspection.h"
 #include "models/regularizers.h"
+#include "ops/elementwise.h"
 #include "ops/reduce.h"
 
 namespace gattn::models {
@@ -33,6 +34,8 @@ Tensor Gate::head_gate(const AttentionInputs&, const AttentionContext&) const { 
 Tensor Gate::gate_heads(const AttentionInputs&, const Tensor& y, AttentionContext&) { return y; }
 
 Tensor Gate::gate_output(const AttentionInputs&, const Tensor& y, AttentionContext&) { return y; }
+
+Tensor Gate::merge_state(const AttentionInputs&, const Tensor& s, const Tensor& c, AttentionContext&) { return s + c; }
 
 void AttentionContext::add_regularizer(const std::string& name, const Tensor& term, double count) {
   RegularizerSum& r = regularizers[name];
@@ -78,7 +81,8 @@ ops::AttentionResult run_attention(const AttentionInputs& in, const ops::Attenti
   if (options.modulation_entropy)
     ctx.add_regularizer(kGateEntropy, ops::sum(r.modulation_entropy), modulated_pairs(in.q, options));
   if (report_rows && ctx.inspect) {
-    ctx.inspect->attention = attention_weights(in.q, in.k, terms, options.window);
+    ctx.inspect->attention = attention_weights(in.q, in.k, terms, options.window, options.causal);
+    ctx.inspect->keys = in.k.size(2);
     if (modulated) inspect_modulation(terms, *ctx.inspect);
   }
   return r;

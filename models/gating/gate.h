@@ -8,6 +8,7 @@
 //   3. attend          an expert mixture that replaces the one attention call (at most one per block)
 //   4. gate_heads      on the per-head output y [B, H, T, d]
 //   5. gate_output     on the heads-merged output [B, T, C], before attn.proj
+//   6. merge_state     cross-attention only: the decoder state after the sublayer (s + c by default)
 // Generation with a KV cache runs the same hooks in eval mode, with add_cached_terms and
 // attend_cached in place of 2 and 3.
 #pragma once
@@ -53,6 +54,10 @@ class Gate : public nn::Module {
   virtual Tensor gate_heads(const AttentionInputs& in, const Tensor& y, AttentionContext& ctx);
   // 5. The merged output y [B, T, C] (unchanged by default).
   virtual Tensor gate_output(const AttentionInputs& in, const Tensor& y, AttentionContext& ctx);
+  // 6. Cross-attention: whether this gate decides the decoder state after the sublayer, and the new
+  // state from the state s [B, T, C] and the sublayer's output c (after cross.proj), s + c by default.
+  virtual bool merges_state() const { return false; }
+  virtual Tensor merge_state(const AttentionInputs& in, const Tensor& s, const Tensor& c, AttentionContext& ctx);
 };
 
 // The fused attention of the block: ops::flash_attention on in.q, in.k, in.v with `terms`, asking

@@ -94,7 +94,7 @@ const GateKindSpec& gate_kind(const std::string& name, const std::string& key_pa
                    (best.empty() ? "" : "; did you mean '" + best + "'?"));
 }
 
-bool is_entry_key(const std::string& key) { return key == "kind" || key == "layers"; }
+bool is_entry_key(const std::string& key) { return key == "kind" || key == "layers" || key == "where"; }
 
 const std::vector<std::string>& common_gate_keys() {
   static const std::vector<std::string> keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
@@ -103,12 +103,18 @@ const std::vector<std::string>& common_gate_keys() {
 
 void validate_gate_entry(const GateConfig& g, const ModelConfig& model) {
   const std::string p = g.where + ".";
+  if (g.site != kSiteSelf && g.site != kSiteEncoder && g.site != kSiteCross)
+    bad(p + "where", "expected self, encoder or cross, got '" + g.site + "'");
+  if (g.site != kSiteSelf && !model.encoder_decoder())
+    bad(p + "where", "'" + g.site + "' needs model.arch encoder_decoder (model.arch is " + model.arch + ")");
   if (!g.all_layers) {
     std::set<std::int64_t> seen;
+    const std::int64_t blocks = model.site_layers(g.site);
+    const std::string count_key = g.site == kSiteEncoder ? "the encoder's blocks" : "model.n_layer";
     for (std::int64_t l : g.layers) {
-      if (l < 0 || l >= model.n_layer)
-        bad(p + "layers", "block index " + std::to_string(l) + " out of range [0, " + std::to_string(model.n_layer) +
-                              ") for model.n_layer=" + std::to_string(model.n_layer));
+      if (l < 0 || l >= blocks)
+        bad(p + "layers", "block index " + std::to_string(l) + " out of range [0, " + std::to_string(blocks) +
+                              ") for " + count_key + "=" + std::to_string(blocks));
       if (!seen.insert(l).second) bad(p + "layers", "block index " + std::to_string(l) + " listed twice");
     }
   }
@@ -118,6 +124,12 @@ void validate_gate_entry(const GateConfig& g, const ModelConfig& model) {
     return;
   }
   const GateKindSpec& kind = gate_kind(g.kind, p + "kind");
+  if (!contains(kind.sites, g.site)) {
+    std::string list;
+    for (const std::string& w : kind.sites) list += (list.empty() ? "" : ", ") + w;
+    bad(p + "where",
+        "gate kind '" + kind.name + "' cannot gate the " + g.site + " attention (it works at: " + list + ")");
+  }
   // A key the user wrote must mean something for the kind: a setting that silently does nothing
   // makes an ablation compare what it did not mean to.
   for (const std::string& key : g.set_keys) {
@@ -165,6 +177,12 @@ std::string gate_kinds_markdown() {
       else
         keys += (keys.empty() ? "" : ", ") + ("`" + o.key + "` (" + o.default_value.dump() + "): " + o.doc);
     if (!shared.empty()) keys += "; options " + shared;
+    // Where an entry of the kind may sit (its `where`), when that is more than the decoder's self-attention.
+    if (k->sites.size() > 1) {
+      std::string sites;
+      for (const std::string& w : k->sites) sites += (sites.empty() ? "" : ", ") + w;
+      keys += "; `where`: " + sites;
+    }
     out += "| `" + k->name + "` | " + k->summary + " | " + k->parameter_doc + " | " + keys + " | " + k->gate_values +
            " | " + k->reference + " |\n";
   }

@@ -45,6 +45,9 @@ struct GateKindSpec {
   // The activations it accepts (when it reads `activation`): a gate on the logits needs log σ.
   std::vector<std::string> activations = {"sigmoid", "gumbel_sigmoid"};
   std::vector<GateOptionSpec> options;
+  // The attentions it can gate (a gate entry's `where`): self always; encoder when its math needs no
+  // causal order; cross when it has a cross-attention form (docs/seq2seq.md).
+  std::vector<std::string> sites = {kSiteSelf};
   double default_init_bias = 0;  // what init_bias null means
   // Where a block registers its parameters when this is its only gate: "gate" (attn.gate.*), or
   // another name that it keeps in every block (attn.router.* for a router).
@@ -73,7 +76,7 @@ const GateKindSpec* find_gate_kind(const std::string& name);
 const GateKindSpec& gate_kind(const std::string& name, const std::string& key_path = "model.gate.kind");
 // "none, input, output, …": every valid value of a kind key.
 std::string gate_kind_list();
-// The common keys a gate entry may hold for any kind besides its own: kind, layers.
+// The common keys a gate entry may hold for any kind besides its own: kind, layers, where.
 bool is_entry_key(const std::string& key);
 // The keys every kind may read (activation, temperature, init_bias, init_weight, init_std).
 const std::vector<std::string>& common_gate_keys();

@@ -49,7 +49,7 @@ std::string summary_csv(const std::vector<GridAxis>& grid, const std::vector<Cel
   for (const GridAxis& a : grid) out += std::string(",").append(csv_field(a.key));
   out +=
       ",val_loss,val_accuracy,gate_mean,gate_frac_lt_0.1,attn_entropy,sink_ratio,tokens_per_s,parameters,steps,elapsed_"
-      "s,flops_per_token,generation_tokens_per_s\n";
+      "s,flops_per_token,generation_tokens_per_s,cross_attn_entropy\n";
   for (const CellResult& c : cells) {
     out += csv_field(c.cell.name);
     for (const auto& [key, value] : c.cell.point) out += std::string(",").append(csv_field(value));
@@ -62,7 +62,8 @@ std::string summary_csv(const std::vector<GridAxis>& grid, const std::vector<Cel
     out += std::string(",").append(std::to_string(r.last_step));
     out += std::string(",").append(csv_number(r.elapsed_s));
     out += std::string(",").append(csv_number(r.flops_per_token));
-    out += std::string(",").append(csv_number(r.generation_tokens_per_s)) + "\n";
+    out += std::string(",").append(csv_number(r.generation_tokens_per_s));
+    out += std::string(",").append(csv_number(r.cross_attn_entropy)) + "\n";
   }
   return out;
 }
@@ -84,8 +85,11 @@ std::string summary_markdown(const std::vector<GridAxis>& grid, const std::vecto
     groups[id].push_back(&c);
     labels[id] = label;
   }
-  bool any_accuracy = false;
-  for (const CellResult& c : cells) any_accuracy = any_accuracy || c.run.val_accuracy.has_value();
+  bool any_accuracy = false, any_cross = false;
+  for (const CellResult& c : cells) {
+    any_accuracy = any_accuracy || c.run.val_accuracy.has_value();
+    any_cross = any_cross || c.run.cross_attn_entropy.has_value();
+  }
 
   std::string head = "|", rule = "|";
   for (const GridAxis& a : grid)
@@ -99,8 +103,14 @@ std::string summary_markdown(const std::vector<GridAxis>& grid, const std::vecto
     head += " val accuracy (%) |";
     rule += " --- |";
   }
-  head += " gate mean | gate < 0.1 | attn entropy | sink ratio | tokens/s | gen tokens/s | parameters | MFLOP/token |";
-  rule += " --- | --- | --- | --- | --- | --- | --- | --- |";
+  head += " gate mean | gate < 0.1 | attn entropy | sink ratio |";
+  rule += " --- | --- | --- | --- |";
+  if (any_cross) {  // encoder–decoder runs
+    head += " cross-attn entropy |";
+    rule += " --- |";
+  }
+  head += " tokens/s | gen tokens/s | parameters | MFLOP/token |";
+  rule += " --- | --- | --- | --- |";
   std::string out = head + "\n" + rule + "\n";
 
   for (const std::string& id : order) {
@@ -125,6 +135,7 @@ std::string summary_markdown(const std::vector<GridAxis>& grid, const std::vecto
     add(stat([](const RunRecord& r) { return r.gate_frac_lt_0_1; }, 1, 3));
     add(stat([](const RunRecord& r) { return r.attn_entropy; }, 1, 3));
     add(stat([](const RunRecord& r) { return r.sink_ratio; }, 1, 3));
+    if (any_cross) add(stat([](const RunRecord& r) { return r.cross_attn_entropy; }, 1, 3));
     add(stat([](const RunRecord& r) { return r.tokens_per_s; }, 1, 0));
     add(stat([](const RunRecord& r) { return r.generation_tokens_per_s; }, 1, 0));
     // The model's size and compute: the same for every seed of the group.

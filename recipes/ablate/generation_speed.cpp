@@ -5,14 +5,18 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <vector>
 
+#include "framework/data/dataset.h"
 #include "framework/io/checkpoint.h"
 #include "framework/runtime/threads.h"
 #include "models/sampling.h"
+#include "ops/shape.h"
 #include "recipes/common/checkpoint_model.h"
 #include "recipes/common/median.h"
+#include "recipes/common/run_setup.h"
 
 namespace gattn::recipes {
 
@@ -28,12 +32,36 @@ std::string latest_name(const std::string& run_dir) {
   return name;
 }
 
+// An encoder–decoder's workload: the first val example's source (its padding cut), or, when the
+// run's data cannot be read from here, `fallback` content ids 3, 4, … (mod the vocabulary).
+std::vector<std::int32_t> timing_source(const CheckpointModel& ckpt, std::int64_t fallback) {
+  const models::ModelConfig& mc = ckpt.model->config();
+  try {
+    const std::unique_ptr<Dataset> data = make_dataset(data_options(ckpt.config), mc.block_size);
+    const Batch batch = data->eval_batch(0, 1, mc.block_size);
+    std::vector<std::int32_t> source;
+    if (batch.source.defined())
+      for (double id : ops::slice(batch.source, 0, 0, 1).to_vector()) {
+        if (static_cast<std::int32_t>(id) == kSeq2SeqPad) break;
+        source.push_back(static_cast<std::int32_t>(id));
+      }
+    if (!source.empty()) return source;
+  } catch (const std::exception&) {
+    // the stand-in below
+  }
+  std::vector<std::int32_t> source;
+  const std::int64_t content = std::max<std::int64_t>(1, mc.vocab_size - kSeq2SeqFirstContent);
+  for (std::int64_t i = 0; i < std::clamp<std::int64_t>(fallback, 1, mc.block_size); ++i)
+    source.push_back(static_cast<std::int32_t>(kSeq2SeqFirstContent + i % content));
+  return source;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const GenerationSpeed& g) {
-  return {{"tokens_per_s", g.tokens_per_s}, {"batch", g.batch},     {"prompt_tokens", g.prompt_tokens},
-          {"new_tokens", g.new_tokens},     {"repeats", g.repeats}, {"threads", g.threads},
-          {"checkpoint", g.checkpoint}};
+  return {{"tokens_per_s", g.tokens_per_s},   {"batch", g.batch},          {"prompt_tokens", g.prompt_tokens},
+          {"new_tokens", g.new_tokens},       {"repeats", g.repeats},      {"threads", g.threads},
+          {"source_tokens", g.source_tokens}, {"checkpoint", g.checkpoint}};
 }
 
 GenerationSpeed measure_generation(const std::string& run_dir, std::int64_t new_tokens, std::int64_t prompt_tokens) {
@@ -43,14 +71,27 @@ GenerationSpeed measure_generation(const std::string& run_dir, std::int64_t new_
   const models::ModelConfig& mc = model.config();
   GenerationSpeed out;
   out.new_tokens = new_tokens;
-  out.prompt_tokens = std::clamp<std::int64_t>(prompt_tokens, 1, mc.block_size);
   out.threads = num_threads();
   out.checkpoint = fs::path(ckpt.model_path).parent_path().filename().string();
-  std::vector<std::int32_t> prompt;
-  for (std::int64_t i = 0; i < out.prompt_tokens; ++i) prompt.push_back(static_cast<std::int32_t>(i % mc.vocab_size));
   models::SamplingOptions greedy;
   greedy.temperature = 0;
-  models::generate(model, prompt, new_tokens, greedy);  // allocator, caches and threads warm up
+  std::function<void()> generate_once;
+  std::vector<std::int32_t> prompt;
+  if (mc.encoder_decoder()) {
+    // models::generate needs a decoder: the target of a source, whose length is up to the model.
+    prompt = timing_source(ckpt, prompt_tokens);
+    out.source_tokens = static_cast<std::int64_t>(prompt.size());
+    generate_once = [&] { models::generate_target(model, prompt, new_tokens, greedy); };
+    // Greedy decoding draws the same tokens every time: the steps of one generation, end included.
+    const auto kept = static_cast<std::int64_t>(models::generate_target(model, prompt, new_tokens, greedy).size());
+    const std::int64_t limit = std::min(new_tokens, mc.block_size);
+    out.new_tokens = kept < limit ? kept + 1 : kept;
+  } else {
+    out.prompt_tokens = std::clamp<std::int64_t>(prompt_tokens, 1, mc.block_size);
+    for (std::int64_t i = 0; i < out.prompt_tokens; ++i) prompt.push_back(static_cast<std::int32_t>(i % mc.vocab_size));
+    generate_once = [&] { models::generate(model, prompt, new_tokens, greedy); };
+    generate_once();  // allocator, caches and threads warm up
+  }
   using clock = std::chrono::steady_clock;
   // A few milliseconds per repeat at the small configs, where one repeat's time swings with the
   // OpenMP pool's wake-ups: at least kMinRepeats and kEnoughSeconds, the median of them.
@@ -61,13 +102,13 @@ GenerationSpeed measure_generation(const std::string& run_dir, std::int64_t new_
   while (static_cast<int>(times.size()) < kMaxRepeats &&
          (static_cast<int>(times.size()) < kMinRepeats || spent < kEnoughSeconds)) {
     const auto start = clock::now();
-    models::generate(model, prompt, new_tokens, greedy);
+    generate_once();
     times.push_back(std::chrono::duration<double>(clock::now() - start).count());
     spent += times.back();
   }
   const double middle = median(times);
   out.repeats = static_cast<std::int64_t>(times.size());
-  out.tokens_per_s = middle > 0 ? static_cast<double>(new_tokens) / middle : 0.0;
+  out.tokens_per_s = middle > 0 ? static_cast<double>(out.new_tokens) / middle : 0.0;
   return out;
 }
 

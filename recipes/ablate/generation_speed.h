@@ -1,6 +1,7 @@
 // The generation throughput of a trained run for `gattn ablate`'s summary: KV-cached generation
-// (models::generate, the path of `gattn sample`) from the run's latest checkpoint on a fixed small
-// workload, timed by the wall clock of the machine that runs it. The result is kept beside the run
+// (models::generate, the path of `gattn sample`; models::generate_target for an encoder–decoder)
+// from the run's latest checkpoint on a fixed small workload, timed by the wall clock of the machine
+// that runs it. The result is kept beside the run
 // in generation.json, so the summaries of later invocations read it instead of measuring again.
 #pragma once
 #include <cstdint>
@@ -17,7 +18,10 @@ struct GenerationSpeed {
   double tokens_per_s = 0;         // new tokens per second, prompt prefill included in the time
   std::int64_t batch = 1;          // sequences generated at once
   std::int64_t prompt_tokens = 0;  // the prompt: token ids 0, 1, … (mod the vocabulary), at most the block
-  std::int64_t new_tokens = 0;     // tokens generated per timed run (greedy)
+                                   // (encoder–decoder: 0, the decoder starts from its start token)
+  std::int64_t new_tokens = 0;     // tokens generated per timed run (greedy; encoder–decoder: the
+                                   // target's tokens, its end token included when drawn)
+  std::int64_t source_tokens = 0;  // encoder–decoder: the source's length (its encoding is timed too); 0 else
   std::int64_t repeats = 0;        // timed runs; tokens_per_s is from their median time
   int threads = 0;                 // CPU threads (the run's train.threads)
   std::string checkpoint;          // the checkpoint directory's name (step_<8 digits>)
@@ -28,8 +32,11 @@ nlohmann::json to_json(const GenerationSpeed& g);
 // Loads the run's latest checkpoint (its config sets the thread count, as for `gattn sample`), warms
 // the model up with one generation, then times generations of `new_tokens` tokens from a
 // `prompt_tokens`-token prompt (batch 1, eval-mode math, greedy): at least 5 and until 0.4 s have
-// been spent (at most 200); tokens_per_s is from their median. Throws what loading the checkpoint
-// throws.
+// been spent (at most 200); tokens_per_s is from their median. An encoder–decoder generates the
+// target of the first val example's source instead (models::generate_target: the encoder once, then
+// at most `new_tokens` decoder steps, stopping at the end token, which counts as a token drawn); a
+// source of content ids 3, 4, … (`prompt_tokens` of them) stands in when the run's data cannot be
+// read from here. Throws what loading the checkpoint throws.
 GenerationSpeed measure_generation(const std::string& run_dir, std::int64_t new_tokens = 64,
                                    std::int64_t prompt_tokens = 8);
 

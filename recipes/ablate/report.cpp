@@ -79,7 +79,10 @@ Action add_report(CLI::App& app) {
   cmd->add_option("dirs", args->dirs, "run directories (an ablation directory stands for its cells)")->required();
   cmd->add_option("-o,--output", args->output,
                   "the HTML file (default: DIR/report.html for one directory, ./report.html for several)");
-  cmd->add_option("--heads", args->heads, "attention maps to draw, LAYER:HEAD,… (-1 = last layer)")
+  cmd->add_option(
+         "--heads", args->heads,
+         "attention maps to draw, LAYER:HEAD,… (-1 = last layer; encoder–decoder runs: the decoder's self- and "
+         "cross-attention heads)")
       ->capture_default_str();
   cmd->add_option("--title", args->title, "the page title")->capture_default_str();
   cmd->add_option("--windows", args->windows, "val windows whose gate values fill the histograms")

@@ -130,6 +130,13 @@ std::string final_bars(const std::vector<ReportRun>& runs, const std::optional<d
 
 bool has_gates(const ReportRun& run) { return run.record.gate_mean.has_value(); }
 
+// model.arch encoder_decoder in the run's config (a run whose probe failed still gets its note in
+// the cross-attention section).
+bool is_encoder_decoder(const RunRecord& r) {
+  return r.config.is_object() && r.config.contains("model") && r.config["model"].is_object() &&
+         r.config["model"].contains("arch") && r.config["model"]["arch"] == "encoder_decoder";
+}
+
 std::string gate_over_training(const std::vector<ReportRun>& runs) {
   std::string s = "<div class=\"charts\">";
   for (std::size_t k = 0; k < runs.size(); ++k) {
@@ -154,39 +161,104 @@ std::string gate_over_training(const std::vector<ReportRun>& runs) {
   return s;
 }
 
+// Whether the probe found gate values anywhere: a run whose only gates are the encoder's logs no
+// gate mean, yet has histograms to show.
+bool probe_has_gates(const RunProbe& probe) {
+  for (const std::vector<models::LayerInspection>* site : {&probe.layers, &probe.cross, &probe.encoder})
+    for (const models::LayerInspection& layer : *site)
+      if (!layer.gate_values.empty()) return true;
+  return false;
+}
+
+bool has_gate_values(const ReportRun& run) { return has_gates(run) || probe_has_gates(run.probe); }
+
+// A histogram per layer of one site that holds gate values: `site` is "layer" (the decoder's
+// self-attention), "cross" or "encoder"; `name` starts each title.
+std::string site_histograms(const std::vector<models::LayerInspection>& layers, std::size_t k, const std::string& site,
+                            const std::string& name, const std::string& suffix) {
+  std::string s;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const models::LayerInspection& layer = layers[l];
+    if (layer.gate_values.empty()) continue;  // a layer outside model.gate.layers
+    ChartOptions o;
+    o.id = std::string("gate-hist-run").append(std::to_string(k)) + "-" + site + std::to_string(l);
+    o.title = name + std::to_string(l) + suffix + " (" + std::to_string(layer.gate_values.size()) + " values)";
+    o.x_label = "gate value";
+    o.y_label = "fraction";
+    o.width = 300;
+    o.height = 210;
+    s += figure(report::histogram_chart(layer.gate_values, 0.0, 1.0, 20, o));
+  }
+  return s;
+}
+
 std::string gate_histograms(const std::vector<ReportRun>& runs) {
   std::string s;
   for (std::size_t k = 0; k < runs.size(); ++k) {
     const ReportRun& run = runs[k];
-    if (!has_gates(run)) continue;
+    if (!has_gate_values(run)) continue;
     s += std::string("<h3>").append(escape_xml(run.record.name)) + "</h3>";
     if (!run.probe.ok()) {
       s += std::string("<p class=\"note\">no gate values: ").append(escape_xml(run.probe.note)) + "</p>";
       continue;
     }
     s += "<div class=\"charts\">";
-    for (std::size_t l = 0; l < run.probe.layers.size(); ++l) {
-      const models::LayerInspection& layer = run.probe.layers[l];
-      if (layer.gate_values.empty()) continue;  // a layer outside model.gate.layers
-      ChartOptions o;
-      o.id = std::string("gate-hist-run").append(std::to_string(k)) + "-layer" + std::to_string(l);
-      o.title = std::string("layer ").append(std::to_string(l)) + " (" + std::to_string(layer.gate_values.size()) +
-                " values)";
-      o.x_label = "gate value";
-      o.y_label = "fraction";
-      o.width = 300;
-      o.height = 210;
-      s += figure(report::histogram_chart(layer.gate_values, 0.0, 1.0, 20, o));
-    }
+    const bool seq2seq = run.probe.seq2seq();
+    s += site_histograms(run.probe.layers, k, "layer", seq2seq ? "decoder layer " : "layer ",
+                         seq2seq ? " self-attention" : "");
+    s += site_histograms(run.probe.cross, k, "cross", "decoder layer ", " cross-attention");
+    s += site_histograms(run.probe.encoder, k, "encoder", "encoder layer ", "");
     s += "</div>";
   }
   return s;
 }
 
-// The sample's tokens as spans coloured by `gate` (none given: plain); token ids are spaced apart.
-std::string coloured_tokens(const RunProbe& probe, const std::vector<double>& gate) {
+std::int64_t keys_of(const models::LayerInspection& layer) { return layer.keys > 0 ? layer.keys : layer.tokens; }
+
+// One head's attention map [tokens, keys] of a layer's sample (zeros where the layer kept none).
+std::vector<double> head_map(const models::LayerInspection& layer, std::int64_t head) {
+  const std::int64_t n = layer.tokens * keys_of(layer);
+  if (head < 0 || static_cast<std::int64_t>(layer.attention.size()) < (head + 1) * n)
+    return std::vector<double>(static_cast<std::size_t>(n), 0.0);
+  return {layer.attention.begin() + head * n, layer.attention.begin() + (head + 1) * n};
+}
+
+// The attention map averaged over the layer's heads.
+std::vector<double> head_mean(const models::LayerInspection& layer) {
+  std::vector<double> mean(static_cast<std::size_t>(layer.tokens * keys_of(layer)), 0.0);
+  for (std::int64_t h = 0; h < layer.heads; ++h) {
+    const std::vector<double> one = head_map(layer, h);
+    for (std::size_t i = 0; i < mean.size(); ++i) mean[i] += one[i] / static_cast<double>(layer.heads);
+  }
+  return mean;
+}
+
+// Tokens as axis labels: spaces shown as ␣ (a label of spaces would read as none).
+std::vector<std::string> axis_labels(const std::vector<std::string>& tokens) {
+  std::vector<std::string> out;
+  for (const std::string& t : tokens) {
+    std::string l;
+    for (char c : t) l += c == ' ' ? std::string("␣") : std::string(1, c);
+    out.push_back(l);
+  }
+  return out;
+}
+
+// A layer's map with token labels: `rows` on the query rows, `cols` on the key columns.
+std::string labelled_map(const std::vector<double>& map, const models::LayerInspection& layer, const ChartOptions& o,
+                         const std::vector<std::string>& rows, const std::vector<std::string>& cols,
+                         const std::string& row_name, const std::string& col_name) {
+  report::HeatmapLabels labels{axis_labels(rows), axis_labels(cols), row_name, col_name};
+  return report::heatmap(map, layer.tokens, keys_of(layer), o, labels);
+}
+
+// The sample's tokens (`tokens`: the probe's own when null) as spans coloured by `gate` (none
+// given: plain); token ids are spaced apart.
+std::string coloured_tokens(const RunProbe& probe, const std::vector<double>& gate,
+                            const std::vector<std::string>* tokens = nullptr) {
+  const std::vector<std::string>& text = tokens ? *tokens : probe.tokens;
   std::string s;
-  for (std::size_t i = 0; i < probe.tokens.size(); ++i) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
     s += "<span";
     if (probe.subword) s += " class=\"piece\"";
     if (i < gate.size()) {
@@ -201,7 +273,7 @@ std::string coloured_tokens(const RunProbe& probe, const std::vector<double>& ga
       s += "\"";
     }
     s += ">";
-    s += escape_xml(probe.tokens[i]);
+    s += escape_xml(text[i]);
     s += "</span>";
     if (!probe.text) s += " ";
   }
@@ -218,6 +290,12 @@ std::string sample_section(const std::vector<ReportRun>& runs, const ReportOptio
       continue;
     }
     const std::vector<models::LayerInspection>& layers = run.probe.layers;
+    const bool seq2seq = run.probe.seq2seq();
+    if (seq2seq)
+      s += "<div class=\"layer-label\">source (the encoder's input)</div><div class=\"tokens source\">" +
+           coloured_tokens(run.probe, {}, &run.probe.source_tokens) +
+           "</div><div class=\"layer-label\">target (the decoder's input: start, then the target)</div>";
+    bool coloured = false;
     if (has_gates(run)) {
       s += std::string("<div class=\"sample-gates\" id=\"tokens-run").append(std::to_string(k)) + "\">";
       for (std::size_t l = 0; l < layers.size(); ++l) {
@@ -225,13 +303,14 @@ std::string sample_section(const std::vector<ReportRun>& runs, const ReportOptio
         s += std::string("<div class=\"layer-label\">layer ").append(std::to_string(l)) +
              "</div><div class=\"tokens\" data-layer=\"" + std::to_string(l) + "\">" +
              coloured_tokens(run.probe, layers[l].gate_by_token) + "</div>";
+        coloured = true;
       }
       s += "</div>";
-    } else {
-      s += "<div class=\"tokens\">" + coloured_tokens(run.probe, {}) +
-           "</div>"
-           "<p class=\"note\">no gates (kind none): the text uncoloured</p>";
     }
+    if (!coloured)  // no gates, or none on the (decoder's) self-attention that reports per token
+      s += "<div class=\"tokens\">" + coloured_tokens(run.probe, {}) + "</div><p class=\"note\">" +
+           (has_gates(run) ? "no self-attention gate reports a value per token" : "no gates (kind none)") +
+           ": the text uncoloured</p>";
     s += "<div class=\"charts\">";
     std::vector<std::pair<int, int>> drawn;  // "0:0,-1:0" on a 1-layer model names one head twice
     for (const HeadChoice& choice : options.heads) {
@@ -241,16 +320,79 @@ std::string sample_section(const std::vector<ReportRun>& runs, const ReportOptio
       if (std::find(drawn.begin(), drawn.end(), std::make_pair(l, choice.head)) != drawn.end()) continue;
       drawn.emplace_back(l, choice.head);
       const models::LayerInspection& layer = layers[static_cast<std::size_t>(l)];
-      const std::int64_t T = layer.tokens;
-      std::vector<double> map(layer.attention.begin() + choice.head * T * T,
-                              layer.attention.begin() + (choice.head + 1) * T * T);
       ChartOptions o;
       o.id = std::string("attn-run").append(std::to_string(k)) + "-l" + std::to_string(l) + "-h" +
              std::to_string(choice.head);
       o.title = std::string("layer ").append(std::to_string(l)) + ", head " + std::to_string(choice.head);
       o.width = 280;
       o.height = 310;
-      s += figure(report::heatmap(map, T, T, o));
+      if (seq2seq) {  // short sequences: the tokens label the axes
+        o.title = "decoder " + o.title;
+        s += figure(
+            labelled_map(head_map(layer, choice.head), layer, o, run.probe.tokens, run.probe.tokens, "query", "key"));
+      } else {
+        s += figure(report::heatmap(head_map(layer, choice.head), layer.tokens, keys_of(layer), o));
+      }
+    }
+    s += "</div>";
+  }
+  return s;
+}
+
+// The cross-attention of each encoder–decoder run's sample: per decoder block the map averaged over
+// heads, then the heads --heads names in that block; rows are the decoder's input positions, columns
+// the source's. The encoder's self-attention follows, averaged over heads per block.
+std::string cross_section(const std::vector<ReportRun>& runs, const ReportOptions& options) {
+  std::string s;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const ReportRun& run = runs[k];
+    const RunProbe& probe = run.probe;
+    if (probe.ok() && !probe.seq2seq()) continue;  // a decoder: nothing to show here
+    s += std::string("<h3>").append(escape_xml(run.record.name)) + "</h3>";
+    if (!probe.ok()) {
+      s += std::string("<p class=\"note\">no cross-attention: ").append(escape_xml(probe.note)) + "</p>";
+      continue;
+    }
+    const std::string run_id = std::string("run").append(std::to_string(k));
+    s += "<div class=\"charts cross-attn\" id=\"cross-attn-" + run_id + "\">";
+    const int L = static_cast<int>(probe.cross.size());
+    for (int l = 0; l < L; ++l) {
+      const models::LayerInspection& layer = probe.cross[static_cast<std::size_t>(l)];
+      if (layer.heads <= 0 || layer.attention.empty()) continue;
+      const std::string layer_id = std::string("cross-attn-").append(run_id) + "-l" + std::to_string(l);
+      ChartOptions o;
+      o.id = layer_id + "-mean";
+      o.title = std::string("layer ").append(std::to_string(l)) + " cross-attention, mean of " +
+                std::to_string(layer.heads) + " heads";
+      o.width = 320;
+      o.height = 340;
+      s += figure(labelled_map(head_mean(layer), layer, o, probe.tokens, probe.source_tokens, "target", "source"));
+      std::vector<int> drawn;
+      for (const HeadChoice& choice : options.heads) {
+        const int at = choice.layer < 0 ? L + choice.layer : choice.layer;
+        if (at != l || choice.head >= layer.heads) continue;
+        if (std::find(drawn.begin(), drawn.end(), choice.head) != drawn.end()) continue;
+        drawn.push_back(choice.head);
+        o.id = layer_id + "-h" + std::to_string(choice.head);
+        o.title =
+            std::string("layer ").append(std::to_string(l)) + " cross-attention, head " + std::to_string(choice.head);
+        s += figure(labelled_map(head_map(layer, choice.head), layer, o, probe.tokens, probe.source_tokens, "target",
+                                 "source"));
+      }
+    }
+    s += "</div>";
+    if (probe.encoder.empty()) continue;
+    s += "<div class=\"charts encoder-attn\" id=\"encoder-attn-" + run_id + "\">";
+    for (std::size_t l = 0; l < probe.encoder.size(); ++l) {
+      const models::LayerInspection& layer = probe.encoder[l];
+      if (layer.heads <= 0 || layer.attention.empty()) continue;
+      ChartOptions o;
+      o.id = std::string("encoder-attn-").append(run_id) + "-l" + std::to_string(l) + "-mean";
+      o.title = std::string("encoder layer ").append(std::to_string(l)) + ", mean of " + std::to_string(layer.heads) +
+                " heads";
+      o.width = 300;
+      o.height = 320;
+      s += figure(labelled_map(head_mean(layer), layer, o, probe.source_tokens, probe.source_tokens, "query", "key"));
     }
     s += "</div>";
   }
@@ -286,10 +428,12 @@ std::vector<HeadChoice> parse_heads(const std::string& text) {
 }
 
 std::string report_html(const std::vector<ReportRun>& runs, const ReportOptions& options) {
-  bool any_accuracy = false, any_gates = false;
+  bool any_accuracy = false, any_gates = false, any_gate_values = false, any_seq2seq = false;
   for (const ReportRun& r : runs) {
     any_accuracy = any_accuracy || r.record.val_accuracy.has_value();
     any_gates = any_gates || has_gates(r);
+    any_gate_values = any_gate_values || has_gate_values(r);
+    any_seq2seq = any_seq2seq || r.probe.seq2seq() || is_encoder_decoder(r.record);
   }
   std::string s = std::string("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>")
                       .append(escape_xml(options.title)) +
@@ -325,14 +469,24 @@ std::string report_html(const std::vector<ReportRun>& runs, const ReportOptions&
 
   s += "<section id=\"gate-histograms\"><h2>Gate values per layer</h2><p class=\"note\">All gate values of the "
        "final checkpoint on the first val windows (eval mode).</p>";
-  s += any_gates ? gate_histograms(runs) : "<p class=\"note\">no run has gates</p>";
+  s += any_gate_values ? gate_histograms(runs) : "<p class=\"note\">no run has gates</p>";
   s += "</section>\n";
 
   s += "<section id=\"sample\"><h2>One sample text</h2><p class=\"note\">The first val window through the final "
        "checkpoint. Tokens are coloured by their mean gate value in each layer <span class=\"legend-ramp\"></span> "
        "(0 → 1; hover for the value); attention maps show query rows against key columns, colour ∝ √A.</p>";
   s += sample_section(runs, options);
-  s += "</section>\n</body></html>\n";
+  s += "</section>\n";
+  if (any_seq2seq) {
+    s += "<section id=\"cross-attention\"><h2>Cross-attention (encoder–decoder)</h2><p class=\"note\">The sample's "
+         "decoder attending over its source: a row per target position (the decoder's input token labels it: the "
+         "row predicts the next target token), a column per source token, colour ∝ √A, hover for the weight. Each "
+         "decoder block's map averaged over heads comes first, then the heads --heads names; the encoder's "
+         "self-attention, averaged over heads, follows.</p>";
+    s += cross_section(runs, options);
+    s += "</section>\n";
+  }
+  s += "</body></html>\n";
   return s;
 }
 

@@ -2,7 +2,11 @@
 // network) with the runs' summary table, loss curves, attention entropy and sink ratio, gate means
 // per layer over training (and the final gate mean per head where the gates report per head),
 // gate-value histograms per layer, and for one sample text the tokens
-// coloured by their gate value per layer and the attention maps of chosen heads.
+// coloured by their gate value per layer and the attention maps of chosen heads. Encoder–decoder
+// runs add the sample's source and a cross-attention section: per decoder block the map of target
+// positions (rows) over source positions (columns), averaged over heads and for the chosen heads,
+// and the encoder's self-attention, all with token-labelled axes; their cross and encoder gate
+// values get histograms of their own.
 #pragma once
 #include <string>
 #include <utility>
@@ -24,7 +28,7 @@ struct HeadChoice {
 
 struct ReportOptions {
   std::string title = "gattn report";
-  std::vector<HeadChoice> heads;  // attention maps to draw for each run's sample text
+  std::vector<HeadChoice> heads;  // attention maps to draw for each run's sample text (self and cross)
 };
 
 // "0:0,-1:1" → {(0,0), (−1,1)}; throws UsageError naming the bad item.

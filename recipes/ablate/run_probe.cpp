@@ -13,29 +13,85 @@
 
 namespace gattn::recipes {
 
+namespace {
+
+// The positions of a seq2seq row before its padding (a source, or the decoder's input: start, t₁ … tₙ).
+std::int64_t unpadded_length(const std::vector<double>& row) {
+  const auto pad = std::find(row.begin(), row.end(), static_cast<double>(kSeq2SeqPad));
+  return std::max<std::int64_t>(1, pad - row.begin());
+}
+
+// Cuts the sample's part of an inspection to its first `rows` query rows and `keys` key columns: the
+// attention [H, T, K], and gate_by_token for a self-attention (a cross gate's may run along the
+// source instead: left as it is). A layer without attention weights keeps what it has.
+void cut_sample(models::LayerInspection& layer, std::int64_t rows, std::int64_t keys, bool self = true) {
+  const std::int64_t T = layer.tokens, K = layer.keys > 0 ? layer.keys : layer.tokens, H = layer.heads;
+  rows = std::min(rows, T);
+  keys = std::min(keys, K);
+  if (self && layer.gate_by_token.size() == static_cast<std::size_t>(T))
+    layer.gate_by_token.resize(static_cast<std::size_t>(rows));
+  if (layer.attention.size() == static_cast<std::size_t>(H * T * K)) {
+    std::vector<double> cut;
+    cut.reserve(static_cast<std::size_t>(H * rows * keys));
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const auto row = layer.attention.begin() + (h * T + i) * K;
+        cut.insert(cut.end(), row, row + keys);
+      }
+    layer.attention = std::move(cut);
+  }
+  layer.tokens = rows;
+  layer.keys = keys;
+}
+
+// How token `id` reads: the codec's bytes, else the id; the reserved ids of seq2seq data by name.
+std::string token_text(const CheckpointModel& ckpt, std::int32_t id, bool seq2seq) {
+  if (seq2seq && id == kSeq2SeqPad) return "<pad>";
+  if (seq2seq && id == kSeq2SeqStart) return "<s>";
+  if (seq2seq && id == kSeq2SeqEnd) return "</s>";
+  return ckpt.codec ? display_token(ckpt.codec->token_bytes(id)) : std::to_string(id);
+}
+
+}  // namespace
+
 RunProbe probe_run(const std::string& run_dir, std::int64_t windows, std::int64_t max_tokens) {
   RunProbe probe;
   try {
     CheckpointModel ckpt = load_checkpoint_model(run_dir, {}, "report");
     models::GPT& model = *ckpt.model;
     const std::int64_t T = model.config().block_size;
+    const bool seq2seq = model.config().encoder_decoder();
     std::unique_ptr<Dataset> data = make_dataset(data_options(ckpt.config), T);
     const std::int64_t count = std::clamp<std::int64_t>(windows, 1, data->eval_windows(T, 0));
-    Tensor x = data->eval_batch(0, count, T).x;
-    const std::int64_t n = std::clamp<std::int64_t>(max_tokens, 1, T);
-    if (n < T) x = ops::slice(x, 1, 0, n);
+    const Batch batch = data->eval_batch(0, count, T);
+    Tensor x = batch.x;
+    // A seq2seq batch is as wide as its longest target (at most the block); the source stays whole.
+    const std::int64_t n = std::clamp<std::int64_t>(max_tokens, 1, x.size(1));
+    if (n < x.size(1)) x = ops::slice(x, 1, 0, n);
     NoGradGuard no_grad;
     model.eval();
     models::ForwardOptions fo;
     fo.inspect = true;
-    probe.layers = model.forward(x, Tensor(), fo).inspection;
-    const std::vector<double> ids = ops::slice(x, 0, 0, 1).to_vector();
+    if (seq2seq) fo.source = batch.source;
+    models::ForwardResult r = model.forward(x, Tensor(), fo);
+    probe.layers = std::move(r.inspection);
+    std::vector<double> ids = ops::slice(x, 0, 0, 1).to_vector();
     probe.text = ckpt.codec != nullptr;
     probe.subword = ckpt.metadata.count(kTokenizerKey) > 0;
-    for (double id : ids) {
-      const auto t = static_cast<std::int32_t>(id);
-      probe.tokens.push_back(ckpt.codec ? display_token(ckpt.codec->token_bytes(t)) : std::to_string(t));
+    if (seq2seq) {
+      // The sample's own source and target: the batch pads both to its longest.
+      std::vector<double> source = ops::slice(batch.source, 0, 0, 1).to_vector();
+      source.resize(static_cast<std::size_t>(unpadded_length(source)));
+      ids.resize(static_cast<std::size_t>(unpadded_length(ids)));
+      const auto rows = static_cast<std::int64_t>(ids.size()), keys = static_cast<std::int64_t>(source.size());
+      for (models::LayerInspection& layer : probe.layers) cut_sample(layer, rows, rows);
+      probe.cross = std::move(r.cross_inspection);
+      for (models::LayerInspection& layer : probe.cross) cut_sample(layer, rows, keys, false);
+      probe.encoder = std::move(r.encoder_inspection);
+      for (models::LayerInspection& layer : probe.encoder) cut_sample(layer, keys, keys);
+      for (double id : source) probe.source_tokens.push_back(token_text(ckpt, static_cast<std::int32_t>(id), true));
     }
+    for (double id : ids) probe.tokens.push_back(token_text(ckpt, static_cast<std::int32_t>(id), seq2seq));
   } catch (const std::exception& e) {
     probe = RunProbe{};
     probe.note = e.what();

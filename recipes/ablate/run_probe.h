@@ -1,6 +1,7 @@
 // A look inside a trained run for `gattn report`: its latest checkpoint run in eval mode over the
 // first val windows with the forward's inspection hook, giving each layer's gate values, the sample
-// text's gate value per token and its attention weights.
+// text's gate value per token and its attention weights. For an encoder–decoder the val windows
+// bring their sources, and the probe keeps the cross-attention's and the encoder's inspection too.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -16,12 +17,21 @@ struct RunProbe {
   bool text = false;                            // characters (else token ids, shown apart)
   bool subword = false;                         // subword pieces of a tokenizer: shown with dividers
   std::vector<models::LayerInspection> layers;  // gate values over all windows; the rest for the sample
+  // Encoder–decoder runs (empty for a decoder): the sample's source, how each of its positions reads;
+  // `tokens` above is then the decoder's input (start, t₁ … tₙ). Per decoder block, the
+  // cross-attention's inspection (attention [H, tokens, keys], keys = the source's positions); per
+  // encoder block, the encoder's ([H, S, S]). The sample's maps are cut to its own source and target
+  // (the batch's padding left out).
+  std::vector<std::string> source_tokens;
+  std::vector<models::LayerInspection> cross, encoder;
   bool ok() const { return note.empty(); }
+  bool seq2seq() const { return !source_tokens.empty(); }
 };
 
 // `windows` val windows (at least 1) feed the gate histograms; the first one, cut to `max_tokens`
-// positions, is the sample text. A run without a checkpoint, or whose data cannot be read from here,
-// gives a probe with a note instead of failing the report.
+// positions (of the decoder's input, for an encoder–decoder), is the sample text. A run without a
+// checkpoint, or whose data cannot be read from here, gives a probe with a note instead of failing
+// the report.
 RunProbe probe_run(const std::string& run_dir, std::int64_t windows, std::int64_t max_tokens);
 
 }  // namespace gattn::recipes

@@ -69,6 +69,7 @@ RunRecord read_run(const std::string& dir) {
     if (split == "val") {
       run.val_loss = number(line, "loss");
       run.val_accuracy = number(line, "accuracy");
+      run.cross_attn_entropy = number(line, "cross_attn_entropy");
     } else if (split == "train") {
       run.gate_mean = number(line, "gate_mean");
       run.gate_frac_lt_0_1 = number(line, "gate_frac_lt_0.1");

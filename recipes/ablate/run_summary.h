@@ -19,7 +19,8 @@ struct RunRecord {
   // Final values: the last val line, and the last train line's statistics. Unset when not logged
   // (e.g. gates of kind none, accuracy of text data).
   std::optional<double> val_loss, val_accuracy, gate_mean, gate_frac_lt_0_1, attn_entropy, sink_ratio;
-  std::optional<double> tokens_per_s;  // median over train lines (robust to the slow first step)
+  std::optional<double> cross_attn_entropy;  // encoder–decoder runs: the last val line's
+  std::optional<double> tokens_per_s;        // median over train lines (robust to the slow first step)
   std::optional<double> elapsed_s;
   std::optional<std::int64_t> parameters;  // from the config's model shape
   // Model FLOPs per token of a training step (forward + backward, models::GPT::flops_per_token) at

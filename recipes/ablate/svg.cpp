@@ -48,12 +48,13 @@ struct Frame {
   double py(double y) const { return y1 - (y - yr.lo) / (yr.hi - yr.lo) * (y1 - y0); }
 };
 
-std::string open_svg(const std::string& kind, const ChartOptions& o) {
+// `attributes` (" name=\"value\"…") go into the svg element.
+std::string open_svg(const std::string& kind, const ChartOptions& o, const std::string& attributes = "") {
   std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart ";
   s += kind;
-  s += "\" data-chart=\"" + kind + "\" id=\"" + escape_xml(o.id) + "\" width=\"" + std::to_string(o.width) +
-       "\" height=\"" + std::to_string(o.height) + "\" viewBox=\"0 0 " + std::to_string(o.width) + " " +
-       std::to_string(o.height) + "\" font-family=\"sans-serif\" font-size=\"11\">";
+  s += "\" data-chart=\"" + kind + "\"" + attributes + " id=\"" + escape_xml(o.id) + "\" width=\"" +
+       std::to_string(o.width) + "\" height=\"" + std::to_string(o.height) + "\" viewBox=\"0 0 " +
+       std::to_string(o.width) + " " + std::to_string(o.height) + "\" font-family=\"sans-serif\" font-size=\"11\">";
   s += std::string("<title>").append(escape_xml(o.title)) + "</title>";
   s += std::string("<text x=\"").append(std::to_string(o.width / 2)) +
        "\" y=\"16\" text-anchor=\"middle\" font-size=\"13\">" + escape_xml(o.title) + "</text>";
@@ -84,6 +85,58 @@ std::string axes(const Frame& f, const ChartOptions& o, bool x_ticks = true) {
        "\" text-anchor=\"middle\">" + escape_xml(o.x_label) + "</text>";
   s += std::string("<text transform=\"translate(13 ").append(num((f.y0 + f.y1) / 2)) +
        ") rotate(-90)\" text-anchor=\"middle\">" + escape_xml(o.y_label) + "</text>";
+  return s;
+}
+
+std::string matrix_attributes(std::int64_t rows, std::int64_t cols) {
+  return std::string(" data-rows=\"").append(std::to_string(rows)) + "\" data-cols=\"" + std::to_string(cols) + "\"";
+}
+
+// Characters (UTF-8 code points) in `text`.
+std::size_t text_width(std::string_view text) {
+  std::size_t n = 0;
+  for (char c : text)
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+// `text` cut to `max_chars` code points, the last one an ellipsis when cut.
+std::string short_label(std::string_view text, std::size_t max_chars) {
+  if (text_width(text) <= max_chars) return std::string(text);
+  std::string out;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && ++n == max_chars) break;
+    out += text[i];
+  }
+  return out + "…";
+}
+
+// The map's frame and its non-zero cells, one unit each (the caller scales them by `cell` px); with
+// labels, each cell has a tooltip.
+std::string cells(const std::vector<double>& values, std::int64_t rows, std::int64_t cols, double cell,
+                  const HeatmapLabels* labels) {
+  std::string s = std::string("<rect x=\"0\" y=\"0\" width=\"").append(std::to_string(cols)) + "\" height=\"" +
+                  std::to_string(rows) + "\" fill=\"#ffffff\" stroke=\"#888\" stroke-width=\"" +
+                  format_number(1.0 / cell, 3) + "\"/>";
+  auto name = [](const std::string& axis, const std::vector<std::string>& l, std::int64_t i) {
+    std::string t = axis.empty() ? std::to_string(i) : axis + " " + std::to_string(i);
+    if (static_cast<std::size_t>(i) < l.size()) t += " ‘" + l[static_cast<std::size_t>(i)] + "’";
+    return t;
+  };
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const double v = values[static_cast<std::size_t>(i * cols + j)];
+      if (!(v > 0)) continue;
+      s += std::string("<rect x=\"").append(std::to_string(j)) + "\" y=\"" + std::to_string(i) +
+           "\" width=\"1\" height=\"1\" fill=\"" + ramp_color(std::sqrt(std::min(v, 1.0))) + "\"";
+      if (!labels) {
+        s += "/>";
+        continue;
+      }
+      s += "><title>" + escape_xml(name(labels->row_name, labels->rows, i)) + " → " +
+           escape_xml(name(labels->col_name, labels->cols, j)) + ": " + format_number(v, 3) + "</title></rect>";
+    }
   return s;
 }
 
@@ -267,18 +320,61 @@ std::string heatmap(const std::vector<double>& values, std::int64_t rows, std::i
   // The matrix in its own coordinates (one unit per cell), scaled into the box under the title.
   const double box = std::min(o.width - 8, o.height - kTop - 4);
   const double cell = box / static_cast<double>(std::max<std::int64_t>(std::max(rows, cols), 1));
-  std::string s = open_svg("heatmap", o);
+  std::string s = open_svg("heatmap", o, matrix_attributes(rows, cols));
   s += std::string("<g transform=\"translate(4 ").append(num(kTop)) + ") scale(" + num(cell) +
        ")\" shape-rendering=\"crispEdges\">";
-  s += std::string("<rect x=\"0\" y=\"0\" width=\"").append(std::to_string(cols)) + "\" height=\"" +
-       std::to_string(rows) + "\" fill=\"#ffffff\" stroke=\"#888\" stroke-width=\"" + num(1.0 / cell) + "\"/>";
-  for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < cols; ++j) {
-      const double v = values[static_cast<std::size_t>(i * cols + j)];
-      if (!(v > 0)) continue;
-      s += std::string("<rect x=\"").append(std::to_string(j)) + "\" y=\"" + std::to_string(i) +
-           "\" width=\"1\" height=\"1\" fill=\"" + ramp_color(std::sqrt(std::min(v, 1.0))) + "\"/>";
-    }
+  s += cells(values, rows, cols, cell, nullptr);
+  return s + "</g></svg>";
+}
+
+std::string heatmap(const std::vector<double>& values, std::int64_t rows, std::int64_t cols, const ChartOptions& o,
+                    const HeatmapLabels& labels) {
+  constexpr double kMaxCell = 26, kFont = 10, kCharWidth = 6.2;
+  constexpr std::size_t kMaxChars = 8;
+  std::size_t row_chars = 0, col_chars = 0;
+  for (const std::string& l : labels.rows) row_chars = std::max(row_chars, text_width(short_label(l, kMaxChars)));
+  for (const std::string& l : labels.cols) col_chars = std::max(col_chars, text_width(short_label(l, kMaxChars)));
+  // Left: the row axis's name, then the row labels; top: the title, then the column labels (read
+  // upwards); bottom: the column axis's name.
+  const double left = (labels.row_name.empty() ? 4 : 18) + (row_chars ? kCharWidth * row_chars + 4 : 0);
+  const double top = kTop + (col_chars ? kCharWidth * col_chars + 4 : 0);
+  const double bottom = labels.col_name.empty() ? 6 : 20;
+  const double cell =
+      std::clamp(std::min((o.width - left - 8) / static_cast<double>(std::max<std::int64_t>(cols, 1)),
+                          (o.height - top - bottom) / static_cast<double>(std::max<std::int64_t>(rows, 1))),
+                 0.5, kMaxCell);
+  const double map_w = cell * static_cast<double>(cols), map_h = cell * static_cast<double>(rows);
+  ChartOptions fitted = o;
+  fitted.width =
+      static_cast<int>(std::ceil(std::max(left + map_w + 8, 7.0 * static_cast<double>(text_width(o.title)) + 16)));
+  fitted.height = static_cast<int>(std::ceil(top + map_h + bottom));
+  std::string s = open_svg("heatmap", fitted, matrix_attributes(rows, cols));
+  // Every label where a cell holds one; else every k-th, so neighbours do not overlap.
+  const std::int64_t every = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(8.0 / cell)));
+  const double font = std::clamp(cell * 0.8, 7.0, kFont);
+  s += "<g class=\"labels\" font-family=\"monospace\" font-size=\"" + num(font) + "\" fill=\"#444\">";
+  for (std::size_t i = 0; i < labels.rows.size() && static_cast<std::int64_t>(i) < rows; ++i) {
+    if (static_cast<std::int64_t>(i) % every) continue;
+    s += std::string("<text class=\"row-label\" x=\"").append(num(left - 3)) + "\" y=\"" +
+         num(top + cell * (static_cast<double>(i) + 0.5) + font * 0.35) + "\" text-anchor=\"end\">" +
+         escape_xml(short_label(labels.rows[i], kMaxChars)) + "</text>";
+  }
+  for (std::size_t j = 0; j < labels.cols.size() && static_cast<std::int64_t>(j) < cols; ++j) {
+    if (static_cast<std::int64_t>(j) % every) continue;
+    s += std::string("<text class=\"col-label\" transform=\"translate(")
+             .append(num(left + cell * (static_cast<double>(j) + 0.5) + font * 0.35)) +
+         " " + num(top - 3) + ") rotate(-90)\">" + escape_xml(short_label(labels.cols[j], kMaxChars)) + "</text>";
+  }
+  s += "</g>";
+  if (!labels.col_name.empty())
+    s += std::string("<text x=\"").append(num(left + map_w / 2)) + "\" y=\"" + num(top + map_h + 14) +
+         "\" text-anchor=\"middle\">" + escape_xml(labels.col_name) + "</text>";
+  if (!labels.row_name.empty())
+    s += std::string("<text transform=\"translate(12 ").append(num(top + map_h / 2)) +
+         ") rotate(-90)\" text-anchor=\"middle\">" + escape_xml(labels.row_name) + "</text>";
+  s += std::string("<g transform=\"translate(").append(num(left)) + " " + num(top) + ") scale(" + num(cell) +
+       ")\" shape-rendering=\"crispEdges\">";
+  s += cells(values, rows, cols, cell, &labels);
   return s + "</g></svg>";
 }
 

@@ -43,8 +43,21 @@ std::string histogram_chart(const std::vector<double>& values, double lo, double
 std::string bar_chart(const std::vector<std::string>& labels, const std::vector<double>& values,
                       const ChartOptions& options);
 // A rows × cols matrix (row-major) of values in [0, 1] drawn as cells coloured by √value (small
-// weights stay visible); zero cells are left blank.
+// weights stay visible); zero cells are left blank. The svg carries data-rows and data-cols.
 std::string heatmap(const std::vector<double>& values, std::int64_t rows, std::int64_t cols,
                     const ChartOptions& options);
+
+// What labels a heatmap's axes: a label per row (left of the map) and per column (above it, read
+// upwards), either list empty for none, and the axes' names (under the map, left of it).
+struct HeatmapLabels {
+  std::vector<std::string> rows, cols;
+  std::string row_name, col_name;
+};
+// The same map with its rows and columns labelled, square cells of at most 26 px within the
+// options' box (the chart shrinks to the matrix, keeping room for its title), labels cut to 8
+// characters and thinned where cells are too small to hold them, and a tooltip per cell naming its
+// row, column and value.
+std::string heatmap(const std::vector<double>& values, std::int64_t rows, std::int64_t cols,
+                    const ChartOptions& options, const HeatmapLabels& labels);
 
 }  // namespace gattn::report

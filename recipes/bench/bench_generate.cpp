@@ -151,6 +151,12 @@ int run_bench_generate(const BenchGenerateArgs& args) {
   if (args.repeats < 1) throw ValueError("--repeats: must be >= 1, got " + std::to_string(args.repeats));
   CheckpointModel ckpt = load_checkpoint_model(args.checkpoint, args.overrides, "bench generate");
   models::GPT& model = *ckpt.model;
+  // The cells measure the decoder-only KV cache on windows of the val text; an encoder–decoder's
+  // generation (a source, then its target) is another workload.
+  if (model.config().encoder_decoder())
+    throw ValueError("bench generate: " + ckpt.model_path +
+                     " is an encoder_decoder; the KV-cache policies are measured on decoders (gattn eval and gattn "
+                     "sample --source measure it)");
   model.eval();
   const std::int64_t T = model.config().block_size;
   const std::unique_ptr<Dataset> data = make_dataset(data_options(ckpt.config), T);

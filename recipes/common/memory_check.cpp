@@ -1,5 +1,6 @@
-// The estimate: f32 parameters of the embeddings and blocks (gates and LayerNorms left out), and
-// the logits plus a few C-wide activations per layer of one micro-batch.
+// The estimate: f32 parameters of the embeddings and blocks (an encoder–decoder's encoder and
+// cross-attention too; gates and LayerNorms left out), and the logits plus a few C-wide activations
+// per layer of one micro-batch.
 #include "recipes/common/memory_check.h"
 
 #include <algorithm>
@@ -39,6 +40,14 @@ void check_model_memory(const Config& cfg, ModelUse use, Device device) {
        "the blocks, model.n_layer x 12 x model.n_embd^2",
        {"model.n_embd", "model.n_layer"}},
   };
+  // An encoder–decoder adds the encoder's blocks and a cross-attention (q, kv, proj: 4C²) per
+  // decoder block, and on the CPU the encoder's activations.
+  const double E = static_cast<double>(mc.encoder_layers());
+  if (mc.encoder_decoder())
+    terms.push_back({per_param * (E * 12.0 + L * 4.0) * C * C + (host_trains ? 4.0 * B * T * 8.0 * C * E : 0.0),
+                     "the encoder and the cross-attention, (model.n_encoder_layer x 12 + model.n_layer x 4) x "
+                     "model.n_embd^2",
+                     {"model.n_encoder_layer", "model.n_embd", "model.n_layer"}});
   if (device == Device::cpu) {
     const double logits = 4.0 * B * T * V * (use == ModelUse::train ? 2.0 : 1.0);  // and their gradient
     const double layers = use == ModelUse::train ? 4.0 * B * T * 8.0 * C * L : 0.0;

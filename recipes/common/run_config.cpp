@@ -25,6 +25,8 @@ models::ModelConfig model_config_of(const config::Settings& cfg) {
   m.n_head = cfg.get_int("model.n_head");
   m.n_embd = cfg.get_int("model.n_embd");
   m.position = cfg.get_string("model.position");
+  m.arch = cfg.get_string("model.arch");
+  m.n_encoder_layer = cfg.get_int("model.n_encoder_layer");
   // The shorthand: the typed keys every gate entry has, and the rest of model.gate.* as options
   // (which the kind checks); set_keys are the ones the file or an override set to a non-default.
   models::GateConfig& g = m.gate;
@@ -37,8 +39,9 @@ models::ModelConfig model_config_of(const config::Settings& cfg) {
                                                 : std::numeric_limits<double>::quiet_NaN();
   g.init_weight = cfg.get_string("model.gate.init_weight");
   g.init_std = cfg.get_double("model.gate.init_std");
-  static const std::set<std::string> typed = {"kind",      "layers",      "activation", "temperature",
-                                              "init_bias", "init_weight", "init_std"};
+  g.site = cfg.get_string("model.gate.where");
+  static const std::set<std::string> typed = {"kind",        "layers",    "where",       "activation",
+                                              "temperature", "init_bias", "init_weight", "init_std"};
   for (const config::KeySpec& s : cfg.schema().keys()) {
     if (s.key.rfind(kGatePrefix, 0) != 0) continue;
     const std::string leaf = s.key.substr(std::string(kGatePrefix).size());

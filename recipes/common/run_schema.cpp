@@ -24,12 +24,17 @@ std::vector<KeySpec> run_keys() {
   s.push_back(pos_int("model.n_embd", 128, "embedding width C (divisible by n_head)"));
   s.push_back(choice_key("model.position", "learned", {"learned", "rope"},
                          "positions: learned (the table wpe.weight) or rope (q, k rotated per head; no wpe)"));
+  s.push_back(choice_key("model.arch", "decoder", {"decoder", "encoder_decoder"},
+                         "decoder (GPT) or encoder_decoder (a bidirectional encoder, cross-attention in the decoder)"));
+  s.push_back(int_key("model.n_encoder_layer", 0, 0.0, "encoder_decoder: encoder blocks (0 = model.n_layer)"));
   s.push_back(str_key("model.gate.kind", "none",
                       "the gate kind: none or a registered kind (`gattn gates` lists them; docs/gates.md)"));
   s.push_back(choice_key("model.gate.granularity", "elementwise", {"elementwise", "headwise"},
                          "output and context gates: one value per channel or per head"));
   s.push_back(all_or_int_list_key("model.gate.layers", "block indices", 0.0,
                                   "blocks with a gate: all or a list of block indices"));
+  s.push_back(choice_key("model.gate.where", "self", {"self", "encoder", "cross"},
+                         "the attention gated: self, or in an encoder_decoder the encoder's or the cross-attention"));
   s.push_back(choice_key("model.gate.activation", "sigmoid",
                          {"sigmoid", "gumbel_sigmoid", "softplus", "tanh_magnitude"},
                          "gate nonlinearity (gumbel_sigmoid adds logistic noise while training; softplus and "
@@ -65,12 +70,16 @@ std::vector<KeySpec> run_keys() {
       map_list_key("model.gates", "gate entries", "{kind: ..., ...}",
                    "several gates: a list of entries with the keys of model.gate (not together with model.gate)"));
 
-  s.push_back(choice_key("data.kind", "synthetic", {"text", "tokens", "synthetic"},
-                         "text (UTF-8 file, char-level), tokens (llm.c .bin shards) or synthetic"));
-  s.push_back(str_key("data.path", "", "the text file or token shard(s) (text and tokens)"));
-  s.push_back(choice_key("data.task", "copy", {"copy", "assoc_recall", "noisy_recall"}, "synthetic task"));
+  s.push_back(choice_key("data.kind", "synthetic", {"text", "tokens", "synthetic", "pairs"},
+                         "text (UTF-8 file, char-level), tokens (llm.c .bin shards), synthetic or pairs "
+                         "(source<TAB>target lines for an encoder-decoder)"));
+  s.push_back(str_key("data.path", "", "the text file, token shard(s) or pairs file (text, tokens and pairs)"));
+  s.push_back(str_key("data.tokenizer", "",
+                      "pairs: a `gattn tokenize train` directory to encode them with (empty = byte-level)"));
+  s.push_back(choice_key("data.task", "copy", {"copy", "assoc_recall", "noisy_recall", "reverse", "sort", "noisy_copy"},
+                         "synthetic task (reverse, sort and noisy_copy are seq2seq)"));
   s.push_back(pos_int("data.vocab_size", 32, "synthetic: vocabulary size"));
-  s.push_back(int_key("data.n_pairs", 4, 0.0, "synthetic: key-value pairs per sequence"));
+  s.push_back(int_key("data.n_pairs", 4, 0.0, "synthetic: key-value pairs (recall) or tokens per source (others)"));
   s.push_back(int_key("data.n_distractors", 0, 0.0, "synthetic: distractor tokens per sequence"));
 
   s.push_back(pos_int("train.batch_size", 12, "per-rank micro-batch size"));

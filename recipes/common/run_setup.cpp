@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "framework/autograd/grad_mode.h"
+#include "framework/config/errors.h"
 #include "framework/cuda/device.h"
 #include "framework/dist/launch_env.h"
 #include "framework/io/checkpoint.h"
@@ -33,6 +35,7 @@ DataOptions data_options(const Config& cfg) {
   o.kind = cfg.get_string("data.kind");
   o.path = cfg.get_string("data.path");
   o.task = cfg.get_string("data.task");
+  o.tokenizer = cfg.get_string("data.tokenizer");
   // data.vocab_size sizes a synthetic task; token shards (GPT-2's 50,257 ids) are checked against
   // the vocabulary of the model that reads them.
   o.vocab_size = o.kind == "tokens" ? cfg.get_int("model.vocab_size") : cfg.get_int("data.vocab_size");
@@ -112,6 +115,7 @@ RunSetup prepare_run(const std::string& config_path, const std::vector<std::stri
   RunSetup run{std::move(cfg), "", nullptr, nullptr, nullptr, device, precision};
   models::ModelConfig mc = run.config.model_config();
   run.data = make_dataset(data_options(run.config), mc.block_size);
+  check_arch_fits_data(run.config, *run.data);
   const std::int64_t data_vocab = run.data->vocab_size();
   if (mc.vocab_size == 0) {
     mc.vocab_size = data_vocab;
@@ -148,6 +152,20 @@ void start_run_directory(RunSetup& run) {
     write_file_atomically((fs::path(run.dir) / kTokenizerModelFile).string(), tokenizer->serialized());
 }
 
+void check_arch_fits_data(const Config& cfg, const Dataset& data) {
+  const bool encoder_decoder = cfg.get_string("model.arch") == models::kArchEncoderDecoder;
+  if (encoder_decoder == data.seq2seq()) return;
+  const std::string kind = cfg.get_string("data.kind");
+  const std::string what = kind == "synthetic" ? "data.task " + cfg.get_string("data.task") : "data.kind " + kind;
+  if (encoder_decoder)
+    throw ConfigError(cfg.where("model.arch") +
+                      ": model.arch encoder_decoder needs sequence-to-sequence data (data.kind pairs, or data.task "
+                      "reverse, sort or noisy_copy), got " +
+                      what);
+  throw ConfigError(cfg.where("model.arch") + ": " + what +
+                    " is sequence-to-sequence data (a source and a target): it needs model.arch encoder_decoder");
+}
+
 EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t batch_size,
                     dist::Communicator* comm) {
   const int world = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
@@ -155,58 +173,86 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
   const bool was_training = model.is_training();
   model.eval();
   const std::int64_t T = model.config().block_size;
+  const bool encoder_decoder = model.config().encoder_decoder();
   const Device device = model.parameters().front().device();  // batches go where the model is
   // On the GPU, evaluated in the precision the run trains in, so val loss measures the model as
   // trained; elsewhere (`gattn eval` of a bf16 run's checkpoint on a CPU) in f32.
   const bool bf16 = device == Device::cuda && cfg.get_string("train.precision") == "bf16";
   const ops::AutocastScope autocast(bf16 ? ops::ComputePrecision::bf16 : ops::ComputePrecision::fp32);
   const std::int64_t windows = data.eval_windows(T, cfg.get_int("eval.max_windows"));
+  // correct: Σ answer accuracy · tokens, or for seq2seq Σ exact match · sequences.
   double loss_sum = 0, correct = 0, bytes = 0;
-  std::int64_t tokens = 0;
+  std::int64_t tokens = 0, sequences = 0;
   const std::shared_ptr<const TextCodec> codec = data.text_codec();
   const std::vector<std::int32_t> byte_lengths = codec ? token_byte_lengths(*codec) : std::vector<std::int32_t>{};
   std::int64_t batch_index = 0;
   models::ForwardOptions fo;
-  fo.collect_stats = model.config().has_gates();  // the val gate statistics, a by-product of the forward
-  std::vector<models::LayerStats> stats;
+  // The val gate statistics, and an encoder–decoder's attention entropies: a by-product of the forward.
+  fo.collect_stats = model.config().has_gates() || encoder_decoder;
+  ForwardStats stats;
   for (std::int64_t first = 0; first < windows; first += batch_size) {
     if (batch_index++ % world != rank) continue;
     const std::int64_t count = std::min(batch_size, windows - first);
     Batch batch = data.eval_batch(first, count, T);
+    if (encoder_decoder) fo.source = batch.source.to(device);
     models::ForwardResult r = model.forward(batch.x.to(device), batch.y.to(device), fo);
-    models::merge_stats(stats, r.stats);
+    stats.merge({std::move(r.stats), std::move(r.cross_stats), std::move(r.encoder_stats)});
     std::int64_t n = 0;
     for (double t : batch.y.to_vector()) {
       n += t >= 0;
       if (t >= 0 && t < static_cast<double>(byte_lengths.size())) bytes += byte_lengths[static_cast<std::size_t>(t)];
     }
     loss_sum += r.loss.item() * static_cast<double>(n);
-    if (data.reports_accuracy())
+    if (data.seq2seq()) {
+      // Exact match is a fraction of the batch's rows that have targets: weigh it by them.
+      const std::int64_t width = batch.y.size(1);
+      const std::vector<double> y = batch.y.to_vector();
+      std::int64_t rows = 0;
+      for (std::int64_t b = 0; b < batch.y.size(0); ++b)
+        rows += std::any_of(y.begin() + b * width, y.begin() + (b + 1) * width, [](double t) { return t >= 0; });
+      correct += Dataset::exact_match(r.logits.to(Device::cpu), batch) * static_cast<double>(rows);
+      sequences += rows;
+    } else if (data.reports_accuracy()) {
       correct += Dataset::answer_accuracy(r.logits.to(Device::cpu), batch) * static_cast<double>(n);
+    }
     tokens += n;
   }
   model.train(was_training);
   if (world > 1) {
-    const std::vector<double> sums = comm->all_reduce_host({loss_sum, correct, static_cast<double>(tokens), bytes},
-                                                           dist::ReduceOp::sum, "all-reduce of the eval sums");
+    const std::vector<double> sums =
+        comm->all_reduce_host({loss_sum, correct, static_cast<double>(tokens), bytes, static_cast<double>(sequences)},
+                              dist::ReduceOp::sum, "all-reduce of the eval sums");
     loss_sum = sums[0];
     correct = sums[1];
     tokens = static_cast<std::int64_t>(sums[2]);
     bytes = sums[3];
-    if (fo.collect_stats) all_reduce_stats(*comm, stats, model.config().n_layer, "all-reduce of the eval statistics");
+    sequences = static_cast<std::int64_t>(sums[4]);
+    if (fo.collect_stats) all_reduce_stats(*comm, stats, model.config(), "all-reduce of the eval statistics");
   }
   EvalResult e;
-  e.stats = std::move(stats);
+  e.stats = std::move(stats.stats);
+  e.cross_stats = std::move(stats.cross);
+  e.encoder_stats = std::move(stats.encoder);
+  e.cross_attn_entropy = mean_attn_entropy(e.cross_stats);
+  e.encoder_attn_entropy = mean_attn_entropy(e.encoder_stats);
   e.tokens = tokens;
   e.loss = tokens ? loss_sum / static_cast<double>(tokens) : 0.0;
-  if (data.reports_accuracy()) e.accuracy = tokens ? correct / static_cast<double>(tokens) : 0.0;
+  e.seq2seq = data.seq2seq();
+  e.sequences = sequences;
+  if (e.seq2seq)
+    e.accuracy = sequences ? correct / static_cast<double>(sequences) : 0.0;
+  else if (data.reports_accuracy())
+    e.accuracy = tokens ? correct / static_cast<double>(tokens) : 0.0;
   if (codec && bytes > 0) e.bits_per_byte = loss_sum / bytes / std::log(2.0);
   return e;
 }
 
 std::string format_eval(std::int64_t step, const EvalResult& e) {
   char buf[160];
-  if (e.accuracy)
+  if (e.accuracy && e.seq2seq)
+    std::snprintf(buf, sizeof buf, "eval at step %lld: val loss %.4f, exact match %.1f%% (%lld sequences)",
+                  static_cast<long long>(step), e.loss, 100.0 * *e.accuracy, static_cast<long long>(e.sequences));
+  else if (e.accuracy)
     std::snprintf(buf, sizeof buf, "eval at step %lld: val loss %.4f, answer accuracy %.1f%% (%lld answers)",
                   static_cast<long long>(step), e.loss, 100.0 * *e.accuracy, static_cast<long long>(e.tokens));
   else
@@ -220,6 +266,10 @@ std::string format_eval(std::int64_t step, const EvalResult& e) {
                   gates["val_gate_std"].get<double>());
     out += buf;
   }
+  if (e.cross_attn_entropy) {
+    std::snprintf(buf, sizeof buf, ", cross-attn entropy %.3f", *e.cross_attn_entropy);
+    out += buf;
+  }
   if (e.bits_per_byte) {
     std::snprintf(buf, sizeof buf, ", %.4f bits/byte", *e.bits_per_byte);
     out += buf;
@@ -231,6 +281,8 @@ void add_eval_fields(nlohmann::json& line, const EvalResult& e) {
   line["loss"] = e.loss;
   if (e.accuracy) line["accuracy"] = *e.accuracy;
   if (e.bits_per_byte) line["bits_per_byte"] = *e.bits_per_byte;
+  if (e.cross_attn_entropy) line["cross_attn_entropy"] = *e.cross_attn_entropy;
+  if (e.encoder_attn_entropy) line["encoder_attn_entropy"] = *e.encoder_attn_entropy;
   models::add_val_gate_stats(line, e.stats);
 }
 
@@ -261,6 +313,38 @@ std::string sample_text(models::GPT& model, const Dataset& data, const Config& c
   options.temperature = 0.8;
   options.seed = static_cast<std::uint64_t>(cfg.get_int("seed"));
   return codec->decode(models::generate(model, {codec->start_token()}, n, options));
+}
+
+namespace {
+
+// Row 0 of a [B, W] id tensor up to (not including) the first id that `stop` accepts.
+std::vector<std::int32_t> first_row_until(const Tensor& ids, const std::function<bool(std::int32_t)>& stop) {
+  const Tensor host = ids.to(Device::cpu);
+  const std::int32_t* row = host.data<std::int32_t>();
+  std::vector<std::int32_t> out;
+  for (std::int64_t j = 0; j < host.size(1) && !stop(row[j]); ++j) out.push_back(row[j]);
+  return out;
+}
+
+}  // namespace
+
+std::string sample_target(models::GPT& model, const Dataset& data) {
+  const Batch first = data.eval_batch(0, 1, model.config().block_size);
+  const std::vector<std::int32_t> source =
+      first_row_until(first.source, [](std::int32_t t) { return t == kSeq2SeqPad; });
+  const std::vector<std::int32_t> expected =
+      first_row_until(first.y, [](std::int32_t t) { return t < 0 || t == kSeq2SeqEnd; });
+  models::SamplingOptions greedy;  // the model's best guess: what exact match measures
+  greedy.temperature = 0;
+  const std::vector<std::int32_t> output = models::generate_target(model, source, model.config().block_size, greedy);
+  const std::shared_ptr<const TextCodec> codec = data.text_codec();
+  const auto show = [&](const std::vector<std::int32_t>& ids) {
+    if (codec) return codec->decode(ids);
+    std::string out;
+    for (std::int32_t id : ids) out.append(out.empty() ? "" : " ").append(std::to_string(id));
+    return out;
+  };
+  return show(source) + " → " + show(output) + " (expected " + show(expected) + ")";
 }
 
 }  // namespace gattn::recipes

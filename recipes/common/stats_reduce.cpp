@@ -29,4 +29,47 @@ void all_reduce_stats(dist::Communicator& comm, std::vector<models::LayerStats>&
   models::unflatten_stats(comm.all_reduce_host(models::flatten_stats(stats), dist::ReduceOp::sum, what), stats);
 }
 
+std::optional<double> mean_attn_entropy(const std::vector<models::LayerStats>& stats) {
+  if (stats.empty()) return std::nullopt;
+  double sum = 0;
+  for (const models::LayerStats& s : stats) sum += s.attn_entropy();
+  return sum / static_cast<double>(stats.size());
+}
+
+void ForwardStats::merge(const ForwardStats& from) {
+  models::merge_stats(stats, from.stats);
+  models::merge_stats(cross, from.cross);
+  models::merge_stats(encoder, from.encoder);
+}
+
+void all_reduce_stats(dist::Communicator& comm, ForwardStats& stats, const models::ModelConfig& model,
+                      const std::string& what) {
+  if (comm.size() == 1) return;
+  // The three lists end to end, each at its model size (a rank that ran no batch pads with zeros,
+  // as all_reduce_stats does), so one all-reduce carries them all.
+  const auto L = static_cast<std::size_t>(model.n_layer);
+  const std::size_t cross = model.encoder_decoder() ? L : 0;
+  const auto E = static_cast<std::size_t>(model.encoder_layers());
+  const auto sized = [&](std::vector<models::LayerStats>& part, std::size_t n, const char* name) {
+    if (!part.empty() && part.size() != n)
+      throw ValueError(std::string("all_reduce_stats: ") + name + " stats of " + std::to_string(part.size()) +
+                       " layers for a model of " + std::to_string(n));
+    part.resize(n);
+  };
+  sized(stats.stats, L, "decoder");
+  sized(stats.cross, cross, "cross-attention");
+  sized(stats.encoder, E, "encoder");
+  std::vector<models::LayerStats> all = stats.stats;
+  all.insert(all.end(), stats.cross.begin(), stats.cross.end());
+  all.insert(all.end(), stats.encoder.begin(), stats.encoder.end());
+  all_reduce_stats(comm, all, static_cast<std::int64_t>(all.size()), what);
+  const auto at = [&](std::size_t first, std::size_t n) {
+    return std::vector<models::LayerStats>(all.begin() + static_cast<std::ptrdiff_t>(first),
+                                           all.begin() + static_cast<std::ptrdiff_t>(first + n));
+  };
+  stats.stats = at(0, L);
+  stats.cross = at(L, cross);
+  stats.encoder = at(L + cross, E);
+}
+
 }  // namespace gattn::recipes

@@ -1,12 +1,15 @@
 // The per-layer statistics (models::LayerStats) of the whole world: every rank's sums added up, so
-// each rank ends with the statistics of the global batch (training) or of all eval windows.
+// each rank ends with the statistics of the global batch (training) or of all eval windows. Also the
+// attention entropy over a stack's layers, which the metrics of encoder–decoder runs report.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "framework/dist/communicator.h"
 #include "models/attention.h"
+#include "models/config.h"
 
 namespace gattn::recipes {
 
@@ -19,5 +22,22 @@ namespace gattn::recipes {
 // `stats` as it is.
 void all_reduce_stats(dist::Communicator& comm, std::vector<models::LayerStats>& stats, std::int64_t n_layer,
                       const std::string& what);
+
+// The statistics a forward reports (models::ForwardResult): per decoder block, and for an
+// encoder–decoder per decoder block's cross-attention and per encoder block. One collective for
+// all three (as all_reduce_stats, each list empty or of its model size); a decoder's `cross` and
+// `encoder` stay empty.
+struct ForwardStats {
+  std::vector<models::LayerStats> stats, cross, encoder;
+  // Adds a forward's (or another sum's) statistics (models::merge_stats on each list).
+  void merge(const ForwardStats& from);
+  bool empty() const { return stats.empty() && cross.empty() && encoder.empty(); }
+};
+void all_reduce_stats(dist::Communicator& comm, ForwardStats& stats, const models::ModelConfig& model,
+                      const std::string& what);
+
+// The mean over layers of LayerStats::attn_entropy (nats); nullopt for no layers (a decoder's cross
+// and encoder statistics), so a key is written only where the model has that attention.
+std::optional<double> mean_attn_entropy(const std::vector<models::LayerStats>& stats);
 
 }  // namespace gattn::recipes

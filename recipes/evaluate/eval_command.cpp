@@ -1,6 +1,7 @@
 // `gattn eval --checkpoint DIR [key.path=value ...]`: the val loss of a checkpoint over the eval
 // windows of docs/config.md, printed as one JSON line {"loss":…, "tokens":…} (plus "accuracy" for
-// synthetic tasks and, for models with gates, val_gate_mean, val_gate_std and
+// synthetic tasks, exact match for seq2seq data, cross_attn_entropy and encoder_attn_entropy for an
+// encoder–decoder and, for models with gates, val_gate_mean, val_gate_std and
 // val_gate_mean_by_layer, as on a metrics.jsonl val line). The run's config comes from the
 // checkpoint's metadata; overrides such as eval.max_windows=50 or data.path=… apply on top (a text
 // with another vocabulary is refused).
@@ -26,6 +27,7 @@ int run_eval(const EvalArgs& args) {
   const Config& cfg = ckpt.config;
   std::unique_ptr<Dataset> data = make_dataset(data_options(cfg), ckpt.model->config().block_size);
   check_same_vocabulary(ckpt.metadata, ckpt.model_path, *data);  // resume refuses the same change
+  check_arch_fits_data(cfg, *data);                              // a data.task override may not fit the model
   models::GPT& model = *ckpt.model;
   EvalResult e = evaluate(model, *data, cfg, cfg.get_int("train.batch_size"));
   nlohmann::json line = {{"tokens", e.tokens}};

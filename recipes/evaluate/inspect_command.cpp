@@ -1,5 +1,6 @@
 // `gattn inspect --checkpoint DIR`: the checkpoint's tensors, shapes, config, and the gate
-// statistics of the model on a sample text (docs/cli.md).
+// statistics of the model on a sample text (docs/cli.md); for an encoder–decoder on a source–target
+// pair, with tables for the cross-attention and the encoder too.
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -7,8 +8,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <tuple>
 
 #include "framework/autograd/grad_mode.h"
+#include "framework/data/dataset.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_text.h"
 #include "framework/io/checkpoint_verify.h"
@@ -20,6 +23,7 @@
 #include "models/gpt.h"
 #include "recipes/common/checkpoint_model.h"
 #include "recipes/common/recipe.h"
+#include "recipes/common/run_setup.h"
 
 namespace gattn::recipes {
 
@@ -77,6 +81,77 @@ std::pair<Tensor, std::string> sample_tokens(const nlohmann::json& config,
   Generator gen(0);
   gen.randint_(idx, vocab_size);
   return {idx, std::to_string(n) + " pseudo-random tokens (Philox seed 0)"};
+}
+
+// An encoder–decoder's sample: the first validation pair of the run's data (its source and the
+// decoder's input), or where the data is not at hand (a pairs file elsewhere) a pseudo-random source
+// of n content tokens and a decoder input of the start token and n − 1 of them (Philox seed 0).
+std::pair<Batch, std::string> sample_pair(const std::string& config_text, const models::ModelConfig& mc,
+                                          std::int64_t n) {
+  try {
+    const Config cfg = Config::from_string(config_text, {}, "config metadata");
+    const std::unique_ptr<Dataset> data = make_dataset(data_options(cfg), mc.block_size);
+    if (data->seq2seq()) {
+      Batch b = data->eval_batch(0, 1, mc.block_size);
+      return {b, "the first validation pair of the run's data (" + std::to_string(b.source.size(1)) + " source and " +
+                     std::to_string(b.x.size(1)) + " target positions)"};
+    }
+  } catch (const Error&) {
+    // The data cannot be read here (a moved pairs file): pseudo-random tokens instead.
+  }
+  Generator gen(0);
+  const std::int64_t content = std::max<std::int64_t>(1, mc.vocab_size - kSeq2SeqFirstContent);
+  Batch b;
+  b.source = Tensor::empty({1, n}, DType::i32);
+  b.x = Tensor::empty({1, n}, DType::i32);
+  gen.randint_(b.source, content);
+  gen.randint_(b.x, content);
+  std::int32_t* src = b.source.data<std::int32_t>();
+  std::int32_t* x = b.x.data<std::int32_t>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    src[i] += static_cast<std::int32_t>(kSeq2SeqFirstContent);
+    x[i] += static_cast<std::int32_t>(kSeq2SeqFirstContent);
+  }
+  x[0] = kSeq2SeqStart;
+  return {b, "a pseudo-random source and target of " + std::to_string(n) + " tokens each (Philox seed 0)"};
+}
+
+// One row per layer: gate moments (or "-") and the attention's entropy and sink ratio, then the
+// per-head gate means where a layer reports them. `title` heads the table when not empty.
+void print_layer_table(const std::string& title, const std::vector<models::LayerStats>& stats) {
+  if (!title.empty()) std::cout << "  " << title << ":\n";
+  std::cout << "  layer  gate_mean  gate_std  frac<0.1  frac>0.9  attn_entropy  sink_ratio\n";
+  for (std::size_t l = 0; l < stats.size(); ++l) {
+    const auto& s = stats[l];
+    std::cout << "  " << std::setw(5) << l << std::fixed << std::setprecision(4);
+    if (s.gate.count > 0)
+      std::cout << "  " << std::setw(9) << s.gate.mean() << "  " << std::setw(8) << s.gate.std() << "  " << std::setw(8)
+                << s.gate.frac_below_0_1() << "  " << std::setw(8) << s.gate.frac_above_0_9();
+    else
+      std::cout << "  " << std::setw(9) << "-"
+                << "  " << std::setw(8) << "-"
+                << "  " << std::setw(8) << "-"
+                << "  " << std::setw(8) << "-";
+    std::cout << "  " << std::setw(12) << s.attn_entropy() << "  " << std::setw(10) << s.sink_ratio() << "\n";
+    std::cout << std::defaultfloat << std::setprecision(6);
+  }
+  // Per head, where a layer's gates report per-head values.
+  bool by_head = false;
+  for (const auto& s : stats) by_head = by_head || !s.gate_by_head.empty();
+  if (!by_head) return;
+  std::cout << "  gate_mean by head:\n";
+  for (std::size_t l = 0; l < stats.size(); ++l) {
+    if (stats[l].gate_by_head.empty()) continue;
+    std::cout << "  " << std::setw(5) << l << std::fixed << std::setprecision(4);
+    for (const ops::GateMoments& h : stats[l].gate_by_head) {
+      std::cout << "  ";
+      if (h.count > 0)
+        std::cout << h.mean();
+      else
+        std::cout << "-";
+    }
+    std::cout << "\n" << std::defaultfloat << std::setprecision(6);
+  }
 }
 
 // state.json and optimizer.safetensors, when the checkpoint has them (a `gattn train` checkpoint
@@ -187,45 +262,30 @@ int run_inspect(const InspectArgs& args) {
     // inspect reads damaged checkpoints too (print_training_state said what is wrong): step 0.
   }
   model.eval();
+  std::cout << "arch: " << mc.arch;
+  if (mc.encoder_decoder())
+    std::cout << " (encoder blocks " << mc.encoder_layers() << ", decoder blocks " << mc.n_layer << ")";
+  std::cout << "\n";
   std::int64_t n = args.sample_tokens > 0 ? std::min(args.sample_tokens, mc.block_size) : mc.block_size;
-  auto [idx, described] = sample_tokens(config, file.metadata, mc.vocab_size, n);
   NoGradGuard no_grad;
   models::ForwardOptions opts;
   opts.collect_stats = true;
+  Tensor idx;
+  std::string described;
+  if (mc.encoder_decoder()) {
+    Batch pair;
+    std::tie(pair, described) = sample_pair(config_it->second, mc, n);
+    idx = pair.x;
+    opts.source = pair.source;
+  } else {
+    std::tie(idx, described) = sample_tokens(config, file.metadata, mc.vocab_size, n);
+  }
   models::ForwardResult r = model.forward(idx, Tensor(), opts);
   std::cout << "gate statistics on " << described << ":\n";
-  std::cout << "  layer  gate_mean  gate_std  frac<0.1  frac>0.9  attn_entropy  sink_ratio\n";
-  for (std::size_t l = 0; l < r.stats.size(); ++l) {
-    const auto& s = r.stats[l];
-    std::cout << "  " << std::setw(5) << l << std::fixed << std::setprecision(4);
-    if (s.gate.count > 0)
-      std::cout << "  " << std::setw(9) << s.gate.mean() << "  " << std::setw(8) << s.gate.std() << "  " << std::setw(8)
-                << s.gate.frac_below_0_1() << "  " << std::setw(8) << s.gate.frac_above_0_9();
-    else
-      std::cout << "  " << std::setw(9) << "-"
-                << "  " << std::setw(8) << "-"
-                << "  " << std::setw(8) << "-"
-                << "  " << std::setw(8) << "-";
-    std::cout << "  " << std::setw(12) << s.attn_entropy() << "  " << std::setw(10) << s.sink_ratio() << "\n";
-    std::cout << std::defaultfloat << std::setprecision(6);
-  }
-  // Per head, where a layer's gates report per-head values.
-  bool by_head = false;
-  for (const auto& s : r.stats) by_head = by_head || !s.gate_by_head.empty();
-  if (by_head) {
-    std::cout << "  gate_mean by head:\n";
-    for (std::size_t l = 0; l < r.stats.size(); ++l) {
-      if (r.stats[l].gate_by_head.empty()) continue;
-      std::cout << "  " << std::setw(5) << l << std::fixed << std::setprecision(4);
-      for (const ops::GateMoments& h : r.stats[l].gate_by_head) {
-        std::cout << "  ";
-        if (h.count > 0)
-          std::cout << h.mean();
-        else
-          std::cout << "-";
-      }
-      std::cout << "\n" << std::defaultfloat << std::setprecision(6);
-    }
+  print_layer_table(mc.encoder_decoder() ? "decoder self-attention" : "", r.stats);
+  if (mc.encoder_decoder()) {
+    print_layer_table("decoder cross-attention", r.cross_stats);
+    print_layer_table("encoder self-attention", r.encoder_stats);
   }
   return 0;
 }

@@ -1,7 +1,8 @@
 // Moving training batches to the GPU through page-locked (pinned) host memory: the copy is a DMA
 // queued on the compute stream, so the host returns at once and samples the next batch while the
 // GPU still runs the current step. Two slots alternate; a slot is rewritten only after its last
-// copy has finished. On the CPU (or in a build without CUDA) batches pass through unchanged.
+// copy has finished; a seq2seq batch's source travels in the same slot. On the CPU (or in a build
+// without CUDA) batches pass through unchanged.
 #pragma once
 #include <memory>
 

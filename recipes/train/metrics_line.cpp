@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/layer_stats_io.h"
+#include "recipes/common/stats_reduce.h"
 
 namespace gattn::recipes {
 
@@ -29,6 +30,8 @@ nlohmann::json train_metrics_line(const TrainLine& t) {
                          {"grad_norm", t.grad_norm}, {"tokens_per_s", t.tokens_per_s},
                          {"elapsed_s", t.elapsed_s}};
   models::add_stats_to_metrics(line, t.stats);
+  if (const auto cross = mean_attn_entropy(t.cross_stats)) line["cross_attn_entropy"] = *cross;
+  if (const auto encoder = mean_attn_entropy(t.encoder_stats)) line["encoder_attn_entropy"] = *encoder;
   if (!t.pair_alpha.empty()) {
     nlohmann::json by_layer = nlohmann::json::array();
     double sum = 0;

@@ -16,7 +16,10 @@ namespace gattn::recipes {
 struct TrainLine {
   std::int64_t step = 0;  // optimizer steps done
   double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, elapsed_s = 0;
-  std::vector<models::LayerStats> stats;          // empty when not collected
+  std::vector<models::LayerStats> stats;  // empty when not collected
+  // Encoder–decoder models: the cross-attention's stats per decoder block and the encoder's per
+  // block (empty for a decoder, or when not collected).
+  std::vector<models::LayerStats> cross_stats, encoder_stats;
   std::map<std::string, double> regularizers;     // name -> mean over the step's micro-batches
   std::vector<std::optional<double>> pair_alpha;  // per layer: σ(alpha) of its pair gate; empty without one
 };
@@ -28,7 +31,8 @@ std::vector<std::optional<double>> pair_alpha_by_layer(models::GPT& model);
 
 // The line's JSON. A regulariser goes under its name, or <name>_reg where a statistic already has
 // that name (attn_entropy). With pair gates: pair_alpha_by_layer (null for a layer without one) and
-// pair_alpha, their mean.
+// pair_alpha, their mean. An encoder–decoder adds cross_attn_entropy and encoder_attn_entropy (means
+// over their layers).
 nlohmann::json train_metrics_line(const TrainLine& t);
 
 }  // namespace gattn::recipes

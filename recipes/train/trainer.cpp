@@ -117,7 +117,7 @@ int Trainer::run() {
       const autograd::profile::Section section("(clip grad norm)");
       grad_norm = optimizer_->clip_grad_norm();
     }
-    const bool updated = update_or_skip(step, loss, grad_norm);
+    const bool updated = update_or_skip(step, loss, grad_norm, r.tokens);
     if (log_step && updated && lead_) log_train(step, r, loss, grad_norm);
     if ((eval_every_ > 0 && done % eval_every_ == 0) || last) evaluate_and_log(done);
     const bool checkpointed = checkpoints_.due(done, last, guard_.bad_in_a_row());
@@ -252,13 +252,16 @@ Trainer::StepResult Trainer::forward_backward(bool log_step, BatchUploader& uplo
       batch = run_.data->sample_train(batch_size_ * world_, block_size_, data_gen_);
       if (world_ > 1) {
         const dist::Range rows = dist::batch_rows(batch_size_, rank_);
-        batch = Batch{batch.x.alias_rows(rows.begin, rows.end), batch.y.alias_rows(rows.begin, rows.end)};
+        const auto mine = [&](const Tensor& t) { return t.defined() ? t.alias_rows(rows.begin, rows.end) : t; };
+        batch = Batch{mine(batch.x), mine(batch.y), mine(batch.source)};
       }
       batch = uploader.upload(batch);
     }
     models::ForwardOptions fo;
     fo.regularizers = log_step ? reg_log_step_ : reg_every_step_;
     fo.collect_stats = log_step && last_micro;
+    fo.source = batch.source;       // the encoder's input (encoder_decoder); undefined for a decoder's data
+    out.tokens += batch.x.numel();  // seq2seq batches are as wide as their longest target, not the block
     models::ForwardResult r = model.forward(batch.x, batch.y, fo);
     Tensor total = r.loss;
     for (const auto& [name, value] : r.regularizers)
@@ -270,7 +273,7 @@ Trainer::StepResult Trainer::forward_backward(bool log_step, BatchUploader& uplo
     }
     out.loss_sum += r.loss.item();
     for (const auto& [name, value] : r.regularizers) out.regularizers[name] += value.item();
-    if (fo.collect_stats) out.stats = std::move(r.stats);
+    if (fo.collect_stats) out.stats = {std::move(r.stats), std::move(r.cross_stats), std::move(r.encoder_stats)};
   }
   return out;
 }
@@ -293,11 +296,10 @@ void Trainer::reduce_across_ranks(StepResult& r) {
   std::size_t at = 1;
   for (auto& [name, sum] : r.regularizers) sum = sums[at++] / world_;
   // Every rank collects stats on the same (log) steps, so all of them take part or none.
-  if (!r.stats.empty())
-    all_reduce_stats(comm_, r.stats, run_.model->config().n_layer, "all-reduce of the gate statistics");
+  if (!r.stats.empty()) all_reduce_stats(comm_, r.stats, run_.model->config(), "all-reduce of the gate statistics");
 }
 
-bool Trainer::update_or_skip(std::int64_t step, double loss, double grad_norm) {
+bool Trainer::update_or_skip(std::int64_t step, double loss, double grad_norm, std::int64_t tokens) {
   if (guard_.step_ok(loss, grad_norm)) {
     {
       const autograd::profile::Section section("(optimizer step)");
@@ -307,7 +309,7 @@ bool Trainer::update_or_skip(std::int64_t step, double loss, double grad_norm) {
       const autograd::profile::Section section("(zero grad)");
       optimizer_->zero_grad();
     }
-    window_tokens_ += static_cast<double>(batch_size_ * block_size_ * grad_accum_ * world_);  // the global rate
+    window_tokens_ += static_cast<double>(tokens * world_);  // the global rate
     return true;
   }
   // Skipped: weights and moments stay as they were; the first non-finite tensor is named.
@@ -333,7 +335,9 @@ void Trainer::log_train(std::int64_t step, const StepResult& r, double loss, dou
   window_tokens_ = 0;
   window_start_ = t.elapsed_s;
   t.lr = optimizer_->lr_of_group(optim::AdamW::kDefaultGroup, step);
-  t.stats = r.stats;
+  t.stats = r.stats.stats;
+  t.cross_stats = r.stats.cross;
+  t.encoder_stats = r.stats.encoder;
   t.pair_alpha = pair_alpha_by_layer(*run_.model);  // after the optimizer step this line reports
   for (const auto& [name, sum] : r.regularizers) t.regularizers[name] = sum / static_cast<double>(grad_accum_);
   const nlohmann::json line = train_metrics_line(t);
@@ -420,8 +424,12 @@ int Trainer::finish() {
   std::cout << "run directory: " << run_.dir << "\n";
   std::cout << "final " << format_eval(max_steps_, last_eval_) << "\n";
   // An interrupt during the last step still ends the run normally, without the slow sample.
-  if (run_.data->text_codec() && StopSignals::received() == 0) {
+  if (StopSignals::received() != 0) return 0;
+  if (run_.model->config().encoder_decoder()) {
     run_.model->to_(Device::cpu);  // generation's KV-cache attention is a CPU kernel
+    std::cout << "sample: " << sample_target(*run_.model, *run_.data) << "\n";
+  } else if (run_.data->text_codec()) {
+    run_.model->to_(Device::cpu);
     std::cout << "sample:\n" << sample_text(*run_.model, *run_.data, run_.config, 200) << "\n";
   }
   return 0;

@@ -27,6 +27,7 @@
 #include "framework/tensor/random.h"
 #include "models/attention.h"
 #include "recipes/common/run_setup.h"
+#include "recipes/common/stats_reduce.h"
 #include "recipes/train/checkpoint_policy.h"
 #include "recipes/train/nan_guard.h"
 #include "recipes/train/resume.h"
@@ -55,7 +56,8 @@ class Trainer {
   struct StepResult {
     double loss_sum = 0;
     std::map<std::string, double> regularizers;  // Σ of each regulariser the model computed
-    std::vector<models::LayerStats> stats;       // the last micro-batch's, on log steps
+    ForwardStats stats;                          // the last micro-batch's, on log steps
+    std::int64_t tokens = 0;                     // decoder input positions of this rank's micro-batches
   };
 
   // prepare
@@ -65,7 +67,7 @@ class Trainer {
   // one step
   StepResult forward_backward(bool log_step, BatchUploader& uploader);
   void reduce_across_ranks(StepResult& r);
-  bool update_or_skip(std::int64_t step, double loss, double grad_norm);
+  bool update_or_skip(std::int64_t step, double loss, double grad_norm, std::int64_t tokens);
   void log_train(std::int64_t step, const StepResult& r, double loss, double grad_norm);
   void evaluate_and_log(std::int64_t done);
   void write_checkpoint(std::int64_t done);

@@ -103,8 +103,8 @@ TEST(AblationSummary, MeanAndSampleStdOverSeeds) {
   const std::string csv = summary_csv(grid, results);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "cell,model.gate.kind,seed,val_loss,val_accuracy,gate_mean,gate_frac_lt_0.1,attn_entropy,sink_ratio,"
-            "tokens_per_s,parameters,steps,elapsed_s,flops_per_token,generation_tokens_per_s");
-  EXPECT_NE(csv.find("\nkind-output_seed-1,output,1,1.5,,0.75,,,,70,1234,10,,,\n"), std::string::npos) << csv;
+            "tokens_per_s,parameters,steps,elapsed_s,flops_per_token,generation_tokens_per_s,cross_attn_entropy");
+  EXPECT_NE(csv.find("\nkind-output_seed-1,output,1,1.5,,0.75,,,,70,1234,10,,,,\n"), std::string::npos) << csv;
 }
 
 TEST(AblationSummary, MeanStd) {

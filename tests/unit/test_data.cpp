@@ -457,7 +457,7 @@ TEST(SyntheticDataset, Errors) {
   EXPECT_NE(msg.find("block_size 16"), std::string::npos) << msg;
   o.n_pairs = 40;  // fits 128 but not 32 distinct keys
   EXPECT_NE(data_error_of([&] { make_dataset(o, 128); }).find("distinct keys"), std::string::npos);
-  EXPECT_EQ(data_error_of([&] { make_dataset(synthetic_options("sort"), 16); }).rfind("DataError", 0), 0u);
+  EXPECT_EQ(data_error_of([&] { make_dataset(synthetic_options("shuffle"), 16); }).rfind("DataError", 0), 0u);
   DataOptions bad_kind;
   bad_kind.kind = "images";
   EXPECT_EQ(data_error_of([&] { make_dataset(bad_kind, 16); }).rfind("DataError", 0), 0u);

@@ -223,8 +223,10 @@ TEST(GateMetrics, AblationSummaryHasSizeFlopsAndGenerationColumns) {
   EXPECT_NE(md.find("| tokens/s | gen tokens/s | parameters | MFLOP/token |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 100 ± 0 | 2000 ± 1414 | 1234 | 0.0612 |"), std::string::npos) << md;
   const std::string csv = summary_csv(grid, results);
-  EXPECT_NE(csv.find(",steps,elapsed_s,flops_per_token,generation_tokens_per_s\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\nkind-none_seed-1,none,1,3,,,,,,100,1234,10,,61234,3000\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",steps,elapsed_s,flops_per_token,generation_tokens_per_s,cross_attn_entropy\n"),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find("\nkind-none_seed-1,none,1,3,,,,,,100,1234,10,,61234,3000,\n"), std::string::npos) << csv;
 }
 
 TEST(GateMetrics, RunRecordReadsModelSizeAndAFreshGenerationFile) {

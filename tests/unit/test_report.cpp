@@ -58,6 +58,29 @@ TEST(Svg, HeatmapDrawsNonZeroCells) {
   EXPECT_NE(svg.find("data-chart=\"heatmap\""), std::string::npos);
 }
 
+TEST(Svg, LabelledHeatmapIsNonSquareWithTokenAxes) {
+  report::ChartOptions o;
+  o.id = "x";
+  o.title = "cross";
+  o.width = 320;
+  o.height = 340;
+  report::HeatmapLabels labels{{"<s>", "a"}, {"p", "q", "a-very-long-piece"}, "target", "source"};
+  const std::string svg = report::heatmap({0, 0.5, 0.5, 1, 0, 0}, 2, 3, o, labels);
+  EXPECT_NE(svg.find("data-rows=\"2\" data-cols=\"3\""), std::string::npos);
+  EXPECT_EQ(count(svg, "class=\"row-label\""), 2u);
+  EXPECT_EQ(count(svg, "class=\"col-label\""), 3u);
+  EXPECT_NE(svg.find(">&lt;s&gt;</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">a-very-…</text>"), std::string::npos);  // cut to 8 characters
+  EXPECT_EQ(count(svg, "width=\"1\" height=\"1\""), 3u);
+  // Each cell's tooltip names its row and column, with the full label.
+  EXPECT_NE(svg.find("<title>target 1 ‘a’ → source 0 ‘p’: 1</title>"), std::string::npos);
+  EXPECT_NE(svg.find("source 2 ‘a-very-long-piece’: 0.5</title>"), std::string::npos);
+  // Cells at most 26 px: the chart shrinks to the matrix.
+  EXPECT_NE(svg.find("scale(26.0)"), std::string::npos);
+  EXPECT_EQ(svg.find("width=\"320\""), std::string::npos);
+  EXPECT_EQ(count(svg, "<svg"), count(svg, "</svg>"));
+}
+
 TEST(Svg, BarChartOneBarPerFiniteValue) {
   report::ChartOptions o;
   o.id = "b";
@@ -127,7 +150,65 @@ TEST(ReportPage, HasEveryChart) {
   EXPECT_EQ(count(html, "class=\"tokens\" data-layer="), 2u);
   EXPECT_NE(html.find("plain&lt;&amp;&gt;"), std::string::npos);
   EXPECT_EQ(html.find("plain<&>"), std::string::npos);
+  EXPECT_EQ(html.find("id=\"cross-attention\""), std::string::npos);  // decoders only: no cross-attention
   EXPECT_EQ(count(html, "<svg"), count(html, "</svg>"));
+}
+
+// An encoder–decoder run's probe: a 3-position decoder input over a 2-token source, one decoder
+// block with 2 heads and gates on its cross-attention, one encoder block.
+ReportRun fake_seq2seq_run(const std::string& name) {
+  ReportRun run = fake_run(name, true);
+  run.record.config = {{"model", {{"n_layer", 1}, {"arch", "encoder_decoder"}}}};
+  run.probe.tokens = {"<s>", "b", "a"};
+  run.probe.source_tokens = {"a", "b"};
+  run.probe.layers.resize(1);
+  models::LayerInspection cross;
+  cross.heads = 2;
+  cross.tokens = 3;
+  cross.keys = 2;
+  cross.attention = {0, 1, 1, 0, 0.5, 0.5,   // head 0: rows 0, 1 aligned backwards
+                     0, 1, 1, 0, 0.5, 0.5};  // head 1 alike
+  cross.gate_values = {0.2, 0.8};
+  run.probe.cross.push_back(cross);
+  models::LayerInspection encoder;
+  encoder.heads = 2;
+  encoder.tokens = 2;
+  encoder.keys = 2;
+  encoder.attention = {1, 0, 0, 1, 0.5, 0.5, 0.5, 0.5};
+  run.probe.encoder.push_back(encoder);
+  return run;
+}
+
+TEST(ReportPage, EncoderDecoderRunShowsCrossAttention) {
+  ReportOptions o;
+  o.heads = parse_heads("0:0,-1:1");
+  const std::string html = report_html({fake_seq2seq_run("s2s"), fake_run("dec", false)}, o);
+  EXPECT_EQ(count(html, "<section id=\"cross-attention\""), 1u);
+  EXPECT_EQ(count(html, "class=\"charts cross-attn\" id=\"cross-attn-run0\""), 1u);
+  EXPECT_EQ(count(html, "id=\"cross-attn-run1"), 0u);  // the decoder run has none
+  // The head mean, then heads 0 and 1 (--heads names both in the only block): target rows, source
+  // columns, the tokens on the axes.
+  for (const char* id : {"cross-attn-run0-l0-mean", "cross-attn-run0-l0-h0", "cross-attn-run0-l0-h1"})
+    EXPECT_NE(html.find(std::string("data-rows=\"3\" data-cols=\"2\" id=\"") + id + "\""), std::string::npos) << id;
+  EXPECT_NE(html.find("<title>target 0 ‘&lt;s&gt;’ → source 1 ‘b’: 1</title>"), std::string::npos);
+  EXPECT_NE(html.find("data-rows=\"2\" data-cols=\"2\" id=\"encoder-attn-run0-l0-mean\""), std::string::npos);
+  // The decoder's self-attention map keeps its place in the sample, labelled too.
+  EXPECT_NE(html.find("data-rows=\"3\" data-cols=\"3\" id=\"attn-run0-l0-h0\""), std::string::npos);
+  EXPECT_NE(html.find("<div class=\"tokens source\"><span>a</span> <span>b</span> </div>"), std::string::npos);
+  // The cross gate values get their own histogram.
+  EXPECT_EQ(count(html, "id=\"gate-hist-run0-cross0\""), 1u);
+  EXPECT_EQ(count(html, "<svg"), count(html, "</svg>"));
+}
+
+TEST(ReportPage, EncoderDecoderRunWithoutProbeSaysWhy) {
+  ReportRun run = fake_seq2seq_run("s2s");
+  run.probe = RunProbe{};
+  run.probe.note = "no checkpoint";
+  ReportOptions o;
+  o.heads = parse_heads("0:0");
+  const std::string html = report_html({run}, o);
+  EXPECT_NE(html.find("no cross-attention: no checkpoint"), std::string::npos);
+  EXPECT_EQ(count(html, "data-chart=\"heatmap\""), 0u);
 }
 
 TEST(ReportPage, RunWithoutProbeSaysWhy) {
