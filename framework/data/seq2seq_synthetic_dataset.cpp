@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "framework/data/generated_dataset.h"
 #include "framework/data/seq2seq_batch.h"
 #include "framework/data/windowed_dataset.h"
 
@@ -17,16 +18,13 @@ constexpr std::int64_t kReserved = kSeq2SeqFirstContent;  // pad, start, end
 constexpr std::int64_t kDefaultContent = 16;
 constexpr std::int64_t kDefaultDistractorIds = 8;  // noisy_copy: a third of its default non-reserved ids
 constexpr std::int64_t kDefaultLength = 8;
-constexpr std::int64_t kDefaultEvalSequences = 256;
-// Validation sequence i uses Philox stream kValStream + i, far above the stream ids training derives
-// from the seed (as in synthetic_dataset.cpp): the val set never overlaps training draws.
-constexpr std::uint64_t kValStream = 0x7661'6c00'0000'0000ULL;  // "val" in the top bytes
 
 enum class Task { reverse, sort, noisy_copy };
 
-class Seq2SeqSyntheticDataset : public Dataset {
+class Seq2SeqSyntheticDataset : public GeneratedDataset {
  public:
-  Seq2SeqSyntheticDataset(const DataOptions& options, std::int64_t block_size) : options_(options) {
+  Seq2SeqSyntheticDataset(const DataOptions& options, std::int64_t block_size)
+      : GeneratedDataset(options.seed), options_(options) {
     if (options.task == "reverse")
       task_ = Task::reverse;
     else if (options.task == "sort")
@@ -59,35 +57,7 @@ class Seq2SeqSyntheticDataset : public Dataset {
   }
 
   std::int64_t vocab_size() const override { return vocab_; }
-  bool reports_accuracy() const override { return true; }
   bool seq2seq() const override { return true; }
-
-  Batch sample_train(std::int64_t batch_size, std::int64_t block_size, Generator& gen) const override {
-    if (batch_size <= 0)
-      throw ValueError("sample_train: batch size must be positive, got " + std::to_string(batch_size));
-    check_fits(block_size);
-    Batch b = empty_seq2seq_batch(batch_size, source_length(), length_);
-    for (std::int64_t r = 0; r < batch_size; ++r) fill_row(b, r, gen);
-    return b;
-  }
-
-  std::int64_t eval_windows(std::int64_t /*block_size*/, std::int64_t max_windows) const override {
-    return max_windows > 0 ? max_windows : kDefaultEvalSequences;
-  }
-
-  Batch eval_batch(std::int64_t first_window, std::int64_t count, std::int64_t block_size) const override {
-    if (first_window < 0 || count <= 0)
-      throw ValueError("eval_batch: bad window range start " + std::to_string(first_window) + " count " +
-                       std::to_string(count));
-    check_fits(block_size);
-    Batch b = empty_seq2seq_batch(count, source_length(), length_);
-    for (std::int64_t r = 0; r < count; ++r) {
-      // One stream per sequence: sequence i is the same whichever batch or rank asks for it.
-      Generator gen(options_.seed, kValStream + static_cast<std::uint64_t>(first_window + r));
-      fill_row(b, r, gen);
-    }
-    return b;
-  }
 
   std::string describe() const override {
     std::string s = "synthetic ";
@@ -100,6 +70,11 @@ class Seq2SeqSyntheticDataset : public Dataset {
 
  private:
   std::int64_t source_length() const { return length_ + distractors_; }
+
+  Batch empty_rows(std::int64_t rows, std::int64_t block_size) const override {
+    check_fits(block_size);
+    return empty_seq2seq_batch(rows, source_length(), length_);
+  }
 
   // Every sequence has the same lengths, so one check up front covers them all.
   void check_fits(std::int64_t block_size) const {
@@ -123,7 +98,7 @@ class Seq2SeqSyntheticDataset : public Dataset {
   }
 
   // Draws one source and writes it and its target into row r.
-  void fill_row(Batch& b, std::int64_t r, Generator& gen) const {
+  void fill_row(Batch& b, std::int64_t r, std::int64_t /*block_size*/, Generator& gen) const override {
     const auto n = static_cast<std::size_t>(length_);
     std::vector<std::int32_t> payload(n);
     for (auto& t : payload) t = content(gen);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "framework/data/generated_dataset.h"
 #include "framework/data/windowed_dataset.h"
 
 namespace gattn::data_detail {
@@ -17,10 +18,6 @@ constexpr std::int64_t kSpecials = 3;
 constexpr std::int64_t kDefaultContent = 32;
 constexpr std::int64_t kDefaultDistractors = 16;
 constexpr std::int64_t kDefaultPairs = 8;
-constexpr std::int64_t kDefaultEvalSequences = 256;
-// Validation sequence i uses Philox stream kValStream + i: far above the small stream ids training
-// derives from the seed, so the val set never overlaps training draws and does not depend on them.
-constexpr std::uint64_t kValStream = 0x7661'6c00'0000'0000ULL;  // "val" in the top bytes
 
 enum class Task { copy, assoc_recall, noisy_recall };
 
@@ -30,9 +27,10 @@ struct Layout {
   std::int64_t distractors = 0;  // noisy_recall only
 };
 
-class SyntheticDataset : public Dataset {
+class SyntheticDataset : public GeneratedDataset {
  public:
-  SyntheticDataset(const DataOptions& options, std::int64_t block_size) : options_(options), block_size_(block_size) {
+  SyntheticDataset(const DataOptions& options, std::int64_t block_size)
+      : GeneratedDataset(options.seed), options_(options), block_size_(block_size) {
     if (options.task == "copy")
       task_ = Task::copy;
     else if (options.task == "assoc_recall")
@@ -57,34 +55,6 @@ class SyntheticDataset : public Dataset {
   }
 
   std::int64_t vocab_size() const override { return vocab_; }
-  bool reports_accuracy() const override { return true; }
-
-  Batch sample_train(std::int64_t batch_size, std::int64_t block_size, Generator& gen) const override {
-    if (batch_size <= 0)
-      throw ValueError("sample_train: batch size must be positive, got " + std::to_string(batch_size));
-    const Layout layout = layout_for(block_size);
-    Batch b = empty_batch(batch_size, block_size);
-    for (std::int64_t r = 0; r < batch_size; ++r) fill_row(b, r, block_size, layout, gen);
-    return b;
-  }
-
-  std::int64_t eval_windows(std::int64_t /*block_size*/, std::int64_t max_windows) const override {
-    return max_windows > 0 ? max_windows : kDefaultEvalSequences;
-  }
-
-  Batch eval_batch(std::int64_t first_window, std::int64_t count, std::int64_t block_size) const override {
-    if (first_window < 0 || count <= 0)
-      throw ValueError("eval_batch: bad window range start " + std::to_string(first_window) + " count " +
-                       std::to_string(count));
-    const Layout layout = layout_for(block_size);
-    Batch b = empty_batch(count, block_size);
-    for (std::int64_t r = 0; r < count; ++r) {
-      // One stream per sequence: sequence i is the same whichever batch or rank asks for it.
-      Generator gen(options_.seed, kValStream + static_cast<std::uint64_t>(first_window + r));
-      fill_row(b, r, block_size, layout, gen);
-    }
-    return b;
-  }
 
   std::string describe() const override {
     const Layout l = layout_for(block_size_);
@@ -130,7 +100,8 @@ class SyntheticDataset : public Dataset {
     return l;
   }
 
-  static Batch empty_batch(std::int64_t rows, std::int64_t block_size) {
+  Batch empty_rows(std::int64_t rows, std::int64_t block_size) const override {
+    layout_for(block_size);  // throws when the task does not fit the block
     return {Tensor::empty({rows, block_size}, DType::i32), Tensor::empty({rows, block_size}, DType::i32)};
   }
 
@@ -140,7 +111,8 @@ class SyntheticDataset : public Dataset {
 
   // Writes one sequence of T+1 tokens into row r: x = seq[0, T), y[t] = seq[t+1] where seq[t+1] is an
   // answer, else -1.
-  void fill_row(Batch& b, std::int64_t r, std::int64_t block_size, const Layout& l, Generator& gen) const {
+  void fill_row(Batch& b, std::int64_t r, std::int64_t block_size, Generator& gen) const override {
+    const Layout l = layout_for(block_size);
     const auto length = static_cast<std::size_t>(block_size + 1);
     std::vector<std::int32_t> seq;
     std::vector<char> is_answer;
