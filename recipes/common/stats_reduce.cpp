@@ -36,6 +36,15 @@ std::optional<double> mean_attn_entropy(const std::vector<models::LayerStats>& s
   return sum / static_cast<double>(stats.size());
 }
 
+void add_encoder_gate_stats(nlohmann::json& line, const std::vector<models::LayerStats>& encoder,
+                            const std::string& prefix) {
+  ops::GateMoments all;
+  for (const models::LayerStats& s : encoder) all.merge(s.gate);
+  if (all.count == 0) return;
+  line[prefix + "encoder_gate_mean"] = all.mean();
+  line[prefix + "encoder_gate_frac_lt_0.1"] = all.frac_below_0_1();
+}
+
 void ForwardStats::merge(const ForwardStats& from) {
   models::merge_stats(stats, from.stats);
   models::merge_stats(cross, from.cross);

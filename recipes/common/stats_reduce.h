@@ -3,6 +3,7 @@
 // attention entropy over a stack's layers, which the metrics of encoder–decoder runs report.
 #pragma once
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,5 +40,11 @@ void all_reduce_stats(dist::Communicator& comm, ForwardStats& stats, const model
 // The mean over layers of LayerStats::attn_entropy (nats); nullopt for no layers (a decoder's cross
 // and encoder statistics), so a key is written only where the model has that attention.
 std::optional<double> mean_attn_entropy(const std::vector<models::LayerStats>& stats);
+
+// The encoder's gate values, pooled over its blocks, as `<prefix>gate_mean` and
+// `<prefix>gate_frac_lt_0.1` in a metrics line (the decoder's are gate_mean and its companions);
+// nothing when no encoder block has a gate.
+void add_encoder_gate_stats(nlohmann::json& line, const std::vector<models::LayerStats>& encoder,
+                            const std::string& prefix);
 
 }  // namespace gattn::recipes

@@ -32,6 +32,7 @@ nlohmann::json train_metrics_line(const TrainLine& t) {
   models::add_stats_to_metrics(line, t.stats);
   if (const auto cross = mean_attn_entropy(t.cross_stats)) line["cross_attn_entropy"] = *cross;
   if (const auto encoder = mean_attn_entropy(t.encoder_stats)) line["encoder_attn_entropy"] = *encoder;
+  add_encoder_gate_stats(line, t.encoder_stats, "");
   if (!t.pair_alpha.empty()) {
     nlohmann::json by_layer = nlohmann::json::array();
     double sum = 0;

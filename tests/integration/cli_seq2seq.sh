@@ -119,9 +119,13 @@ python3 - "$tmp/one/metrics.jsonl" "$tmp/two/metrics.jsonl" <<'PY' || fail "2-ra
 import json, sys
 a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
 for x, y in zip(a, b):
-    for key in ("cross_attn_entropy", "encoder_attn_entropy", "accuracy"):
+    for key in ("cross_attn_entropy", "encoder_attn_entropy", "accuracy", "encoder_gate_mean",
+                "val_encoder_gate_mean", "encoder_gate_frac_lt_0.1"):
         u, v = x.get(key), y.get(key)
         assert (u is None) == (v is None) and (u is None or abs(u - v) <= 1e-5 * max(1.0, abs(u))), (key, x, y)
 assert sum("cross_attn_entropy" in x for x in a) == 22, "expected the entropies on 20 train and 2 val lines"
+# The encoder's score gate: its values pooled on every line (train and val), between 0 and 1.
+assert sum("encoder_gate_mean" in x or "val_encoder_gate_mean" in x for x in a) == 22, a[-1]
+assert all(0 < x.get("encoder_gate_mean", x.get("val_encoder_gate_mean", 0.5)) < 1 for x in a), a[-1]
 PY
 echo ok
