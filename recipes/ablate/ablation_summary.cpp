@@ -100,7 +100,8 @@ std::string summary_markdown(const std::vector<GridAxis>& grid, const std::vecto
   head += " seeds | val loss |";
   rule += " --- | --- |";
   if (any_accuracy) {
-    head += " val accuracy (%) |";
+    // Encoder–decoder runs (the only ones with a cross-attention) score exact match.
+    head += any_cross ? " val accuracy (%, exact match for seq2seq) |" : " val accuracy (%) |";
     rule += " --- |";
   }
   head += " gate mean | gate < 0.1 | attn entropy | sink ratio |";
