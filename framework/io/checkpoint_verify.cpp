@@ -15,14 +15,15 @@ namespace {
 
 std::string where(const SafetensorsFile& file) { return "checkpoint file '" + file.path + "'"; }
 
-// The checkpoint format's vocab: the byte values of the text, index = token id. A damaged list would map the model's
-// tokens to other characters (eval on the wrong text, garbled samples) without any error.
+// The checkpoint format's vocab: the byte values of the text, index = token id, null at the ids a
+// sequence-to-sequence vocabulary reserves. A damaged list would map the model's tokens to other
+// characters (eval on the wrong text, garbled samples) without any error.
 void check_vocab(const SafetensorsFile& file) {
   auto it = file.metadata.find("vocab");
   if (it == file.metadata.end()) return;
   if (!ByteVocab::from_json(it->second))
     throw CheckpointError(where(file) +
-                          ": metadata \"vocab\" is not a JSON array of distinct byte values 0-255 (got '" +
+                          ": metadata \"vocab\" is not a JSON array of distinct byte values 0-255 and nulls (got '" +
                           printable_name(it->second, 40) + "'; damaged header?)");
 }
 
