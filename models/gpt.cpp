@@ -58,15 +58,7 @@ Tensor Block::forward(const Tensor& x, AttentionContext& ctx, const Tensor& memo
   Tensor y = x + attn->forward(ln1->forward(x), ctx);
   if (cross) {
     if (!memory.defined()) throw ValueError("Block.forward: a cross-attention block needs the encoder output");
-    // The memory's keys, values and key gates belong to the sublayer: prepared inside its reporting.
-    LayerStats* self_stats = ctx.stats;
-    LayerInspection* self_inspect = ctx.inspect;
-    ctx.stats = ctx.collect_stats ? ctx.cross_stats : nullptr;
-    ctx.inspect = ctx.cross_inspect;
-    const CrossMemory prepared = cross->prepare(memory, ctx);
-    ctx.stats = self_stats;
-    ctx.inspect = self_inspect;
-    y = with_cross(y, prepared, ctx);
+    y = with_cross(y, memory, ctx);
   }
   return with_mlp(y);
 }
@@ -82,12 +74,14 @@ Tensor Block::forward_cached(const Tensor& x, LayerKVCache& cache, const CachedS
   return with_mlp(y);
 }
 
-Tensor Block::with_cross(const Tensor& y, const CrossMemory& memory, AttentionContext& ctx) {
+Tensor Block::with_cross(const Tensor& y, const Tensor& memory, AttentionContext& ctx) {
   LayerStats* self_stats = ctx.stats;
   LayerInspection* self_inspect = ctx.inspect;
   ctx.stats = ctx.collect_stats ? ctx.cross_stats : nullptr;
   ctx.inspect = ctx.cross_inspect;
-  Tensor out = cross->forward(y, ln_cross->forward(y), memory, ctx);
+  // The memory's keys, values and key gates belong to the sublayer: prepared inside its reporting.
+  const CrossMemory prepared = cross->prepare(memory, ctx);
+  Tensor out = cross->forward(y, ln_cross->forward(y), prepared, ctx);
   // The block's gate statistics pool all its gates: the cross gates' values count there too.
   if (self_stats && ctx.stats) self_stats->gate.merge(ctx.stats->gate);
   ctx.stats = self_stats;

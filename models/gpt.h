@@ -39,9 +39,9 @@ class Block : public nn::Module {
 
  private:
   Tensor with_mlp(const Tensor& y);  // y + mlp.proj(GELU(mlp.fc(ln2(y))))
-  // The cross sublayer, reporting into ctx.cross_stats / ctx.cross_inspect (its gate values pooled
-  // into the block's ctx.stats too).
-  Tensor with_cross(const Tensor& y, const CrossMemory& memory, AttentionContext& ctx);
+  // The cross sublayer over the encoder output `memory`, reporting into ctx.cross_stats /
+  // ctx.cross_inspect (its gate values pooled into the block's ctx.stats too).
+  Tensor with_cross(const Tensor& y, const Tensor& memory, AttentionContext& ctx);
 };
 
 // The encoder of an encoder–decoder (prefix `encoder.`): its blocks and final LayerNorm. The token

@@ -128,6 +128,17 @@ std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& 
   return out;
 }
 
+void check_source(const ModelConfig& config, const std::vector<std::int32_t>& source, const std::string& who) {
+  const auto S = static_cast<std::int64_t>(source.size());
+  if (S == 0 || S > config.block_size)
+    throw ValueError(who + ": the source holds " + std::to_string(S) +
+                     " tokens; it needs 1 … model.block_size=" + std::to_string(config.block_size));
+  for (std::size_t j = 0; j < source.size(); ++j)
+    if (source[j] == kSeq2SeqPad)
+      throw ValueError(who + ": source token " + std::to_string(j) + " is the padding id " +
+                       std::to_string(kSeq2SeqPad) + ", which a source may not hold");
+}
+
 std::vector<std::int32_t> generate_target(GPT& model, const std::vector<std::int32_t>& source,
                                           std::int64_t max_new_tokens, const SamplingOptions& options,
                                           const std::function<void(std::int32_t)>& on_token) {
@@ -135,14 +146,8 @@ std::vector<std::int32_t> generate_target(GPT& model, const std::vector<std::int
   const ModelConfig& config = model.config();
   if (!config.encoder_decoder())
     throw ValueError("generate_target: model.arch is " + config.arch + "; a source needs an encoder_decoder model");
+  check_source(config, source, "generate_target");
   const auto S = static_cast<std::int64_t>(source.size());
-  if (S == 0 || S > config.block_size)
-    throw ValueError("generate_target: the source holds " + std::to_string(S) +
-                     " tokens; it needs 1 … model.block_size=" + std::to_string(config.block_size));
-  for (std::size_t j = 0; j < source.size(); ++j)
-    if (source[j] == kSeq2SeqPad)
-      throw ValueError("generate_target: source token " + std::to_string(j) + " is the padding id " +
-                       std::to_string(kSeq2SeqPad));
   if (max_new_tokens < 0) throw ValueError("--max-new-tokens must be >= 0, got " + std::to_string(max_new_tokens));
   Generator gen(options.seed, kSamplingStream);
   KVCache cache(config, 1);

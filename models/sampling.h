@@ -50,7 +50,11 @@ std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& 
                                    const std::function<void(std::int32_t)>& on_token = {},
                                    const InferenceOptions& inference = {}, InferenceCounters* counters = nullptr);
 
-// Encoder–decoder generation: the target for `source` (1 … block_size ids, no padding). The encoder
+// Throws ValueError, its message starting with `who`, unless `source` can be an encoder–decoder
+// model's source: 1 … model.block_size ids, none of them the padding id kSeq2SeqPad.
+void check_source(const ModelConfig& config, const std::vector<std::int32_t>& source, const std::string& who);
+
+// Encoder–decoder generation: the target for `source` (checked by check_source). The encoder
 // runs once and each decoder block's cross-attention memory is kept (GPT::encode_source); the decoder
 // starts from kSeq2SeqStart and adds one token per step with the KV cache, until it draws kSeq2SeqEnd
 // (left out of the result), or after max_new_tokens, or when the target fills model.block_size.

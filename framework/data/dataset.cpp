@@ -131,7 +131,20 @@ double Dataset::answer_accuracy(const Tensor& logits, const Batch& batch) {
   return answered == 0 ? 0.0 : static_cast<double>(right) / static_cast<double>(answered);
 }
 
-double Dataset::exact_match(const Tensor& logits, const Batch& batch) {
+std::vector<std::int32_t> row_ids_until(const Tensor& ids, std::int64_t row,
+                                        const std::function<bool(std::int32_t)>& stop) {
+  if (!ids.defined() || ids.dtype() != DType::i32 || ids.dim() != 2 || row < 0 || row >= ids.size(0))
+    throw ShapeError("row_ids_until: expected row " + std::to_string(row) + " of i32 ids [B, W], got " +
+                     (ids.defined() ? ids.str() : std::string("undefined")));
+  const Tensor host = ids.to(Device::cpu);
+  const std::int64_t W = host.size(1);
+  const std::int32_t* r = host.data<std::int32_t>() + row * W;
+  std::vector<std::int32_t> out;
+  for (std::int64_t j = 0; j < W && !stop(r[j]); ++j) out.push_back(r[j]);
+  return out;
+}
+
+Dataset::ExactMatch Dataset::exact_match_counts(const Tensor& logits, const Batch& batch) {
   if (logits.dim() != 3 || batch.y.dim() != 2 || logits.size(0) != batch.y.size(0) || logits.size(1) != batch.y.size(1))
     throw ShapeError("exact_match: logits " + shape_str(logits.shape()) + " do not match targets " +
                      shape_str(batch.y.shape()));
@@ -139,7 +152,7 @@ double Dataset::exact_match(const Tensor& logits, const Batch& batch) {
   const float* lp = l.data<float>();
   const std::int32_t* y = batch.y.data<std::int32_t>();
   const std::int64_t rows = batch.y.size(0), width = batch.y.size(1), vocab = logits.size(2);
-  std::int64_t answered = 0, right = 0;
+  ExactMatch out;
   for (std::int64_t r = 0; r < rows; ++r) {
     bool any = false, all_right = true;
     for (std::int64_t t = 0; t < width && all_right; ++t) {
@@ -152,10 +165,10 @@ double Dataset::exact_match(const Tensor& logits, const Batch& batch) {
     }
     // The scan stops at a row's first wrong token; `any` is set by then, so the row still counts.
     if (!any) continue;
-    ++answered;
-    right += all_right;
+    ++out.rows;
+    out.right += all_right;
   }
-  return answered == 0 ? 0.0 : static_cast<double>(right) / static_cast<double>(answered);
+  return out;
 }
 
 std::unique_ptr<Dataset> make_dataset(const DataOptions& options, std::int64_t block_size) {

@@ -3,8 +3,10 @@
 // runs are reproducible and resumable.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "framework/data/errors.h"
 #include "framework/data/seq2seq_tokens.h"
@@ -37,6 +39,12 @@ struct Batch {
   Tensor x, y;
   Tensor source = Tensor();  // seq2seq: i32 [B, S], kSeq2SeqPad after each source's end; undefined otherwise
 };
+
+// Row `row` of i32 ids [B, W] (on any device) up to, not including, the first id `stop` accepts: a
+// seq2seq source or decoder input without its padding, a target without its end.
+std::vector<std::int32_t> row_ids_until(const Tensor& ids, std::int64_t row,
+                                        const std::function<bool(std::int32_t)>& stop);
+inline bool is_seq2seq_pad(std::int32_t id) { return id == kSeq2SeqPad; }
 
 class Dataset {
  public:
@@ -71,10 +79,18 @@ class Dataset {
   // Fraction of the positions with target >= 0 whose argmax over logits [B, T, V] (a CPU tensor of
   // any floating dtype) equals the target; 0 when the batch has no targets.
   static double answer_accuracy(const Tensor& logits, const Batch& batch);
-  // Fraction of the rows with any target >= 0 whose argmax is right at every such target: for a
+  // The rows with any target >= 0, and those whose argmax is right at every such target: for a
   // seq2seq batch, the targets greedy decoding would reproduce exactly (teacher forcing with every
-  // prediction right is greedy decoding). 0 when no row has a target.
-  static double exact_match(const Tensor& logits, const Batch& batch);
+  // prediction right is greedy decoding).
+  struct ExactMatch {
+    std::int64_t right = 0, rows = 0;
+    double fraction() const { return rows == 0 ? 0.0 : static_cast<double>(right) / static_cast<double>(rows); }
+  };
+  static ExactMatch exact_match_counts(const Tensor& logits, const Batch& batch);
+  // exact_match_counts as a fraction; 0 when no row has a target.
+  static double exact_match(const Tensor& logits, const Batch& batch) {
+    return exact_match_counts(logits, batch).fraction();
+  }
 };
 
 // Builds the dataset that options.kind names and checks up front that windows of block_size tokens

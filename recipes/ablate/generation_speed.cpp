@@ -13,7 +13,6 @@
 #include "framework/io/checkpoint.h"
 #include "framework/runtime/threads.h"
 #include "models/sampling.h"
-#include "ops/shape.h"
 #include "recipes/common/checkpoint_model.h"
 #include "recipes/common/median.h"
 #include "recipes/common/run_setup.h"
@@ -39,13 +38,10 @@ std::vector<std::int32_t> timing_source(const CheckpointModel& ckpt, std::int64_
   try {
     const std::unique_ptr<Dataset> data = make_dataset(data_options(ckpt.config), mc.block_size);
     const Batch batch = data->eval_batch(0, 1, mc.block_size);
-    std::vector<std::int32_t> source;
-    if (batch.source.defined())
-      for (double id : ops::slice(batch.source, 0, 0, 1).to_vector()) {
-        if (static_cast<std::int32_t>(id) == kSeq2SeqPad) break;
-        source.push_back(static_cast<std::int32_t>(id));
-      }
-    if (!source.empty()) return source;
+    if (batch.source.defined()) {
+      std::vector<std::int32_t> source = row_ids_until(batch.source, 0, is_seq2seq_pad);
+      if (!source.empty()) return source;
+    }
   } catch (const std::exception&) {
     // the stand-in below
   }

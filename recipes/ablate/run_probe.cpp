@@ -15,12 +15,6 @@ namespace gattn::recipes {
 
 namespace {
 
-// The positions of a seq2seq row before its padding (a source, or the decoder's input: start, t₁ … tₙ).
-std::int64_t unpadded_length(const std::vector<double>& row) {
-  const auto pad = std::find(row.begin(), row.end(), static_cast<double>(kSeq2SeqPad));
-  return std::max<std::int64_t>(1, pad - row.begin());
-}
-
 // Cuts the sample's part of an inspection to its first `rows` query rows and `keys` key columns: the
 // attention [H, T, K], and gate_by_token for a self-attention (a cross gate's may run along the
 // source instead: left as it is). A layer without attention weights keeps what it has.
@@ -75,23 +69,23 @@ RunProbe probe_run(const std::string& run_dir, std::int64_t windows, std::int64_
     if (seq2seq) fo.source = batch.source;
     models::ForwardResult r = model.forward(x, Tensor(), fo);
     probe.layers = std::move(r.inspection);
-    std::vector<double> ids = ops::slice(x, 0, 0, 1).to_vector();
+    // The sample's own ids: a seq2seq batch pads its sources and decoder inputs to its longest (a
+    // decoder input starts with the start token and a source with a token: neither is empty).
+    const std::vector<std::int32_t> ids = row_ids_until(
+        x, 0, seq2seq ? is_seq2seq_pad : [](std::int32_t) { return false; });
     probe.text = ckpt.codec != nullptr;
     probe.subword = ckpt.metadata.count(kTokenizerKey) > 0;
     if (seq2seq) {
-      // The sample's own source and target: the batch pads both to its longest.
-      std::vector<double> source = ops::slice(batch.source, 0, 0, 1).to_vector();
-      source.resize(static_cast<std::size_t>(unpadded_length(source)));
-      ids.resize(static_cast<std::size_t>(unpadded_length(ids)));
+      const std::vector<std::int32_t> source = row_ids_until(batch.source, 0, is_seq2seq_pad);
       const auto rows = static_cast<std::int64_t>(ids.size()), keys = static_cast<std::int64_t>(source.size());
       for (models::LayerInspection& layer : probe.layers) cut_sample(layer, rows, rows);
       probe.cross = std::move(r.cross_inspection);
       for (models::LayerInspection& layer : probe.cross) cut_sample(layer, rows, keys, false);
       probe.encoder = std::move(r.encoder_inspection);
       for (models::LayerInspection& layer : probe.encoder) cut_sample(layer, keys, keys);
-      for (double id : source) probe.source_tokens.push_back(token_text(ckpt, static_cast<std::int32_t>(id), true));
+      for (std::int32_t id : source) probe.source_tokens.push_back(token_text(ckpt, id, true));
     }
-    for (double id : ids) probe.tokens.push_back(token_text(ckpt, static_cast<std::int32_t>(id), seq2seq));
+    for (std::int32_t id : ids) probe.tokens.push_back(token_text(ckpt, id, seq2seq));
   } catch (const std::exception& e) {
     probe = RunProbe{};
     probe.note = e.what();

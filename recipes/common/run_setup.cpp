@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <functional>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -180,7 +179,7 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
   const bool bf16 = device == Device::cuda && cfg.get_string("train.precision") == "bf16";
   const ops::AutocastScope autocast(bf16 ? ops::ComputePrecision::bf16 : ops::ComputePrecision::fp32);
   const std::int64_t windows = data.eval_windows(T, cfg.get_int("eval.max_windows"));
-  // correct: Σ answer accuracy · tokens, or for seq2seq Σ exact match · sequences.
+  // correct: Σ answer accuracy · tokens, or for seq2seq the sequences exactly right.
   double loss_sum = 0, correct = 0, bytes = 0;
   std::int64_t tokens = 0, sequences = 0;
   const std::shared_ptr<const TextCodec> codec = data.text_codec();
@@ -204,14 +203,9 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
     }
     loss_sum += r.loss.item() * static_cast<double>(n);
     if (data.seq2seq()) {
-      // Exact match is a fraction of the batch's rows that have targets: weigh it by them.
-      const std::int64_t width = batch.y.size(1);
-      const std::vector<double> y = batch.y.to_vector();
-      std::int64_t rows = 0;
-      for (std::int64_t b = 0; b < batch.y.size(0); ++b)
-        rows += std::any_of(y.begin() + b * width, y.begin() + (b + 1) * width, [](double t) { return t >= 0; });
-      correct += Dataset::exact_match(r.logits.to(Device::cpu), batch) * static_cast<double>(rows);
-      sequences += rows;
+      const Dataset::ExactMatch m = Dataset::exact_match_counts(r.logits.to(Device::cpu), batch);
+      correct += static_cast<double>(m.right);
+      sequences += m.rows;
     } else if (data.reports_accuracy()) {
       correct += Dataset::answer_accuracy(r.logits.to(Device::cpu), batch) * static_cast<double>(n);
     }
@@ -316,25 +310,11 @@ std::string sample_text(models::GPT& model, const Dataset& data, const Config& c
   return codec->decode(models::generate(model, {codec->start_token()}, n, options));
 }
 
-namespace {
-
-// Row 0 of a [B, W] id tensor up to (not including) the first id that `stop` accepts.
-std::vector<std::int32_t> first_row_until(const Tensor& ids, const std::function<bool(std::int32_t)>& stop) {
-  const Tensor host = ids.to(Device::cpu);
-  const std::int32_t* row = host.data<std::int32_t>();
-  std::vector<std::int32_t> out;
-  for (std::int64_t j = 0; j < host.size(1) && !stop(row[j]); ++j) out.push_back(row[j]);
-  return out;
-}
-
-}  // namespace
-
 std::string sample_target(models::GPT& model, const Dataset& data) {
   const Batch first = data.eval_batch(0, 1, model.config().block_size);
-  const std::vector<std::int32_t> source =
-      first_row_until(first.source, [](std::int32_t t) { return t == kSeq2SeqPad; });
+  const std::vector<std::int32_t> source = row_ids_until(first.source, 0, is_seq2seq_pad);
   const std::vector<std::int32_t> expected =
-      first_row_until(first.y, [](std::int32_t t) { return t < 0 || t == kSeq2SeqEnd; });
+      row_ids_until(first.y, 0, [](std::int32_t t) { return t < 0 || t == kSeq2SeqEnd; });
   models::SamplingOptions greedy;  // the model's best guess: what exact match measures
   greedy.temperature = 0;
   const std::vector<std::int32_t> output = models::generate_target(model, source, model.config().block_size, greedy);

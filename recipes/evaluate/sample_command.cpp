@@ -10,7 +10,6 @@
 #include <optional>
 #include <sstream>
 
-#include "framework/data/seq2seq_tokens.h"
 #include "framework/runtime/memory_budget.h"
 #include "framework/tensor/error.h"
 #include "models/sampling.h"
@@ -99,16 +98,8 @@ int run_sample_target(const SampleArgs& args, const CheckpointModel& ckpt, const
                      " has no text vocabulary (synthetic data): give the source as --source-tokens \"3 4 5\"");
   } else {
     source = vocab->encode(*args.source);
-    if (source.empty()) throw ValueError("--source: the source is empty");
   }
-  for (std::int32_t id : source)
-    if (id == kSeq2SeqPad)
-      throw ValueError(std::string(args.source_tokens ? "--source-tokens" : "--source") + ": token id " +
-                       std::to_string(kSeq2SeqPad) + " is the padding id, which a source may not hold");
-  if (static_cast<std::int64_t>(source.size()) > model.config().block_size)
-    throw ValueError(std::string(args.source_tokens ? "--source-tokens" : "--source") + ": " +
-                     std::to_string(source.size()) + " tokens, more than model.block_size " +
-                     std::to_string(model.config().block_size));
+  models::check_source(model.config(), source, args.source_tokens ? "--source-tokens" : "--source");
   const bool as_text = vocab && !args.source_tokens;
   const auto start = std::chrono::steady_clock::now();
   std::int64_t produced = 0;
