@@ -132,6 +132,7 @@ void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"terms", "B", "H", "T", "d"});
   for (int kind : {kNone, kColBias, kRowColBias, kModulation}) b->Args({kind, 4, 4, 256, 32});
   b->Args({kNone, 1, 4, 1024, 64});
+  b->Args({kNone, 12, 4, 64, 32});  // the shakespeare_char training shape (T = 64)
   b->Args({kModulation, 1, 4, 1024, 64});
   b->Unit(benchmark::kMillisecond);
 }

@@ -27,13 +27,7 @@ Tensor merge_heads(const Tensor& y) {
   return ops::reshape(ops::permute(y, {0, 2, 1, 3}), {B, T, H * d});
 }
 
-Tensor split_heads(const Tensor& x, std::int64_t n_head) {
-  if (x.dim() != 3 || n_head <= 0 || x.size(2) % n_head != 0)
-    throw ShapeError("split_heads: expected [B, T, C] with C divisible by n_head=" + std::to_string(n_head) + ", got " +
-                     shape_str(x.shape()));
-  const std::int64_t B = x.size(0), T = x.size(1), d = x.size(2) / n_head;
-  return ops::permute(ops::reshape(x, {B, T, n_head, d}), {0, 2, 1, 3});
-}
+Tensor split_heads(const Tensor& x, std::int64_t n_head) { return ops::split_heads(x, 1, n_head)[0]; }
 
 std::string gate_parameter_prefix(const ModelConfig& config, std::int64_t layer, const std::string& kind,
                                   const std::string& site) {
@@ -113,10 +107,8 @@ AttentionInputs GatedAttention::project(const Tensor& h, const Tensor& x) const 
   if (h.dim() != 3 || h.size(2) != n_head_ * head_dim_)
     throw ShapeError("GatedAttention: expected h [B, T, " + std::to_string(n_head_ * head_dim_) + "], got " +
                      shape_str(h.shape()));
-  const std::int64_t C = n_head_ * head_dim_;
-  std::vector<Tensor> qkv_parts = ops::split(qkv->forward(x), {C, C, C}, 2);
-  return {h, split_heads(qkv_parts[0], n_head_), split_heads(qkv_parts[1], n_head_),
-          split_heads(qkv_parts[2], n_head_)};
+  std::vector<Tensor> q_k_v = ops::split_heads(qkv->forward(x), 3, n_head_);
+  return {h, q_k_v[0], q_k_v[1], q_k_v[2]};
 }
 
 AttentionInputs GatedAttention::rotated(const AttentionInputs& in, std::int64_t first_position) const {

@@ -32,9 +32,9 @@ CrossMemory CrossAttention::prepare(const Tensor& memory, AttentionContext& ctx)
                      shape_str(memory.shape()));
   CrossMemory out;
   out.memory = memory;
-  std::vector<Tensor> parts = ops::split(kv->forward(memory), {C, C}, 2);
-  out.k = split_heads(parts[0], n_head_);
-  out.v = split_heads(parts[1], n_head_);
+  std::vector<Tensor> k_v = ops::split_heads(kv->forward(memory), 2, n_head_);
+  out.k = k_v[0];
+  out.v = k_v[1];
   if (ctx.key_padding.defined()) out.terms.col_bias = ctx.key_padding;
   // The key gates read the memory (AttentionInputs::key_source); nothing here depends on a query.
   const AttentionInputs keys{Tensor(), Tensor(), out.k, out.v, memory};

@@ -229,7 +229,7 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
   ForwardResult result;
   AttentionContext ctx;
   ctx.training = is_training();
-  ctx.noise = &noise_;
+  ctx.noise = options.noise ? options.noise : &noise_;
   ctx.step = step_;
   ctx.collect_stats = options.collect_stats;
   ctx.wanted = options.regularizers;

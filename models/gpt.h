@@ -63,6 +63,9 @@ struct ForwardOptions {
   // Encoder–decoder models: the source i32 [B, S] (S ≤ block_size; kSeq2SeqPad after its end), the
   // encoder's input. Required for them, an error for a decoder.
   Tensor source;
+  // The generator training-time noise (gumbel_sigmoid, gate dropout) draws from; null: the model's
+  // own (noise_generator()). Row-parallel training gives each part of the batch its own stream.
+  Generator* noise = nullptr;
 };
 
 struct ForwardResult {

@@ -332,6 +332,40 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
       });
 }
 
+std::vector<Tensor> split_heads(const Tensor& x, std::int64_t pieces, std::int64_t n_head) {
+  check_input(x, "split_heads");
+  if (x.dim() != 3 || pieces <= 0 || n_head <= 0 || x.size(2) % (pieces * n_head) != 0)
+    throw ShapeError("split_heads: expected [B, T, C] with C divisible by " + std::to_string(pieces) + " pieces × " +
+                     std::to_string(n_head) + " heads, got " + shape_str(x.shape()));
+  const std::int64_t B = x.size(0), Tn = x.size(1), d = x.size(2) / (pieces * n_head);
+  if (x.device() != Device::cpu) {
+    std::vector<Tensor> parts = chunk(x, pieces, 2);
+    for (Tensor& part : parts) part = permute(reshape(part, {B, Tn, n_head, d}), {0, 2, 1, 3});
+    return parts;
+  }
+  std::vector<Tensor> heads;
+  for (std::int64_t p = 0; p < pieces; ++p) heads.push_back(Tensor::empty({B, n_head, Tn, d}, x.dtype()));
+  dispatch_bytes(x.dtype(), [&]<class U>() {
+    std::vector<U*> out;
+    for (Tensor& h : heads) out.push_back(raw_mut<U>(h));
+    cpu::head_layout_copy(const_cast<U*>(raw<U>(x)), out.data(), B, Tn, pieces, n_head, d, true);
+  });
+  return autograd::record_multi(
+      "split_heads", heads, {x},
+      [in_shape = x.shape(), B, Tn, pieces, n_head, d](const std::vector<Tensor>& g, const std::vector<bool>&) {
+        const Tensor* any = nullptr;
+        for (const Tensor& gi : g)
+          if (gi.defined() && !any) any = &gi;
+        Tensor dx = Tensor::empty(in_shape, any->dtype());
+        dispatch_bytes(dx.dtype(), [&]<class U>() {
+          std::vector<U*> grads;  // null where a piece got no gradient: zeros
+          for (const Tensor& gi : g) grads.push_back(gi.defined() ? const_cast<U*>(raw<U>(gi)) : nullptr);
+          cpu::head_layout_copy(raw_mut<U>(dx), grads.data(), B, Tn, pieces, n_head, d, false);
+        });
+        return std::vector<Tensor>{dx};
+      });
+}
+
 std::vector<Tensor> chunk(const Tensor& x, std::int64_t n, std::int64_t axis) {
   check_input(x, "chunk");
   const std::int64_t ax = cut_axis(x, axis, "chunk");

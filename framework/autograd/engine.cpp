@@ -14,19 +14,45 @@ namespace gattn::autograd {
 namespace {
 thread_local bool g_grad_enabled = true;
 thread_local LeafGradReadyHook g_leaf_ready_hook;
+thread_local LeafGradSink* g_leaf_sink = nullptr;
 
-// Adds g into leaf->grad. The first gradient is copied: it may be the caller's tensor or share
-// storage with another gradient (views), and later accumulation writes into .grad in place.
-void accumulate_into_leaf(TensorImpl& leaf, const Tensor& g) {
+// Whether g's buffer may become a .grad as it is, without a copy: nothing but the engine's one
+// local handle holds g or any view of its storage, so accumulating into it in place later can reach
+// no other tensor. True of most gradients a backward computes; false for a gradient one op hands to
+// several inputs, and for views. (The caller's own root gradient is never offered: see `adopt`.)
+bool sole_owner(const Tensor& g) {
+  const std::shared_ptr<TensorImpl>& impl = g.impl_ptr();
+  return impl.use_count() == 1 && impl->storage && impl->storage.use_count() == 1;
+}
+
+// The first gradient of a leaf (or of a sink's entry), in the leaf's dtype, as a tensor nothing
+// else writes: with `adopt` (g is the engine's own handle) g itself where it is its buffer's sole
+// owner, else a copy (it may share storage with another gradient, and later accumulation writes
+// into it in place).
+Tensor first_gradient(const Tensor& g, DType dtype, bool adopt) {
+  if (g.dtype() != dtype) return g.to(dtype);  // a new tensor already
+  return adopt && sole_owner(g) ? g : g.clone();
+}
+
+// Adds g into leaf->grad.
+void accumulate_into_leaf(TensorImpl& leaf, const Tensor& g, bool adopt) {
   if (g.shape() != leaf.shape)
     throw AutogradError("backward: gradient " + shape_str(g.shape()) + " for a leaf of shape " + shape_str(leaf.shape));
-  Tensor grad = g.dtype() == leaf.dtype ? g : g.to(leaf.dtype);
   if (!leaf.grad) {
-    leaf.grad = (grad.dtype() == g.dtype() ? grad.clone() : grad).impl_ptr();
+    leaf.grad = first_gradient(g, leaf.dtype, adopt).impl_ptr();
     return;
   }
   Tensor acc(leaf.grad);
-  add_gradient_into(acc, grad, "backward");
+  add_gradient_into(acc, g.dtype() == leaf.dtype ? g : g.to(leaf.dtype), "backward");
+}
+
+// A leaf's gradient from one pass: into this thread's sink when it has one, else into .grad.
+// `adopt`: g is the engine's own handle, so its buffer may be kept (first_gradient).
+void deliver_to_leaf(const std::shared_ptr<TensorImpl>& leaf, const Tensor& g, bool adopt) {
+  if (g_leaf_sink)
+    g_leaf_sink->accumulate(leaf, g, adopt);
+  else
+    accumulate_into_leaf(*leaf, g, adopt);
 }
 
 Edge edge_to(const Tensor& x) {
@@ -43,6 +69,36 @@ Edge edge_to(const Tensor& x) {
 }  // namespace
 
 void set_leaf_grad_ready_hook(LeafGradReadyHook hook) { g_leaf_ready_hook = std::move(hook); }
+
+void set_leaf_grad_sink(LeafGradSink* sink) { g_leaf_sink = sink; }
+
+void LeafGradSink::accumulate(const std::shared_ptr<TensorImpl>& leaf, const Tensor& g, bool adopt) {
+  if (g.shape() != leaf->shape)
+    throw AutogradError("backward: gradient " + shape_str(g.shape()) + " for a leaf of shape " +
+                        shape_str(leaf->shape));
+  const auto [it, first] = index_.try_emplace(leaf.get(), grads_.size());
+  if (first) {
+    grads_.emplace_back(leaf, first_gradient(g, leaf->dtype, adopt));
+    return;
+  }
+  add_gradient_into(grads_[it->second].second, g.dtype() == leaf->dtype ? g : g.to(leaf->dtype), "backward");
+}
+
+void LeafGradSink::add_into_leaves() {
+  const auto n = static_cast<std::int64_t>(grads_.size());
+#pragma omp parallel for schedule(dynamic)
+  for (std::int64_t i = 0; i < n; ++i) {
+    auto& [leaf, g] = grads_[static_cast<std::size_t>(i)];
+    if (!leaf->grad) {
+      leaf->grad = g.impl_ptr();  // the sink's own copy: nothing else holds it
+    } else {
+      Tensor acc(leaf->grad);
+      add_gradient_into(acc, g, "backward");
+    }
+  }
+  grads_.clear();
+  index_.clear();
+}
 
 bool grad_enabled() { return g_grad_enabled; }
 void set_grad_enabled(bool on) { g_grad_enabled = on; }
@@ -113,7 +169,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
   if (!root.grad_fn()) {
     if (!root.requires_grad())
       throw AutogradError("backward: tensor " + root.str() + " does not require grad and has no history");
-    accumulate_into_leaf(root.impl(), gradient);
+    deliver_to_leaf(root.impl_ptr(), gradient, false);  // the caller's tensor: copied
     if (g_leaf_ready_hook) g_leaf_ready_hook(root.impl());
     return;
   }
@@ -165,11 +221,12 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     if (!retain_graph) n->release();
     for (std::size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];
-      Tensor gi = any_grad ? input_grads[i] : Tensor();
+      // Moved out, so a gradient nothing else holds can become a leaf's .grad without a copy.
+      Tensor gi = any_grad ? std::move(input_grads[i]) : Tensor();
       if (e.leaf) {
         if (gi.defined()) {
           const profile::BackwardTimer timer("(leaf accumulate)");
-          accumulate_into_leaf(*e.leaf, gi);
+          deliver_to_leaf(e.leaf, gi, true);
         }
         if (track_leaves && --leaf_pending[e.leaf.get()] == 0) g_leaf_ready_hook(*e.leaf);
       } else if (e.fn) {

@@ -2,12 +2,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <thread>
 
 namespace gattn::autograd::profile {
 
 namespace {
 std::atomic<bool> g_enabled{false};
-std::map<std::string, OpTimes> g_times;  // touched only by the thread that runs the graph
+std::thread::id g_owner;                 // the thread that enabled the profile: the only one recorded
+std::map<std::string, OpTimes> g_times;  // touched only by g_owner
 std::int64_t g_lap_ns = 0;
 
 std::int64_t now_ns() {
@@ -16,12 +18,13 @@ std::int64_t now_ns() {
 }
 }  // namespace
 
-bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
+bool enabled() { return g_enabled.load(std::memory_order_relaxed) && std::this_thread::get_id() == g_owner; }
 
 void enable(bool on) {
   if (on) {
     g_times.clear();
     g_lap_ns = now_ns();
+    g_owner = std::this_thread::get_id();
   }
   g_enabled.store(on, std::memory_order_relaxed);
 }

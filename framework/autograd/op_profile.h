@@ -8,8 +8,10 @@
 // node and accumulating them into leaves are charged to "(gradient sum)" and "(leaf accumulate)".
 // Sections time spans that are not ops (the optimizer step, clipping, the data).
 //
-// Off by default: every hook is one relaxed load and a branch. Single-threaded by design: the
-// trainer and the autograd engine run the graph on one thread (ops thread inside their kernels).
+// Off by default: every hook is one relaxed load and a branch. Only the thread that enabled the
+// profile is recorded: ops thread inside their kernels, and when row-parallel training runs parts of
+// the batch on other threads, their ops are not counted (the owner's part stands for them, and the
+// trainer times its wait for the others as a section).
 #pragma once
 #include <cstdint>
 #include <map>

@@ -115,8 +115,12 @@ struct HostNorm {
 template <class T>
 void block_sums_of_squares_all(const std::vector<HostNorm<T>>& grads) {
   for_each_block(grads, 1, [](const HostNorm<T>& h, std::int64_t first, std::int64_t end) {
+    // A simd reduction: the lanes' order is fixed when this is compiled, so the sum is still
+    // deterministic; a plain loop is one chain of dependent adds, ~4× slower.
     double s = 0.0;
-    for (std::int64_t i = first; i < end; ++i) s += static_cast<double>(h.g[i]) * static_cast<double>(h.g[i]);
+    const auto* g = h.g;
+#pragma omp simd reduction(+ : s)
+    for (std::int64_t i = first; i < end; ++i) s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
     h.partials[first / kNormBlock] = s;
   });
 }

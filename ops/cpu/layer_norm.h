@@ -11,7 +11,9 @@ namespace gattn::cpu {
 
 // The backward sums dweight/dbias over rows in this many fixed chunks of consecutive rows, one
 // partial sum per chunk, then adds the chunks in index order. The chunking depends only on `rows`
-// (never on the thread count), so the gradients are bit-identical however many threads run.
+// (never on the thread count), so the gradients are bit-identical however many threads run. The row
+// sums are simd reductions: their lanes' order is fixed at compile time (deterministic), and a
+// plain loop would be one chain of dependent adds, the kernel's bottleneck at C = 128.
 constexpr std::int64_t kLayerNormChunks = 64;
 inline std::int64_t layer_norm_chunks(std::int64_t rows) { return rows < kLayerNormChunks ? rows : kLayerNormChunks; }
 // Scratch elements the backward needs for its partial sums (dweight and dbias per chunk).
@@ -32,9 +34,11 @@ void layer_norm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rs
     const T* xr = x + r * C;
     T* yr = y + r * C;
     T s = T(0);
+#pragma omp simd reduction(+ : s)
     for (std::int64_t j = 0; j < C; ++j) s += xr[j];
     const T mu = s * inv_c;
     T v = T(0);
+#pragma omp simd reduction(+ : v)
     for (std::int64_t j = 0; j < C; ++j) {
       const T d = xr[j] - mu;
       v += d * d;
@@ -77,6 +81,7 @@ void layer_norm_backward(const T* x, const T* w, const T* mean, const T* rstd, c
       const T mu = mean[r], rs = rstd[r];
       if (dx) {
         T s_g = T(0), s_gx = T(0);
+#pragma omp simd reduction(+ : s_g, s_gx)
         for (std::int64_t j = 0; j < C; ++j) {
           const T gh = w ? gr[j] * w[j] : gr[j];
           s_g += gh;

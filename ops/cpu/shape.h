@@ -1,5 +1,6 @@
 // CPU copy kernels behind the shape ops: a block copy along one axis (slice, concat and their
-// backwards), a tiled swap of two axes (transpose), and a general strided gather (permute).
+// backwards), the attention's head layout (split_heads), a tiled swap of two axes (transpose), and a
+// general strided gather (permute).
 // They only move elements, so T is any type of the element's size (the ops pass unsigned integers).
 #pragma once
 #include <algorithm>
@@ -28,6 +29,29 @@ void copy_axis_block(const T* src, std::int64_t src_len, std::int64_t src_off, T
     const T* s = src + (o * src_len + src_off) * inner;
     T* d = dst + (o * dst_len + dst_off) * inner;
     std::copy(s + begin, s + end, d + begin);
+  }
+}
+
+// The attention's head layout in one pass: x [B, T, P·H·d] holds P pieces (q, k, v) of H heads of d
+// on its last axis; heads[p] is piece p as [B, H, T, d]. With `gather` x → heads, else heads → x
+// (the backward), where a null heads[p] writes zeros (a piece that got no gradient).
+template <class T>
+void head_layout_copy(T* x, T* const* heads, std::int64_t B, std::int64_t Tn, std::int64_t P, std::int64_t H,
+                      std::int64_t d, bool gather) {
+  const std::int64_t tasks = B * P * H, row = P * H * d;
+#pragma omp parallel for schedule(static) if (tasks > 1 && worth_parallel(tasks * Tn * d))
+  for (std::int64_t task = 0; task < tasks; ++task) {
+    const std::int64_t h = task % H, p = (task / H) % P, b = task / (H * P);
+    T* xs = x + b * Tn * row + (p * H + h) * d;                    // [T, d] with row stride `row`
+    T* hs = heads[p] ? heads[p] + (b * H + h) * Tn * d : nullptr;  // [T, d] contiguous
+    for (std::int64_t t = 0; t < Tn; ++t) {
+      if (gather)
+        std::copy(xs + t * row, xs + t * row + d, hs + t * d);
+      else if (hs)
+        std::copy(hs + t * d, hs + (t + 1) * d, xs + t * row);
+      else
+        std::fill(xs + t * row, xs + t * row + d, T(0));
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/cpu/fast_math.h"
 #include "ops/cpu/parallel.h"
@@ -78,7 +79,10 @@ struct LogSigmoidFn {
   static constexpr std::int64_t kCost = 16;
   template <class T>
   static T f(T x) {
-    return std::fmin(x, T(0)) - std::log1p(std::exp(-std::abs(x)));
+    if constexpr (std::is_same_v<T, float>)  // vectorises: log σ of every gate value on log steps
+      return (x < 0.0f ? x : 0.0f) - log1p_unit(fast_exp(-std::abs(x)));
+    else
+      return std::fmin(x, T(0)) - std::log1p(std::exp(-std::abs(x)));
   }
   template <class T>
   static T df(T g, T x) {

@@ -87,6 +87,9 @@ std::vector<KeySpec> run_keys() {
   s.push_back(int_key("train.grad_accum", 1, 1.0, "micro-batches per optimizer step"));
   s.push_back(int_key("train.log_every", 10, 1.0, "steps between train log lines"));
   s.push_back(int_key("train.threads", 0, 0.0, "CPU threads (0 = all cores)"));
+  s.push_back(choice_key("train.parallel", "auto", {"auto", "rows", "ops"},
+                         "how CPU threads share a step: rows (each thread one part of the batch), ops (each op "
+                         "split over the threads), auto (rows when the threads divide batch_size on the CPU)"));
   s.push_back(choice_key("train.precision", "fp32", {"fp32", "bf16"}, "compute precision"));
   s.push_back(int_key("train.max_bad_steps", 3, 1.0, "consecutive NaN/Inf steps skipped before the run fails"));
 

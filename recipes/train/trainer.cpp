@@ -28,6 +28,7 @@
 #include "recipes/train/gradient_world.h"
 #include "recipes/train/metrics_line.h"
 #include "recipes/train/op_profile_report.h"
+#include "recipes/train/row_parallel.h"
 
 namespace gattn::recipes {
 
@@ -158,6 +159,7 @@ Trainer::Trainer(const TrainArgs& args)
   const dist::LaunchInfo& launch = dist::world_launch();
   if (cfg.get_int("train.threads") == 0 && launch.local_size > 1)
     set_num_threads(std::max(1, num_procs() / launch.local_size));
+  row_parts_ = row_parts_for(cfg, run_.device, num_threads());
   // Regularisers with a weight are computed every step; on log steps all of them, to log.
   for (const auto& [name, w] : reg_weights_) {
     reg_log_step_.insert(name);
@@ -216,6 +218,7 @@ void Trainer::announce() {
     intro.append(std::to_string(zero)).append(")");
   }
   say(intro);
+  if (const std::string rows = describe_row_parts(row_parts_, batch_size_); !rows.empty()) say(rows);
   say("run directory: " + run_.dir);
   if (resumed_) {
     if (!resumed_->note.empty()) say(resumed_->note);
@@ -240,8 +243,7 @@ void Trainer::announce() {
 
 Trainer::StepResult Trainer::forward_backward(bool log_step, BatchUploader& uploader) {
   StepResult out;
-  models::GPT& model = *run_.model;
-  model.train();
+  run_.model->train();
   // Forward and backward of every micro-batch in train.precision (bf16: mixed precision).
   const ops::AutocastScope autocast(run_.precision);
   for (std::int64_t micro = 0; micro < grad_accum_; ++micro) {
@@ -257,25 +259,77 @@ Trainer::StepResult Trainer::forward_backward(bool log_step, BatchUploader& uplo
       }
       batch = uploader.upload(batch);
     }
-    models::ForwardOptions fo;
-    fo.regularizers = log_step ? reg_log_step_ : reg_every_step_;
-    fo.collect_stats = log_step && last_micro;
-    fo.source = batch.source;       // the encoder's input (encoder_decoder); undefined for a decoder's data
-    out.tokens += batch.x.numel();  // seq2seq batches are as wide as their longest target, not the block
-    models::ForwardResult r = model.forward(batch.x, batch.y, fo);
-    Tensor total = r.loss;
-    for (const auto& [name, value] : r.regularizers)
-      if (const double w = reg_weights_.at(name); w != 0) total = total + value * w;
-    {
+    PassArgs pass;
+    pass.weight = 1.0 / static_cast<double>(grad_accum_);
+    pass.regularizers = log_step ? reg_log_step_ : reg_every_step_;
+    pass.collect_stats = log_step && last_micro;
+    if (row_parts_ > 1) {
+      forward_backward_rows(batch, std::move(pass), out);  // no bucket hook: buckets start at the end
+    } else {
       // The step's last backward starts the gradient buckets as their parameters finish.
       BackwardHookGuard hook(last_micro ? optimizer_->backward_hook() : autograd::LeafGradReadyHook());
-      (total * (1.0 / static_cast<double>(grad_accum_))).backward();
+      forward_backward_pass(batch, pass, out);
     }
-    out.loss_sum += r.loss.item();
-    for (const auto& [name, value] : r.regularizers) out.regularizers[name] += value.item();
-    if (fo.collect_stats) out.stats = {std::move(r.stats), std::move(r.cross_stats), std::move(r.encoder_stats)};
   }
   return out;
+}
+
+void Trainer::forward_backward_pass(const Batch& batch, const PassArgs& args, StepResult& into) {
+  models::ForwardOptions fo;
+  fo.regularizers = args.regularizers;
+  fo.collect_stats = args.collect_stats;
+  fo.source = batch.source;  // the encoder's input (encoder_decoder); undefined for a decoder's data
+  fo.noise = args.noise;
+  into.tokens += batch.x.numel();  // seq2seq batches are as wide as their longest target, not the block
+  models::ForwardResult r = run_.model->forward(batch.x, batch.y, fo);
+  Tensor total = r.loss;
+  for (const auto& [name, value] : r.regularizers)
+    if (const double w = reg_weights_.at(name); w != 0) total = total + value * w;
+  (total * args.weight).backward();
+  // The logged values are means over micro-batches (divided by grad_accum when logged), so a pass
+  // adds its values times its share of its micro-batch: 1, or a row part's share of the rows.
+  const double share = args.weight * static_cast<double>(grad_accum_);
+  into.loss_sum += share == 1 ? r.loss.item() : share * r.loss.item();
+  for (const auto& [name, value] : r.regularizers)
+    into.regularizers[name] += share == 1 ? value.item() : share * value.item();
+  if (args.collect_stats) into.stats.merge({std::move(r.stats), std::move(r.cross_stats), std::move(r.encoder_stats)});
+}
+
+void Trainer::forward_backward_rows(const Batch& batch, PassArgs args, StepResult& into) {
+  const int parts = row_parts_;
+  const std::int64_t rows = batch.x.size(0), per_part = rows / parts;  // row_parts_for: parts divide the rows
+  args.weight /= static_cast<double>(parts);
+  // Noise: part 0 draws from the model's generator, part p from a copy on its own stream (as ranks
+  // do: rank_noise_state); afterwards the model's generator moves past every part's draws, so the
+  // next step and a resume continue deterministically.
+  Generator& model_noise = run_.model->noise_generator();
+  constexpr int kPartStreamShift = 48;  // above the ranks' streams (kRankStreamShift)
+  std::vector<Generator> noise;
+  for (int p = 1; p < parts; ++p) {
+    GeneratorState st = model_noise.state();
+    st.stream += static_cast<std::uint64_t>(p) << kPartStreamShift;
+    noise.emplace_back().set_state(st);
+  }
+  std::vector<StepResult> results(static_cast<std::size_t>(parts));
+  const ops::ComputePrecision precision = run_.precision;
+  run_row_parts(parts, [&](int p) {
+    const ops::AutocastScope autocast(precision);  // per thread, as the grad mode is
+    const auto at = static_cast<std::size_t>(p);
+    const auto part = [&](const Tensor& t) { return t.defined() ? t.alias_rows(p * per_part, (p + 1) * per_part) : t; };
+    PassArgs mine = args;
+    mine.noise = p == 0 ? nullptr : &noise[at - 1];
+    forward_backward_pass(Batch{part(batch.x), part(batch.y), part(batch.source)}, mine, results[at]);
+  });
+  GeneratorState moved = model_noise.state();
+  for (const Generator& g : noise) moved.offset = std::max(moved.offset, g.state().offset);
+  model_noise.set_state(moved);
+  // In part order, so the sums do not depend on which thread finished first.
+  for (StepResult& r : results) {
+    into.loss_sum += r.loss_sum;
+    for (const auto& [name, value] : r.regularizers) into.regularizers[name] += value;
+    into.stats.merge(r.stats);
+    into.tokens += r.tokens;
+  }
 }
 
 void Trainer::reduce_across_ranks(StepResult& r) {

@@ -59,6 +59,13 @@ class Trainer {
     ForwardStats stats;                          // the last micro-batch's, on log steps
     std::int64_t tokens = 0;                     // decoder input positions of this rank's micro-batches
   };
+  // One forward and backward: what a micro-batch (or a row part of one) adds to the step.
+  struct PassArgs {
+    double weight = 1;           // this pass's share of the step's loss (1/grad_accum · its rows' share)
+    bool collect_stats = false;  // the step's statistics come from this pass
+    std::set<std::string> regularizers;
+    Generator* noise = nullptr;  // the part's noise stream (null: the model's own)
+  };
 
   // prepare
   void restore_from_checkpoint();
@@ -66,6 +73,10 @@ class Trainer {
   void announce();
   // one step
   StepResult forward_backward(bool log_step, BatchUploader& uploader);
+  // One micro-batch's pass; `into` takes its weighted loss and regularisers, tokens and statistics.
+  void forward_backward_pass(const Batch& batch, const PassArgs& args, StepResult& into);
+  // One micro-batch split into row_parts_ parts on their own threads (recipes/train/row_parallel.h).
+  void forward_backward_rows(const Batch& batch, PassArgs args, StepResult& into);
   void reduce_across_ranks(StepResult& r);
   bool update_or_skip(std::int64_t step, double loss, double grad_norm, std::int64_t tokens);
   void log_train(std::int64_t step, const StepResult& r, double loss, double grad_norm);
@@ -92,6 +103,7 @@ class Trainer {
   const bool lead_;  // rank 0: writes metrics, checkpoints and the terminal
   RunSetup run_;
   std::int64_t batch_size_, block_size_, max_steps_, grad_accum_, log_every_, eval_every_;
+  int row_parts_ = 1;  // train.parallel resolved: row parts per micro-batch (1: ops thread themselves)
   std::map<std::string, double> reg_weights_;  // regularization.<name> → weight
   std::set<std::string> reg_every_step_, reg_log_step_;
   std::optional<dist::DistributedOptimizer> optimizer_;

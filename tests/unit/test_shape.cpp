@@ -1,7 +1,9 @@
 // Shape ops: forward values, storage sharing of the views, gradchecks, round trips and typed errors.
 #include <gtest/gtest.h>
 
+#include "ops/elementwise.h"
 #include "ops/shape.h"
+#include "ops/unary.h"
 #include "test_util.h"
 
 namespace gattn {
@@ -244,6 +246,42 @@ TEST(ShapeSplit, Errors) {
   EXPECT_THROW(ops::concat({x, Tensor::zeros({2, 4}, DType::f64)}, 0), DTypeError);
   EXPECT_THROW(ops::concat({}, 0), ValueError);
   EXPECT_THROW(ops::concat({x}, 2), ValueError);
+}
+
+TEST(ShapeSplitHeads, EqualsSplitReshapePermute) {
+  // The fused head layout against its composition, for 1–3 pieces, and bitwise (it only moves).
+  for (std::int64_t pieces : {1, 2, 3}) {
+    const std::int64_t B = 2, T = 5, H = 3, d = 4;
+    Tensor x = test::rand({B, T, pieces * H * d}, 40 + static_cast<std::uint64_t>(pieces), -1, 1, DType::f32);
+    std::vector<Tensor> fused = ops::split_heads(x, pieces, H);
+    std::vector<Tensor> parts = ops::chunk(x, pieces, 2);
+    ASSERT_EQ(fused.size(), static_cast<std::size_t>(pieces));
+    for (std::int64_t p = 0; p < pieces; ++p) {
+      const Tensor want = ops::permute(ops::reshape(parts[static_cast<std::size_t>(p)], {B, T, H, d}), {0, 2, 1, 3});
+      EXPECT_EQ(fused[static_cast<std::size_t>(p)].shape(), (Shape{B, H, T, d}));
+      EXPECT_TRUE(test::all_close(fused[static_cast<std::size_t>(p)], want, 0, 0)) << "piece " << p;
+    }
+  }
+}
+
+TEST(ShapeSplitHeads, GradcheckWithAnUnusedPiece) {
+  // Pieces weighted differently, the middle one unused (its gradient is undefined: zeros).
+  EXPECT_TRUE(test::grads_ok(
+      [](const std::vector<Tensor>& v) {
+        std::vector<Tensor> p = ops::split_heads(v[0], 3, 2);
+        return p[0] * 2.0 + ops::square(p[2]);
+      },
+      {test::randn({2, 3, 12}, 45)}));
+  EXPECT_TRUE(test::grads_ok([](const std::vector<Tensor>& v) { return ops::split_heads(v[0], 1, 4)[0]; },
+                             {test::randn({1, 2, 8}, 46)}));
+}
+
+TEST(ShapeSplitHeads, Errors) {
+  EXPECT_TRUE(test::contains(test::error_of([] {
+                               ops::split_heads(Tensor::zeros({2, 3, 10}), 3, 2);
+                             }),
+                             "divisible by 3 pieces × 2 heads"));
+  EXPECT_TRUE(test::contains(test::error_of([] { ops::split_heads(Tensor::zeros({2, 12}), 3, 2); }), "[B, T, C]"));
 }
 
 TEST(ShapeSqueeze, UnsqueezeSqueezeValuesViewsAndGradcheck) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "framework/autograd/node.h"
+#include "ops/cpu/fast_math.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
@@ -124,6 +125,34 @@ TEST(UnaryForward, F32MatchesF64) {
     EXPECT_EQ(y32.dtype(), DType::f32);
     EXPECT_TRUE(test::all_close(y32, y64, 1e-6, 3e-6)) << f.name;
   }
+}
+
+TEST(UnaryForward, FastLog1pIsWithinAFewUlpOnTheUnitInterval) {
+  // cpu::log1p_unit (log σ's f32 path) against the double log1p, over [0, 1] densely, tiny t (where
+  // 1 + t rounds and Goldberg's correction matters) and the ends.
+  std::vector<float> ts{0.0f, 1e-30f, 1e-12f, 1e-8f, 3e-8f, 1e-7f, 1e-4f, 0.5f, 0.70710678f, 1.0f};
+  for (int i = 0; i <= 100000; ++i) ts.push_back(static_cast<float>(i) / 100000.0f);
+  for (float t : ts) {
+    const double want = std::log1p(static_cast<double>(t));
+    const double got = cpu::log1p_unit(t);
+    const double ulp = std::max(static_cast<double>(std::nextafter(static_cast<float>(want), 2.0f)) - want, 1e-45);
+    EXPECT_LE(std::abs(got - want), 4 * ulp) << "t = " << t;
+  }
+}
+
+TEST(UnaryForward, F32LogSigmoidKeepsItsTails) {
+  // The vectorised f32 path: exact 0 and −x in the far tails, −inf at −inf, NaN kept.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<double> y =
+      ops::log_sigmoid(Tensor::from({-inf, -200, -30, 0, 30, 200, inf, nan}, {8}, DType::f32)).to_vector();
+  EXPECT_EQ(y[0], -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(y[1], -200.0);
+  EXPECT_NEAR(y[2], -30.0, 1e-5);
+  EXPECT_NEAR(y[3], -std::log(2.0), 1e-7);
+  EXPECT_NEAR(y[4] / -9.357622968839299e-14, 1.0, 1e-6);
+  EXPECT_EQ(y[5], 0.0);
+  EXPECT_EQ(y[6], 0.0);
+  EXPECT_TRUE(std::isnan(y[7]));
 }
 
 TEST(UnaryForward, ThreadedPathMatchesScalarMath) {
