@@ -260,7 +260,6 @@ Trainer::StepResult Trainer::forward_backward(bool log_step, BatchUploader& uplo
       batch = uploader.upload(batch);
     }
     PassArgs pass;
-    pass.weight = 1.0 / static_cast<double>(grad_accum_);
     pass.regularizers = log_step ? reg_log_step_ : reg_every_step_;
     pass.collect_stats = log_step && last_micro;
     if (row_parts_ > 1) {
@@ -285,10 +284,11 @@ void Trainer::forward_backward_pass(const Batch& batch, const PassArgs& args, St
   Tensor total = r.loss;
   for (const auto& [name, value] : r.regularizers)
     if (const double w = reg_weights_.at(name); w != 0) total = total + value * w;
-  (total * args.weight).backward();
-  // The logged values are means over micro-batches (divided by grad_accum when logged), so a pass
-  // adds its values times its share of its micro-batch: 1, or a row part's share of the rows.
-  const double share = args.weight * static_cast<double>(grad_accum_);
+  // The step's loss is the mean over micro-batches, and a row part's loss counts with its share.
+  (total * (args.share * (1.0 / static_cast<double>(grad_accum_)))).backward();
+  // The logged values are sums over micro-batches (divided by grad_accum when logged), a part's
+  // values times its share.
+  const double share = args.share;
   into.loss_sum += share == 1 ? r.loss.item() : share * r.loss.item();
   for (const auto& [name, value] : r.regularizers)
     into.regularizers[name] += share == 1 ? value.item() : share * value.item();
@@ -298,7 +298,7 @@ void Trainer::forward_backward_pass(const Batch& batch, const PassArgs& args, St
 void Trainer::forward_backward_rows(const Batch& batch, PassArgs args, StepResult& into) {
   const int parts = row_parts_;
   const std::int64_t rows = batch.x.size(0), per_part = rows / parts;  // row_parts_for: parts divide the rows
-  args.weight /= static_cast<double>(parts);
+  args.share = 1.0 / static_cast<double>(parts);
   // Noise: part 0 draws from the model's generator, part p from a copy on its own stream (as ranks
   // do: rank_noise_state); afterwards the model's generator moves past every part's draws, so the
   // next step and a resume continue deterministically.

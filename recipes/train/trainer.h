@@ -61,7 +61,7 @@ class Trainer {
   };
   // One forward and backward: what a micro-batch (or a row part of one) adds to the step.
   struct PassArgs {
-    double weight = 1;           // this pass's share of the step's loss (1/grad_accum · its rows' share)
+    double share = 1;            // of its micro-batch: 1, or a row part's share of the rows
     bool collect_stats = false;  // the step's statistics come from this pass
     std::set<std::string> regularizers;
     Generator* noise = nullptr;  // the part's noise stream (null: the model's own)
