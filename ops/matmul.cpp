@@ -280,11 +280,11 @@ Tensor linear_gelu_cpu(const LinearDims& d, const Tensor& x, const Tensor& weigh
         const bool want_db = needs.size() > 2 && needs[2];
         Tensor dpre = Tensor::empty(pre.shape(), pre.dtype());
         Tensor db = want_db ? Tensor::empty({d.out_f}, pre.dtype()) : Tensor();
-        const Tensor scratch =
+        Tensor scratch =  // the bias gradient's per-chunk partial sums
             want_db ? Tensor::empty({cpu::bias_grad_chunks(d.rows) * d.out_f}, pre.dtype()) : Tensor();
         dispatch_float(pre.dtype(), "linear_gelu backward", [&]<class T>() {
           cpu::gelu_backward_bias<T>(g.data<T>(), pre.data<T>(), dpre.data<T>(), want_db ? db.data<T>() : nullptr,
-                                     want_db ? const_cast<T*>(scratch.data<T>()) : nullptr, d.rows, d.out_f);
+                                     want_db ? scratch.data<T>() : nullptr, d.rows, d.out_f);
         });
         std::vector<Tensor> grads = linear_backward(d, x, w, false, dpre, {needs[0], needs[1]});  // dx, dw
         grads.resize(3);
