@@ -11,12 +11,15 @@
 
 namespace gattn::recipes {
 
-int row_parts_for(const Config& cfg, Device device, int threads) {
+int row_parts_for(const Config& cfg, Device device, int threads, std::int64_t parameters) {
   const std::string mode = cfg.get_string("train.parallel");
   if (mode == "ops" || threads <= 1) return 1;
   const std::int64_t batch = cfg.get_int("train.batch_size");
   const bool fits = device == Device::cpu && batch % threads == 0;
-  if (mode == "auto") return fits ? threads : 1;
+  if (mode == "auto") {
+    const std::int64_t copies = static_cast<std::int64_t>(threads - 1) * parameters * 4;
+    return fits && copies <= kAutoRowsGradientBytes ? threads : 1;
+  }
   // rows, asked for explicitly: say why it cannot be had rather than quietly threading the ops.
   if (device != Device::cpu)
     throw ConfigError(cfg.where("train.parallel") +

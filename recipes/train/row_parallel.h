@@ -20,9 +20,16 @@ namespace gattn::recipes {
 
 // train.parallel resolved for this run: how many row parts each batch splits into (1: every op
 // threads on its own, `ops`). `rows` needs device cpu and a train.batch_size divisible by the
-// threads (ConfigError otherwise); `auto` takes rows where `rows` would be allowed and there is more
-// than one thread, else ops.
-int row_parts_for(const Config& cfg, Device device, int threads);
+// threads (ConfigError otherwise); `auto` takes rows where `rows` would be allowed, there is more
+// than one thread, and the parts' own gradient copies ((threads − 1) × the f32 parameters) stay
+// within kAutoRowsGradientBytes, else ops.
+int row_parts_for(const Config& cfg, Device device, int threads, std::int64_t parameters);
+
+// Every part but the first holds a full copy of the parameter gradients until they are added up,
+// and adding them is a pass over each copy: `auto` takes rows only while those copies stay small
+// (the models it was measured on hold a few MB; a 124M-parameter model at 2 threads would hold
+// 0.5 GB more and is left to ops).
+constexpr std::int64_t kAutoRowsGradientBytes = std::int64_t{256} << 20;
 
 // One line for the run's announcement: "row-parallel: 2 parts of 6 rows, one thread each", or "".
 std::string describe_row_parts(int parts, std::int64_t batch_size);

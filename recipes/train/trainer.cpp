@@ -159,7 +159,7 @@ Trainer::Trainer(const TrainArgs& args)
   const dist::LaunchInfo& launch = dist::world_launch();
   if (cfg.get_int("train.threads") == 0 && launch.local_size > 1)
     set_num_threads(std::max(1, num_procs() / launch.local_size));
-  row_parts_ = row_parts_for(cfg, run_.device, num_threads());
+  row_parts_ = row_parts_for(cfg, run_.device, num_threads(), run_.model->num_parameters());
   // Regularisers with a weight are computed every step; on log steps all of them, to log.
   for (const auto& [name, w] : reg_weights_) {
     reg_log_step_.insert(name);

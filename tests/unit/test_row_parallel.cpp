@@ -117,8 +117,8 @@ TEST(RowParallel, ASinkKeepsItsThreadsGradientsUntilAdded) {
 }
 
 TEST(RowParallel, ParallelModeResolution) {
-  auto parts = [](const std::string& yaml, Device device, int threads) {
-    return recipes::row_parts_for(Config::from_string(yaml, {}, "run.yaml"), device, threads);
+  auto parts = [](const std::string& yaml, Device device, int threads, std::int64_t parameters = 1'000'000) {
+    return recipes::row_parts_for(Config::from_string(yaml, {}, "run.yaml"), device, threads, parameters);
   };
   EXPECT_EQ(parts("train: {batch_size: 12}", Device::cpu, 2), 2);  // auto
   EXPECT_EQ(parts("train: {batch_size: 12}", Device::cpu, 1), 1);
@@ -126,6 +126,11 @@ TEST(RowParallel, ParallelModeResolution) {
   EXPECT_EQ(parts("train: {batch_size: 12}", Device::cuda, 2), 1);
   EXPECT_EQ(parts("train: {batch_size: 12, parallel: ops}", Device::cpu, 2), 1);
   EXPECT_EQ(parts("train: {batch_size: 12, parallel: rows}", Device::cpu, 4), 4);
+  // auto leaves big models to ops: (threads − 1) gradient copies of 124M parameters are 0.5 GB.
+  EXPECT_EQ(parts("train: {batch_size: 12}", Device::cpu, 2, 124'000'000), 1);
+  EXPECT_EQ(parts("train: {batch_size: 12}", Device::cpu, 2, 60'000'000), 2);
+  EXPECT_EQ(parts("train: {batch_size: 16}", Device::cpu, 16, 5'000'000), 1);
+  EXPECT_EQ(parts("train: {batch_size: 12, parallel: rows}", Device::cpu, 2, 124'000'000), 2);  // asked for
   EXPECT_TRUE(test::contains(test::error_of([&] { parts("train: {batch_size: 10, parallel: rows}", Device::cpu, 4); }),
                              "4 threads do not divide it"));
   EXPECT_TRUE(test::contains(test::error_of([&] { parts("train: {batch_size: 12, parallel: rows}", Device::cuda, 2); }),
