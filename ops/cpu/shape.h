@@ -34,7 +34,8 @@ void copy_axis_block(const T* src, std::int64_t src_len, std::int64_t src_off, T
 
 // The attention's head layout in one pass: x [B, T, P·H·d] holds P pieces (q, k, v) of H heads of d
 // on its last axis; heads[p] is piece p as [B, H, T, d]. With `gather` x → heads, else heads → x
-// (the backward), where a null heads[p] writes zeros (a piece that got no gradient).
+// (the backward), where a null heads[p] writes zeros (a piece that got no gradient). One routine for
+// both directions, so neither side is const: each call writes only its destination.
 template <class T>
 void head_layout_copy(T* x, T* const* heads, std::int64_t B, std::int64_t Tn, std::int64_t P, std::int64_t H,
                       std::int64_t d, bool gather) {
