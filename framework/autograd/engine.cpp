@@ -25,34 +25,31 @@ bool sole_owner(const Tensor& g) {
   return impl.use_count() == 1 && impl->storage && impl->storage.use_count() == 1;
 }
 
-// The first gradient of a leaf (or of a sink's entry), in the leaf's dtype, as a tensor nothing
-// else writes: with `adopt` (g is the engine's own handle) g itself where it is its buffer's sole
-// owner, else a copy (it may share storage with another gradient, and later accumulation writes
-// into it in place).
-Tensor first_gradient(const Tensor& g, DType dtype, bool adopt) {
-  if (g.dtype() != dtype) return g.to(dtype);  // a new tensor already
-  return adopt && sole_owner(g) ? g : g.clone();
-}
-
-// Adds g into leaf->grad.
-void accumulate_into_leaf(TensorImpl& leaf, const Tensor& g, bool adopt) {
+// Adds g into a leaf's gradient slot (its .grad, or a sink's entry for it), in the leaf's dtype. The
+// first gradient is kept as a tensor nothing else writes: with `adopt` (g is the engine's own
+// handle) g itself where it is its buffer's sole owner, else a copy (it may share storage with
+// another gradient, and later accumulation writes into the slot in place).
+void accumulate_gradient(std::shared_ptr<TensorImpl>& slot, const TensorImpl& leaf, const Tensor& g, bool adopt) {
   if (g.shape() != leaf.shape)
     throw AutogradError("backward: gradient " + shape_str(g.shape()) + " for a leaf of shape " + shape_str(leaf.shape));
-  if (!leaf.grad) {
-    leaf.grad = first_gradient(g, leaf.dtype, adopt).impl_ptr();
+  if (!slot) {
+    if (g.dtype() != leaf.dtype)
+      slot = g.to(leaf.dtype).impl_ptr();  // a new tensor already
+    else
+      slot = (adopt && sole_owner(g) ? g : g.clone()).impl_ptr();
     return;
   }
-  Tensor acc(leaf.grad);
+  Tensor acc(slot);
   add_gradient_into(acc, g.dtype() == leaf.dtype ? g : g.to(leaf.dtype), "backward");
 }
 
 // A leaf's gradient from one pass: into this thread's sink when it has one, else into .grad.
-// `adopt`: g is the engine's own handle, so its buffer may be kept (first_gradient).
+// `adopt`: g is the engine's own handle, so its buffer may be kept (accumulate_gradient).
 void deliver_to_leaf(const std::shared_ptr<TensorImpl>& leaf, const Tensor& g, bool adopt) {
   if (g_leaf_sink)
     g_leaf_sink->accumulate(leaf, g, adopt);
   else
-    accumulate_into_leaf(*leaf, g, adopt);
+    accumulate_gradient(leaf->grad, *leaf, g, adopt);
 }
 
 Edge edge_to(const Tensor& x) {
@@ -73,15 +70,9 @@ void set_leaf_grad_ready_hook(LeafGradReadyHook hook) { g_leaf_ready_hook = std:
 void set_leaf_grad_sink(LeafGradSink* sink) { g_leaf_sink = sink; }
 
 void LeafGradSink::accumulate(const std::shared_ptr<TensorImpl>& leaf, const Tensor& g, bool adopt) {
-  if (g.shape() != leaf->shape)
-    throw AutogradError("backward: gradient " + shape_str(g.shape()) + " for a leaf of shape " +
-                        shape_str(leaf->shape));
   const auto [it, first] = index_.try_emplace(leaf.get(), grads_.size());
-  if (first) {
-    grads_.emplace_back(leaf, first_gradient(g, leaf->dtype, adopt));
-    return;
-  }
-  add_gradient_into(grads_[it->second].second, g.dtype() == leaf->dtype ? g : g.to(leaf->dtype), "backward");
+  if (first) grads_.emplace_back(leaf, nullptr);
+  accumulate_gradient(grads_[it->second].second, *leaf, g, adopt);
 }
 
 void LeafGradSink::add_into_leaves() {
@@ -90,10 +81,10 @@ void LeafGradSink::add_into_leaves() {
   for (std::int64_t i = 0; i < n; ++i) {
     auto& [leaf, g] = grads_[static_cast<std::size_t>(i)];
     if (!leaf->grad) {
-      leaf->grad = g.impl_ptr();  // the sink's own copy: nothing else holds it
+      leaf->grad = std::move(g);  // the sink's own buffer: nothing else holds it
     } else {
       Tensor acc(leaf->grad);
-      add_gradient_into(acc, g, "backward");
+      add_gradient_into(acc, Tensor(g), "backward");
     }
   }
   grads_.clear();

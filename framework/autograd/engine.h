@@ -38,7 +38,8 @@ class LeafGradSink {
   bool empty() const { return grads_.empty(); }
 
  private:
-  std::vector<std::pair<std::shared_ptr<TensorImpl>, Tensor>> grads_;  // in first-gradient order
+  // (leaf, its gradient so far) in first-gradient order; the gradient slot works as .grad does.
+  std::vector<std::pair<std::shared_ptr<TensorImpl>, std::shared_ptr<TensorImpl>>> grads_;
   std::unordered_map<const TensorImpl*, std::size_t> index_;
 };
 

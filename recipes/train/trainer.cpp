@@ -287,11 +287,9 @@ void Trainer::forward_backward_pass(const Batch& batch, const PassArgs& args, St
   // The step's loss is the mean over micro-batches, and a row part's loss counts with its share.
   (total * (args.share * (1.0 / static_cast<double>(grad_accum_)))).backward();
   // The logged values are sums over micro-batches (divided by grad_accum when logged), a part's
-  // values times its share.
-  const double share = args.share;
-  into.loss_sum += share == 1 ? r.loss.item() : share * r.loss.item();
-  for (const auto& [name, value] : r.regularizers)
-    into.regularizers[name] += share == 1 ? value.item() : share * value.item();
+  // values times its share (a whole micro-batch's times 1, which keeps every bit).
+  into.loss_sum += args.share * r.loss.item();
+  for (const auto& [name, value] : r.regularizers) into.regularizers[name] += args.share * value.item();
   if (args.collect_stats) into.stats.merge({std::move(r.stats), std::move(r.cross_stats), std::move(r.encoder_stats)});
 }
 
