@@ -1,5 +1,5 @@
 // Fused attention (ops::flash_attention) vs the composed attention that materialises the T×T scores
-// (ops/composed_attention.h), forward + backward, with peak tensor memory, for each kind of term the
+// (ops/attention/composed_attention.h), forward + backward, with peak tensor memory, for each kind of term the
 // op takes (none; a column bias; a row and a column bias, as a prefix-sum gate gives; the pairwise
 // modulation); and the fused op with a share of the query rows skipped (active_queries), whose
 // cost should follow the active rows. Default shape is B=4, H=4, T=256, d=32.
@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "core/tensor/random.h"
 #include "framework/runtime/threads.h"
-#include "framework/tensor/random.h"
-#include "ops/attention.h"
-#include "ops/composed_attention.h"
+#include "ops/attention/attention.h"
+#include "ops/attention/composed_attention.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 

@@ -5,15 +5,15 @@
 // Run: ./build/benchmarks/gattn_bench_cuda_ops [--benchmark_filter=Gemm]
 #include <benchmark/benchmark.h>
 
-#include "framework/autograd/grad_mode.h"
-#include "framework/cuda/device.h"
-#include "framework/tensor/random.h"
+#include "core/autograd/grad_mode.h"
+#include "core/cuda/device.h"
+#include "core/tensor/random.h"
 #include "ops/autocast.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"
 #include "ops/unary.h"
 #ifdef GATTN_WITH_CUDA
-#include "framework/cuda/stream.h"
+#include "core/cuda/stream.h"
 #include "ops/cuda/gemm.h"
 #endif
 

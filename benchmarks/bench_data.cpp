@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/tensor/random.h"
 #include "framework/data/dataset.h"
 #include "framework/data/windowed_dataset.h"
-#include "framework/tensor/random.h"
 
 namespace {
 

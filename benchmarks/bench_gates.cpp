@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/tensor/random.h"
+#include "core/tensor/random.h"
 #include "models/attention.h"
 #include "ops/reduce.h"
 

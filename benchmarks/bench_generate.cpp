@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "models/gating/registry.h"
 #include "models/sampling.h"
 

@@ -3,9 +3,9 @@
 // once). Run: ./build/benchmarks/gattn_bench_ops [--benchmark_filter=Linear]
 #include <benchmark/benchmark.h>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
+#include "core/tensor/random.h"
 #include "framework/runtime/threads.h"
-#include "framework/tensor/random.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"
 #include "ops/reduce.h"

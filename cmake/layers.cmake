@@ -2,12 +2,14 @@
 # services → models → recipes. Each library sees only the headers of its own layer and of the
 # layers below, and links only those, so an include or a call that points upward fails the build.
 #
-# Headers are included by their path from the repository root ("ops/attention.h"). Instead of the
+# Headers are included by their path from the repository root ("ops/attention/attention.h"). Instead of the
 # root, each layer puts on its include path a folder of its own in the build tree that holds
 # symbolic links to its source folders (build/layer_include/<library>/ops → ops/), so a layer finds
 # what it and the layers below it hold and nothing else.
 
 set(GATTN_LAYER_INCLUDE_ROOT ${PROJECT_BINARY_DIR}/layer_include)
+# Every layer's link check (below), as one target: `cmake --build build --target gattn_layer_checks`.
+add_custom_target(gattn_layer_checks)
 
 # gattn_layer_headers(<tree> <dir>...): links <tree>/<dir> to the source folder <dir> for each dir.
 function(gattn_layer_headers tree)
@@ -61,4 +63,5 @@ function(gattn_layer target)
   # (a call that no include betrays) fails the build here rather than working by accident.
   add_executable(${target}_link_check ${PROJECT_SOURCE_DIR}/cmake/layer_link_check.cpp)
   target_link_libraries(${target}_link_check PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,${target}>")
+  add_dependencies(gattn_layer_checks ${target}_link_check)
 endfunction()

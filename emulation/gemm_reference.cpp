@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/tensor/bf16.h"
 #include "emulation/device_arena.h"
-#include "framework/tensor/bf16.h"
 
 namespace gattn::emu {
 

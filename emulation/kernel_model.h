@@ -1,10 +1,10 @@
 // The CUDA kernel language for the emulation build (GATTN_CUDA_EMULATE): CMake force-includes this
-// header into every .cu file (framework/cuda/, ops/cuda/), which is then compiled by the host C++
+// header into every .cu file (core/cuda/, ops/cuda/), which is then compiled by the host C++
 // compiler. It makes the execution-space keywords plain C++, `__shared__` per-block storage (the
 // fibers of a block share their OS thread, and blocks run one at a time), the built-in indices the
 // running fiber's own, and provides the intrinsics the kernels use: barriers, warp shuffles,
 // atomics, explicitly rounded arithmetic. The bf16 tensor-core product is emulation/warp_mma.h,
-// which ops/cuda/flash_mma.cuh includes.
+// which ops/attention/cuda/flash_mma.cuh includes.
 #pragma once
 
 // Before the CUDA headers: host_defines.h keeps a definition it finds.

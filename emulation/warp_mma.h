@@ -1,6 +1,6 @@
 // The bf16 tensor-core instruction of the flash kernels, mma.sync.aligned.m16n8k16.row.col.f32.
 // bf16.bf16.f32, emulated for a warp: every lane publishes its A and B fragments, each rebuilds the
-// 16×16 A and 16×8 B from the documented fragment layouts (ops/cuda/flash_layout.h, pinned to the
+// 16×16 A and 16×8 B from the documented fragment layouts (ops/attention/cuda/flash_layout.h, pinned to the
 // PTX tables by a unit test) and computes its own four accumulator entries. Accumulation is in f32
 // in k order; the hardware's internal order and rounding differ, which the GPU tests' tolerances
 // cover.
@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/tensor/bf16.h"
 #include "emulation/grid.h"
-#include "framework/tensor/bf16.h"
-#include "ops/cuda/flash_layout.h"
+#include "ops/attention/cuda/flash_layout.h"
 
 namespace gattn::emu {
 

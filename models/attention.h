@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "core/tensor/random.h"
 #include "framework/nn/layers.h"
 #include "framework/nn/module.h"
-#include "framework/tensor/random.h"
 #include "models/config.h"
 #include "models/kv_cache.h"
-#include "ops/attention.h"
+#include "ops/attention/attention.h"
 
 namespace gattn::models {
 

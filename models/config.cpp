@@ -8,7 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 #include "models/gating/registry.h"
 
 namespace gattn::models {

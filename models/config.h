@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/tensor/dtype.h"
+#include "core/tensor/dtype.h"
 
 namespace gattn::models {
 

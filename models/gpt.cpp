@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "framework/data/seq2seq_tokens.h"
 #include "models/gating/registry.h"
 #include "models/kv_policy.h"

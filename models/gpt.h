@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "core/tensor/random.h"
 #include "framework/nn/layers.h"
 #include "framework/nn/module.h"
-#include "framework/tensor/random.h"
 #include "models/attention.h"
 #include "models/config.h"
 #include "models/cross_attention.h"

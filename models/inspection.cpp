@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "ops/shape.h"
 
 namespace gattn::models {

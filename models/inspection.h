@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "framework/tensor/tensor.h"
+#include "core/tensor/tensor.h"
 #include "models/attention.h"
-#include "ops/attention.h"
+#include "ops/attention/attention.h"
 
 namespace gattn::models {
 

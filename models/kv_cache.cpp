@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 
 namespace gattn::models {
 

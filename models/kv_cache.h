@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "framework/tensor/tensor.h"
+#include "core/tensor/tensor.h"
 #include "models/config.h"
 #include "models/inference_options.h"
-#include "ops/attention.h"
+#include "ops/attention/attention.h"
 
 namespace gattn::models {
 

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 #include "models/gating/gate.h"
 
 namespace gattn::models {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 
 namespace gattn::models {
 

@@ -2,7 +2,7 @@
 // Switch balance loss.
 #include "models/regularizers.h"
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"

@@ -3,8 +3,8 @@
 #pragma once
 #include <cstdint>
 
-#include "framework/tensor/tensor.h"
-#include "ops/attention.h"
+#include "core/tensor/tensor.h"
+#include "ops/attention/attention.h"
 
 namespace gattn::models {
 

@@ -6,8 +6,8 @@
 #include <limits>
 #include <string>
 
+#include "core/tensor/error.h"
 #include "framework/data/seq2seq_tokens.h"
-#include "framework/tensor/error.h"
 #include "models/kv_policy.h"
 #include "ops/shape.h"
 

@@ -5,7 +5,7 @@
 #include <functional>
 #include <vector>
 
-#include "framework/tensor/random.h"
+#include "core/tensor/random.h"
 #include "models/gpt.h"
 #include "models/inference_options.h"
 #include "models/kv_cache.h"

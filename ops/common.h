@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "framework/autograd/node.h"
-#include "framework/tensor/tensor.h"
+#include "core/autograd/node.h"
+#include "core/tensor/tensor.h"
 
 namespace gattn::ops {
 

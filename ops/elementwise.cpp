@@ -3,7 +3,7 @@
 // d(a/b) = (Σ g/b, -Σ g·a/b²).
 #include "ops/elementwise.h"
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "ops/broadcast.h"
 #include "ops/common.h"
 #include "ops/cpu/binary.h"

@@ -1,7 +1,7 @@
 // Broadcasting arithmetic: add, sub, mul, div (autograd-aware), scalar variants, and in-place
 // updates for optimizers and gradient accumulation (these record no history).
 #pragma once
-#include "framework/tensor/tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace gattn::ops {
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <optional>
 
-#include "framework/tensor/tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace gattn::ops {
 

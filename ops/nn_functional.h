@@ -1,8 +1,8 @@
 // The fused neural-network ops (autograd-aware). Each backward is written next to its forward in
 // the matching .cpp with the math in a comment.
 #pragma once
-#include "framework/tensor/random.h"
-#include "framework/tensor/tensor.h"
+#include "core/tensor/random.h"
+#include "core/tensor/tensor.h"
 
 namespace gattn::ops {
 

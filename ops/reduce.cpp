@@ -19,8 +19,8 @@
 #include <limits>
 #include <string>
 
-#include "framework/autograd/grad_mode.h"
-#include "ops/attention.h"
+#include "core/autograd/grad_mode.h"
+#include "ops/attention/attention.h"
 #include "ops/broadcast.h"
 #include "ops/common.h"
 #include "ops/cpu/reduce.h"

@@ -2,7 +2,7 @@
 #pragma once
 #include <vector>
 
-#include "framework/tensor/tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace gattn::ops {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/autograd/node.h"
+#include "core/autograd/node.h"
 #include "ops/common.h"
 #include "ops/cpu/rope.h"
 #ifdef GATTN_WITH_CUDA

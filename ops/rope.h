@@ -10,7 +10,7 @@
 // Rotated q_i and k_j give q_i·k_j that depends on p_i − p_j only, which lets a KV cache keep keys
 // rotated at their own positions. f32 and f64 on the CPU and on CUDA (positions on x's device).
 #pragma once
-#include "framework/tensor/tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace gattn::ops {
 

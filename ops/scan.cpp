@@ -3,7 +3,7 @@
 // reverse scan's backward is the forward scan, so both directions are one function.
 #include "ops/scan.h"
 
-#include "framework/autograd/node.h"
+#include "core/autograd/node.h"
 #include "ops/common.h"
 #include "ops/cpu/scan.h"
 #ifdef GATTN_WITH_CUDA

@@ -1,7 +1,7 @@
 // Cumulative sum along an axis (autograd-aware): y_i = Σ_{l ≤ i} x_l. Backward is the reverse
 // cumulative sum: dx_l = Σ_{i ≥ l} g_i. Used by the forget gate's c_i = Σ_{l ≤ i} log σ(f_l).
 #pragma once
-#include "framework/tensor/tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace gattn::ops {
 

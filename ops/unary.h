@@ -2,7 +2,7 @@
 // exp: g·y; log: g/x; tanh: g·(1−y²); sigmoid: g·y(1−y); log_sigmoid: g·σ(−x) = g·(1−σ(x));
 // relu: g·[x>0]; gelu (tanh approximation, GPT-2): g·GELU'(x) (derivation in unary.cpp).
 #pragma once
-#include "framework/tensor/tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace gattn::ops {
 

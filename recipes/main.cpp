@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "framework/data/errors.h"
+#include "core/tensor/error.h"
+#include "framework/base/errors.h"
 #include "framework/dist/errors.h"
 #include "framework/dist/launch_env.h"
 #include "framework/io/errors.h"
 #include "framework/runtime/build_info.h"
 #include "framework/runtime/openmp_environment.h"
-#include "framework/tensor/error.h"
 #include "recipes/common/recipe.h"
 #include "recipes/common/stop_signal.h"
 

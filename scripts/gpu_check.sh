@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command for a machine with an NVIDIA GPU (made for an H200, sm_90): builds gattn with CUDA
 # into build-gpu/, runs the GPU tests (ctest -L gpu), the CUDA op benchmark, the NCCL communicator
-# under mpirun -n 1, gattn's attention op against PyTorch (scripts/bench_attention_torch.py) and
+# under mpirun -n 1, gattn's attention op against PyTorch (benchmarks/scripts/attention_torch.py) and
 # GPT-2 124M-shaped training runs in bf16 and fp32 (tokens/s, MFU), and copies every log to $OUT
 # (when set; else gpu_check_logs/ in the repository), with the data-parallel trainer's check in
 # between (tests/emulation/dist_on_device.sh). Everything after the build and the tests runs
@@ -167,7 +167,7 @@ bench_limit=$(step_timeout 150 150)  # keeps 150 s for the GPT runs
 if (( bench_limit == 0 )); then
   echo "gpu_check: skipped the attention benchmark (past the deadline)"
 elif cmake --build build-gpu -j "$jobs" --target gattn >>"$logs/build.log" 2>&1; then
-  timeout "$bench_limit" python3 scripts/bench_attention_torch.py --gattn "$root/build-gpu/gattn" --device cuda --dtype bf16 \
+  timeout "$bench_limit" python3 benchmarks/scripts/attention_torch.py --gattn "$root/build-gpu/gattn" --device cuda --dtype bf16 \
     --T 1024,4096,16384 --heads-dim 16x64,8x128 --tokens 16384 --warmup 2 --iters 5 --max-iter-s 2 \
     --gattn-timeout $(( bench_limit * 45 / 100 )) --torch-budget $(( bench_limit * 30 / 100 )) --out "$logs/bench_attention.md" >"$logs/bench_attention.log" 2>&1 ||
     echo "gpu_check: the attention benchmark failed or timed out (log: $logs/bench_attention.log)"

@@ -2,8 +2,8 @@
 # Installs the Debian packages gattn builds against, only when something is missing (idempotent,
 # fast when all is there). The CUDA toolkit is not installed here: the build uses it when the
 # machine has it in its standard place (/usr/local/cuda). `--bench` also installs what the
-# comparison scripts under scripts/bench/ need: PyTorch from Debian, the other GEMM libraries that
-# scripts/bench/gemm_libs.sh measures (BLIS, oneDNN, LIBXSMM), and it points the system BLAS at the
+# comparison scripts under benchmarks/scripts/ need: PyTorch from Debian, the other GEMM libraries that
+# benchmarks/scripts/gemm_libs.sh measures (BLIS, oneDNN, LIBXSMM), and it points the system BLAS at the
 # OpenMP OpenBLAS, so PyTorch runs at its best beside us (Debian prefers the pthread variant when both
 # are installed, and that one fights PyTorch's OpenMP pool). The report test uses Debian's python3
 # (/usr/bin/python3) for PIL.

@@ -23,7 +23,7 @@ elif [[ ! -f $cuda_headers ]]; then
   echo "test: no CUDA toolkit headers ($cuda_headers): the CUDA emulation suite is skipped"
 else
   echo "test: the CUDA emulation build (build-emu/) and the GPU tests on the CPU"
-  GATTN_BUILD_DIR=build-emu GATTN_BUILD_TARGETS="gattn_gpu_tests gattn gattn_tensor_link_check gattn_ops_link_check gattn_framework_link_check gattn_models_link_check" \
+  GATTN_BUILD_DIR=build-emu GATTN_BUILD_TARGETS="gattn_gpu_tests gattn gattn_layer_checks" \
     ./scripts/build.sh -DGATTN_CUDA_EMULATE=ON -DGATTN_BUILD_BENCHMARKS=OFF
   (cd build-emu && ctest -L gpu --output-on-failure -j "$(nproc)" --timeout 900)
 fi

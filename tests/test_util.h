@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "framework/autograd/gradcheck.h"
-#include "framework/tensor/random.h"
-#include "framework/tensor/tensor.h"
+#include "core/autograd/gradcheck.h"
+#include "core/tensor/random.h"
+#include "core/tensor/tensor.h"
 
 namespace gattn::test {
 

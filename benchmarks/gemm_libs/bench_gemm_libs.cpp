@@ -9,7 +9,7 @@
 // (forward y = x·Wᵀ, dx = g·W, dW = gᵀ·x): median time per call after warm-up, GFLOP/s and % of the
 // FMA peak measured here (peak.cpp), then the training step's total. Every product is checked once
 // per thread count against a double-precision reference; a wrong result exits 1. A compact table
-// after the "<!-- summary -->" line is what scripts/bench/gemm_libs.sh merges across libraries.
+// after the "<!-- summary -->" line is what benchmarks/scripts/gemm_libs.sh merges across libraries.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

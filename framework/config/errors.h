@@ -1,6 +1,6 @@
 // The typed error of the config layer: the CLI maps a ConfigError to exit code 2 (docs/cli.md).
 #pragma once
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 
 namespace gattn {
 

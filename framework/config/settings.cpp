@@ -5,10 +5,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "framework/base/input_file.h"
 #include "framework/config/yaml_document.h"
 #include "framework/config/yaml_format.h"
 #include "framework/config/yaml_value.h"
-#include "framework/io/input_file.h"
 
 namespace gattn::config {
 

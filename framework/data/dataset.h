@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "framework/data/errors.h"
+#include "core/tensor/random.h"
+#include "core/tensor/tensor.h"
+#include "framework/base/errors.h"
 #include "framework/data/seq2seq_tokens.h"
-#include "framework/tensor/random.h"
-#include "framework/tensor/tensor.h"
 #include "framework/text/subword_tokenizer.h"
 
 namespace gattn {

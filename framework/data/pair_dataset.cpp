@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
+#include "framework/base/input_file.h"
 #include "framework/data/seq2seq_batch.h"
 #include "framework/data/windowed_dataset.h"
-#include "framework/io/input_file.h"
 
 namespace gattn::data_detail {
 namespace {

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "framework/data/errors.h"
-#include "framework/io/input_file.h"
+#include "framework/base/errors.h"
+#include "framework/base/input_file.h"
 
 namespace gattn {
 

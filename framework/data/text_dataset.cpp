@@ -3,8 +3,8 @@
 #include <utility>
 #include <vector>
 
+#include "framework/base/input_file.h"
 #include "framework/data/windowed_dataset.h"
-#include "framework/io/input_file.h"
 
 namespace gattn::data_detail {
 namespace {

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "framework/data/errors.h"
+#include "framework/base/errors.h"
 #include "framework/data/token_shard_format.h"
 
 namespace gattn {

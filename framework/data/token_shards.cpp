@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "framework/data/errors.h"
+#include "framework/base/errors.h"
+#include "framework/base/input_file.h"
 #include "framework/data/token_shard_format.h"
-#include "framework/io/input_file.h"
 
 namespace gattn::data_detail {
 namespace {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 
 namespace gattn::data_detail {
 

@@ -1,6 +1,6 @@
 // The element arithmetic of a bf16 reduction over a transport without a bf16 type (MPI's predefined
 // datatypes and reduction ops have none): each pair of values is widened to f32, combined, and
-// rounded back to bf16 to nearest-even with the tensor core's conversion (framework/tensor/bf16.h),
+// rounded back to bf16 to nearest-even with the tensor core's conversion (core/tensor/bf16.h),
 // so a reduction rounds once per combination, as NCCL's bf16 sum rounds once per ring hop. Pure
 // functions, so the arithmetic is unit-tested without MPI.
 #pragma once
@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/tensor/bf16.h"
 #include "framework/dist/communicator.h"
-#include "framework/tensor/bf16.h"
 
 namespace gattn::dist {
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "core/tensor/dtype.h"
+#include "core/tensor/tensor.h"
 #include "framework/dist/errors.h"
 #include "framework/dist/launch_env.h"
-#include "framework/tensor/dtype.h"
-#include "framework/tensor/tensor.h"
 
 namespace gattn::dist {
 

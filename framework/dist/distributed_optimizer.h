@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "framework/autograd/engine.h"
+#include "core/autograd/engine.h"
 #include "framework/dist/communicator.h"
 #include "framework/dist/gradient_buckets.h"
 #include "framework/dist/zero_adamw.h"

@@ -2,7 +2,7 @@
 // dist.timeout_s (a rank died or stalled), or an MPI/NCCL call that failed. The CLI exits 3 with
 // its one line: like a missing data file, it is the run's environment, not its config, that broke.
 #pragma once
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 
 namespace gattn {
 

@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
+#include "core/tensor/dtype.h"
 #include "framework/dist/communicator.h"
 #include "framework/dist/launch_env.h"
-#include "framework/tensor/dtype.h"
 
 namespace gattn::dist {
 

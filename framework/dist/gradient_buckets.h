@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/tensor/tensor.h"
 #include "framework/dist/communicator.h"
-#include "framework/tensor/tensor.h"
 
 namespace gattn::dist {
 

@@ -3,7 +3,7 @@
 // ncclInProgress and is finished by polling ncclCommGetAsyncError, which is where the deadline sits.
 #include "framework/dist/nccl_communicator.h"
 
-#include "framework/cuda/device.h"
+#include "core/cuda/device.h"
 
 #if defined(GATTN_WITH_CUDA) && defined(GATTN_WITH_NCCL)
 #include <cuda_runtime.h>
@@ -13,8 +13,8 @@
 #include <cstdio>
 #include <thread>
 
-#include "framework/cuda/error.h"
-#include "framework/cuda/stream.h"
+#include "core/cuda/error.h"
+#include "core/cuda/stream.h"
 #endif
 
 namespace gattn::dist {

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 
 namespace gattn::dist {
 

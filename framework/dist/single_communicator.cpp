@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "framework/cuda/copy.h"
+#include "core/cuda/copy.h"
 
 namespace gattn::dist {
 

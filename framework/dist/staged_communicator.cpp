@@ -3,7 +3,7 @@
 // call) pass through unchanged, and a buffer whose collective failed is not reused (staging_pool.h).
 #include "framework/dist/staged_communicator.h"
 
-#include "framework/cuda/device.h"
+#include "core/cuda/device.h"
 
 namespace gattn::dist {
 

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "framework/cuda/copy.h"
-#include "framework/cuda/pinned_buffer.h"  // declared in every build, defined in CUDA builds
+#include "core/cuda/copy.h"
+#include "core/cuda/pinned_buffer.h"  // declared in every build, defined in CUDA builds
 
 namespace gattn::dist {
 

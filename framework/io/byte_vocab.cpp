@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 
 namespace gattn {
 

@@ -12,10 +12,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "framework/base/input_file.h"
 #include "framework/io/checkpoint_verify.h"
 #include "framework/io/errors.h"
 #include "framework/io/finite_check.h"
-#include "framework/io/input_file.h"
 #include "framework/io/module_io.h"
 #include "framework/io/optimizer_io.h"
 #include "framework/io/run_files.h"

@@ -1,7 +1,7 @@
 // The tokenizer entry of a checkpoint's metadata, written and read back with every check.
 #include "framework/io/checkpoint_text.h"
 
-#include "framework/data/errors.h"
+#include "framework/base/errors.h"
 #include "framework/io/byte_vocab.h"
 #include "framework/io/errors.h"
 #include "framework/text/digest.h"

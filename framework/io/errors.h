@@ -1,7 +1,7 @@
 // Typed errors of the io layer: the CLI maps a CheckpointError to exit code 3, an OutputPathError to
 // 2 (the CLI's exit codes).
 #pragma once
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 
 namespace gattn {
 

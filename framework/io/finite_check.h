@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/tensor/tensor.h"
 #include "framework/io/safetensors.h"
-#include "framework/tensor/tensor.h"
 
 namespace gattn {
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "framework/base/input_file.h"
 #include "framework/io/errors.h"
-#include "framework/io/input_file.h"
 
 namespace gattn {
 

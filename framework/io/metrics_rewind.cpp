@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "framework/base/input_file.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/errors.h"
-#include "framework/io/input_file.h"
 
 namespace gattn {
 

@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/tensor/error.h"
 #include "framework/io/errors.h"
-#include "framework/tensor/error.h"
 
 namespace gattn {
 

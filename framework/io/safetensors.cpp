@@ -17,7 +17,7 @@
 #include <system_error>
 #include <unordered_set>
 
-#include "framework/io/input_file.h"
+#include "framework/base/input_file.h"
 
 namespace gattn {
 

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/tensor/tensor.h"
 #include "framework/io/errors.h"
-#include "framework/tensor/tensor.h"
 
 namespace gattn {
 

@@ -7,9 +7,9 @@
 #include <limits>
 #include <sstream>
 
+#include "framework/base/input_file.h"
 #include "framework/io/checksums.h"
 #include "framework/io/errors.h"
-#include "framework/io/input_file.h"
 #include "framework/io/safetensors.h"
 
 namespace gattn {

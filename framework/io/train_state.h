@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/tensor/random.h"
+#include "core/tensor/random.h"
 
 namespace gattn {
 

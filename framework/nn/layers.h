@@ -2,8 +2,8 @@
 // Initialisation follows GPT-2: weights normal(0, std) from a Philox generator, biases zero,
 // LayerNorm weight one.
 #pragma once
+#include "core/tensor/random.h"
 #include "framework/nn/module.h"
-#include "framework/tensor/random.h"
 
 namespace gattn::nn {
 

@@ -1,7 +1,7 @@
 // Module registry and traversal.
 #include "framework/nn/module.h"
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 
 namespace gattn::nn {
 

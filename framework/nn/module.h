@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "framework/tensor/tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace gattn::nn {
 

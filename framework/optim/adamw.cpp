@@ -1,33 +1,22 @@
-// AdamW: group assignment and validation at construction, then a fused one-pass update of all CPU
-// parameters in one parallel region, and one multi-tensor kernel launch for all CUDA parameters of
-// a step (ops/cuda/adamw.h, the same update element for element).
+// AdamW: group assignment and validation at construction; each step computes every parameter's
+// coefficients and hands them all to one multi-tensor op (ops/adamw.h), which updates the CPU
+// parameters in one parallel region and the CUDA ones in one launch.
 #include "framework/optim/adamw.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "framework/optim/glob.h"
 #include "framework/optim/param_group_rules.h"
-#include "ops/cpu/parallel.h"
+#include "ops/adamw.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
-#include "ops/unary.h"
-#ifdef GATTN_WITH_CUDA
-#include "ops/cuda/adamw.h"
-#include "ops/cuda/host_util.h"
-#endif
 
 namespace gattn::optim {
 
 namespace {
-
-// Elements per partial sum in clip_grad_norm: fixed (not per thread) so the sum's order, and so
-// its bits, do not depend on the thread count.
-constexpr std::int64_t kNormBlock = 1 << 14;
-
-std::int64_t num_blocks(std::int64_t n) { return (n + kNormBlock - 1) / kNormBlock; }
 
 std::string group_key(std::size_t i, const std::string& name) {
   std::string key = "optim.param_groups[";
@@ -37,92 +26,6 @@ std::string group_key(std::size_t i, const std::string& name) {
 
 void require(bool ok, const std::string& key, const std::string& what, double value) {
   if (!ok) throw OptimizerConfigError(key + ": " + what + ", got " + std::to_string(value));
-}
-
-struct UpdateCoeffs {
-  double decay;  // 1 − lr·wd
-  double beta1, beta2;
-  double step_size;     // lr / (1 − β1ᵗ)
-  double inv_sqrt_bc2;  // 1 / √(1 − β2ᵗ)
-  double eps;
-};
-
-// One pass over [begin, end) of p, g, m, v; elements are independent, so how the range is cut
-// does not change the result. Built with -ffp-contract=off (CMakeLists.txt): every operation
-// rounds once, as in the CUDA kernel.
-template <class T>
-void adamw_update(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, std::int64_t begin,
-                  std::int64_t end, const UpdateCoeffs& c) {
-  const T decay = static_cast<T>(c.decay), b1 = static_cast<T>(c.beta1), b2 = static_cast<T>(c.beta2);
-  const T one_b1 = static_cast<T>(1.0 - c.beta1), one_b2 = static_cast<T>(1.0 - c.beta2);
-  const T step = static_cast<T>(c.step_size), inv_bc2 = static_cast<T>(c.inv_sqrt_bc2), eps = static_cast<T>(c.eps);
-  for (std::int64_t i = begin; i < end; ++i) {
-    const T gi = g[i];
-    const T mi = b1 * m[i] + one_b1 * gi;
-    const T vi = b2 * v[i] + one_b2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = p[i] * decay - step * mi / (std::sqrt(vi) * inv_bc2 + eps);
-  }
-}
-
-// Calls fn(item, first, end) for every kNormBlock-sized block [first, end) of every item (items[i].n
-// elements) in one parallel region: one fork/join per step instead of one per parameter (the model
-// has dozens of parameters, most of them small, and each region costs a wake-up of the pool). The
-// blocks are fixed, not per thread, so what a block computes does not depend on the thread count.
-template <class Item, class Fn>
-void for_each_block(const std::vector<Item>& items, std::int64_t cost_per_element, Fn fn) {
-  std::vector<std::pair<std::size_t, std::int64_t>> blocks;  // (item, first element)
-  std::int64_t total = 0;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    for (std::int64_t at = 0; at < items[i].n; at += kNormBlock) blocks.emplace_back(i, at);
-    total += items[i].n;
-  }
-  const std::int64_t count = static_cast<std::int64_t>(blocks.size());
-#pragma omp parallel for schedule(dynamic, 1) if (cpu::worth_parallel(total * cost_per_element))
-  for (std::int64_t k = 0; k < count; ++k) {
-    const auto [i, first] = blocks[static_cast<std::size_t>(k)];
-    fn(items[i], first, std::min(items[i].n, first + kNormBlock));
-  }
-}
-
-// One host parameter's update of this step.
-template <class T>
-struct HostUpdate {
-  T* p;
-  const T* g;
-  T* m;
-  T* v;
-  std::int64_t n;
-  UpdateCoeffs c;
-};
-
-template <class T>
-void adamw_update_all(const std::vector<HostUpdate<T>>& updates) {
-  for_each_block(updates, 8, [](const HostUpdate<T>& u, std::int64_t first, std::int64_t end) {
-    adamw_update(u.p, u.g, u.m, u.v, first, end, u.c);
-  });
-}
-
-// One host gradient's share of clip_grad_norm: its blocks' sums of squares, partials[b] for block b.
-template <class T>
-struct HostNorm {
-  const T* g;
-  std::int64_t n;
-  double* partials;
-};
-
-template <class T>
-void block_sums_of_squares_all(const std::vector<HostNorm<T>>& grads) {
-  for_each_block(grads, 1, [](const HostNorm<T>& h, std::int64_t first, std::int64_t end) {
-    // A simd reduction: the lanes' order is fixed when this is compiled, so the sum is still
-    // deterministic; a plain loop is one chain of dependent adds, ~4× slower.
-    double s = 0.0;
-    const auto* g = h.g;
-#pragma omp simd reduction(+ : s)
-    for (std::int64_t i = first; i < end; ++i) s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-    h.partials[first / kNormBlock] = s;
-  });
 }
 
 // The parameter's grad, checked against it; undefined when there is none.
@@ -175,7 +78,6 @@ AdamW::AdamW(NamedParameters params, AdamWOptions options) : options_(std::move(
     check_globs_match(o.groups, names);
   }
 
-  std::size_t total_blocks = 0;
   states_.reserve(params_.size());
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const auto& [name, p] = params_[i];
@@ -199,10 +101,7 @@ AdamW::AdamW(NamedParameters params, AdamWOptions options) : options_(std::move(
     groups_[owner].members.push_back(i);
     states_.push_back(ParamState{Tensor::zeros(p.shape(), p.dtype(), p.device()),
                                  Tensor::zeros(p.shape(), p.dtype(), p.device()), 0});
-    block_begin_.push_back(total_blocks);
-    total_blocks += static_cast<std::size_t>(num_blocks(p.numel()));
   }
-  norm_partials_.assign(total_blocks, 0.0);
 }
 
 void check_globs_match(const std::vector<ParamGroupOptions>& groups, const std::vector<std::string>& names) {
@@ -232,36 +131,12 @@ double AdamW::clip_grad_norm() {
 }
 
 double AdamW::grad_sum_of_squares() {
-  NoGradGuard no_grad;
-  Tensor device_sum;  // Σ g² over the CUDA grads, kept on the device and read once (one sync)
-  std::vector<HostNorm<float>> host_f32;
-  std::vector<HostNorm<double>> host_f64;
-  std::vector<std::size_t> host_params;  // which parameters' partials to add, in parameter order
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    const Tensor g = checked_grad(params_[i].first, params_[i].second);
-    if (!g.defined()) continue;
-    if (g.device() == Device::cuda) {
-      // The reduction kernels sum in a shape-fixed order: the same bits every run.
-      Tensor s = ops::sum(ops::square(g));
-      device_sum = device_sum.defined() ? ops::add(device_sum, s) : s;
-      continue;
-    }
-    double* partials = norm_partials_.data() + block_begin_[i];
-    if (g.dtype() == DType::f32)
-      host_f32.push_back({g.data<float>(), g.numel(), partials});
-    else
-      host_f64.push_back({g.data<double>(), g.numel(), partials});
-    host_params.push_back(i);
+  std::vector<Tensor> grads;  // in parameter order: the sum's order, and so its bits, are fixed
+  for (const auto& [name, p] : params_) {
+    Tensor g = checked_grad(name, p);
+    if (g.defined()) grads.push_back(std::move(g));
   }
-  block_sums_of_squares_all(host_f32);
-  block_sums_of_squares_all(host_f64);
-  double sum = 0.0;
-  for (std::size_t i : host_params) {
-    const double* partials = norm_partials_.data() + block_begin_[i];
-    for (std::int64_t b = 0; b < num_blocks(params_[i].second.numel()); ++b) sum += partials[b];
-  }
-  if (device_sum.defined()) sum += device_sum.item();
-  return sum;
+  return ops::sum_of_squares(grads);
 }
 
 void AdamW::scale_grads(double factor) {
@@ -272,11 +147,7 @@ void AdamW::scale_grads(double factor) {
 }
 
 void AdamW::step(std::int64_t global_step) {
-  std::vector<HostUpdate<float>> host_f32;  // every host parameter of this step, one parallel region
-  std::vector<HostUpdate<double>> host_f64;
-#ifdef GATTN_WITH_CUDA
-  std::vector<cuda::AdamWTensor> device_updates;  // every CUDA parameter of this step, one launch
-#endif
+  std::vector<ops::AdamWParam> updates;  // every parameter of this step: one op call
   for (const Group& group : groups_) {
     if (global_step < group.freeze_steps) continue;  // frozen: not even t moves
     const double lr = group_lr(group, global_step);
@@ -287,39 +158,11 @@ void AdamW::step(std::int64_t global_step) {
       ParamState& s = states_[i];
       s.t += 1;
       const double t = static_cast<double>(s.t);
-      const UpdateCoeffs c{1.0 - lr * group.weight_decay,
-                           options_.beta1,
-                           options_.beta2,
-                           lr / (1.0 - std::pow(options_.beta1, t)),
-                           1.0 / std::sqrt(1.0 - std::pow(options_.beta2, t)),
-                           options_.eps};
-#ifdef GATTN_WITH_CUDA
-      if (p.device() == Device::cuda) {
-        device_updates.push_back({static_cast<float*>(p.raw_data()), static_cast<const float*>(g.raw_data()),
-                                  static_cast<float*>(s.exp_avg.raw_data()),
-                                  static_cast<float*>(s.exp_avg_sq.raw_data()), p.numel(), static_cast<float>(c.decay),
-                                  static_cast<float>(c.step_size), static_cast<float>(c.inv_sqrt_bc2)});
-        continue;
-      }
-#endif
-      if (p.dtype() == DType::f32)
-        host_f32.push_back(
-            {p.data<float>(), g.data<float>(), s.exp_avg.data<float>(), s.exp_avg_sq.data<float>(), p.numel(), c});
-      else
-        host_f64.push_back(
-            {p.data<double>(), g.data<double>(), s.exp_avg.data<double>(), s.exp_avg_sq.data<double>(), p.numel(), c});
+      updates.push_back({p, g, s.exp_avg, s.exp_avg_sq, 1.0 - lr * group.weight_decay,
+                         lr / (1.0 - std::pow(options_.beta1, t)), 1.0 / std::sqrt(1.0 - std::pow(options_.beta2, t))});
     }
   }
-  adamw_update_all(host_f32);
-  adamw_update_all(host_f64);
-#ifdef GATTN_WITH_CUDA
-  if (!device_updates.empty()) {
-    const cuda::AdamWHyper hyper{static_cast<float>(options_.beta1), static_cast<float>(options_.beta2),
-                                 static_cast<float>(1.0 - options_.beta1), static_cast<float>(1.0 - options_.beta2),
-                                 static_cast<float>(options_.eps)};
-    cuda::adamw_multi_tensor_f32(device_updates, hyper, cuda::stream());
-  }
-#endif
+  ops::adamw_update_(updates, {options_.beta1, options_.beta2, options_.eps});
 }
 
 void AdamW::zero_grad() {

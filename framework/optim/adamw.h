@@ -8,10 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/tensor/error.h"
+#include "core/tensor/tensor.h"
 #include "framework/optim/param_group.h"
 #include "framework/optim/schedule.h"
-#include "framework/tensor/error.h"
-#include "framework/tensor/tensor.h"
 
 namespace gattn::optim {
 
@@ -62,7 +62,7 @@ class AdamW {
   // group (named "default", top-level values). Throws OptimizerConfigError for a glob that matches
   // no parameter, a duplicate name or a bad value, and DTypeError for a parameter that is not an
   // f32/f64 CPU tensor or an f32 CUDA tensor. CUDA parameters keep their moments on the device and
-  // are updated by one multi-tensor kernel per step (ops/cuda/adamw.h).
+  // are updated by one multi-tensor kernel per step (ops/adamw.h).
   AdamW(NamedParameters params, AdamWOptions options);
 
   // Global L2 norm (accumulated in double, in a fixed order: the same bits for any thread count)
@@ -123,10 +123,6 @@ class AdamW {
   std::vector<std::size_t> group_index_;  // per parameter: index into groups_
   std::vector<Group> groups_;             // groups_[0] is the default group
   std::unordered_map<std::string, std::size_t> index_;
-  // clip_grad_norm's scratch: one partial sum per fixed-size block of every parameter, allocated
-  // once; block_begin_[i] is parameter i's first block.
-  std::vector<double> norm_partials_;
-  std::vector<std::size_t> block_begin_;
 };
 
 }  // namespace gattn::optim

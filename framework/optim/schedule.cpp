@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 
 namespace gattn::optim {
 

@@ -8,7 +8,7 @@
 #include <mpi.h>
 #endif
 
-#include "framework/cuda/device.h"
+#include "core/cuda/device.h"
 #include "framework/runtime/openmp_environment.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cuda/runtime_info.h"

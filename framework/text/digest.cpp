@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 
 namespace gattn {
 

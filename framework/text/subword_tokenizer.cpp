@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "framework/data/errors.h"
-#include "framework/io/input_file.h"
+#include "framework/base/errors.h"
+#include "framework/base/input_file.h"
 #include "framework/text/digest.h"
 
 namespace gattn {

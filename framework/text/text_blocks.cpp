@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "framework/data/errors.h"
+#include "framework/base/errors.h"
 
 namespace gattn {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "framework/io/input_file.h"
+#include "framework/base/input_file.h"
 
 namespace gattn {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <unordered_map>
 
-#include "framework/data/errors.h"
+#include "framework/base/errors.h"
 #include "framework/text/subword_tokenizer.h"
 #include "framework/text/text_blocks.h"
 

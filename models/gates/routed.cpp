@@ -11,7 +11,7 @@
 #include <limits>
 #include <numeric>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "models/gating/activation.h"
 #include "models/gating/gate.h"
 #include "models/gating/registry.h"

@@ -14,8 +14,8 @@
 #pragma once
 #include <cstdint>
 
-#include "framework/tensor/random.h"
-#include "framework/tensor/tensor.h"
+#include "core/tensor/random.h"
+#include "core/tensor/tensor.h"
 #include "models/attention.h"
 #include "models/config.h"
 #include "models/gating/options.h"

@@ -19,8 +19,8 @@
 #include "models/attention.h"
 #include "models/config.h"
 #include "models/kv_cache.h"
-#include "ops/attention.h"
-#include "ops/cached_attention.h"
+#include "ops/attention/attention.h"
+#include "ops/attention/cached_attention.h"
 
 namespace gattn::models {
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/shape.h"

@@ -7,7 +7,7 @@
 #include <initializer_list>
 #include <vector>
 
-#include "framework/tensor/tensor.h"
+#include "core/tensor/tensor.h"
 #include "models/config.h"
 #include "models/gating/registry.h"
 

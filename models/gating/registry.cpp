@@ -8,8 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/tensor/error.h"
 #include "framework/config/schema.h"
-#include "framework/tensor/error.h"
 
 namespace gattn::models {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "framework/tensor/random.h"
-#include "framework/tensor/tensor.h"
+#include "core/tensor/random.h"
+#include "core/tensor/tensor.h"
 #include "models/config.h"
 
 namespace gattn::models {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "framework/tensor/philox.h"
+#include "core/tensor/philox.h"
 #include "ops/cpu/parallel.h"
 
 namespace gattn::cpu {

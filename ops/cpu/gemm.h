@@ -14,7 +14,7 @@
 #include <string>
 #include <type_traits>
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 #include "ops/cpu/parallel.h"
 
 namespace gattn::cpu {

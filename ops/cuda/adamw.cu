@@ -3,7 +3,7 @@
 // one chunk of it. Elements are independent, so the result does not depend on the launch shape.
 #include <cuda_runtime.h>
 
-#include "framework/cuda/launch.cuh"
+#include "core/cuda/launch.cuh"
 #include "ops/cuda/adamw.h"
 
 namespace gattn::cuda {

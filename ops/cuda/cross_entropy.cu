@@ -4,7 +4,7 @@
 // thread per logit, softmax rebuilt from the saved lse.
 #include <cuda_runtime.h>
 
-#include "framework/cuda/launch.cuh"
+#include "core/cuda/launch.cuh"
 #include "ops/cuda/cross_entropy.h"
 #include "ops/cuda/row_math.cuh"
 #include "ops/cuda/scratch.h"

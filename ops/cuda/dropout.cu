@@ -1,9 +1,9 @@
 // CUDA dropout: one thread per Philox block of 4 words, exactly as the CPU kernel walks them
-// (framework/tensor/philox.h is host-and-device code), so both devices drop the same elements.
+// (core/tensor/philox.h is host-and-device code), so both devices drop the same elements.
 #include <cuda_runtime.h>
 
-#include "framework/cuda/launch.cuh"
-#include "framework/tensor/philox.h"
+#include "core/cuda/launch.cuh"
+#include "core/tensor/philox.h"
 #include "ops/cuda/dropout.h"
 
 namespace gattn::cuda {

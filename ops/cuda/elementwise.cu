@@ -2,7 +2,7 @@
 // are read through the plan's strides (0 along broadcast dims), decomposed from the innermost dim.
 #include <cuda_runtime.h>
 
-#include "framework/cuda/launch.cuh"
+#include "core/cuda/launch.cuh"
 #include "ops/cuda/elementwise.h"
 
 namespace gattn::cuda {

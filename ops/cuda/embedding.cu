@@ -4,7 +4,7 @@
 // index matches is skipped after one __syncthreads_or, which keeps the V·n scan cheap.
 #include <cuda_runtime.h>
 
-#include "framework/cuda/launch.cuh"
+#include "core/cuda/launch.cuh"
 #include "ops/cuda/embedding.h"
 
 namespace gattn::cuda {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/cuda/error.h"
+#include "core/cuda/error.h"
 
 namespace gattn::cuda {
 

@@ -15,8 +15,8 @@
 #include <mutex>
 #include <tuple>
 
-#include "framework/cuda/device_memory.h"
-#include "framework/cuda/error.h"
+#include "core/cuda/device_memory.h"
+#include "core/cuda/error.h"
 
 namespace gattn::cuda {
 

@@ -3,8 +3,8 @@
 #pragma once
 #include <string>
 
-#include "framework/cuda/stream.h"
-#include "framework/tensor/error.h"
+#include "core/cuda/stream.h"
+#include "core/tensor/error.h"
 #include "ops/broadcast.h"
 #include "ops/cuda/elementwise.h"
 

@@ -2,7 +2,7 @@
 // result with atomicMin; the minimum is the same whatever order the atomics run in.
 #include <cuda_runtime.h>
 
-#include "framework/cuda/launch.cuh"
+#include "core/cuda/launch.cuh"
 #include "ops/cuda/index_check.h"
 #include "ops/cuda/scratch.h"
 

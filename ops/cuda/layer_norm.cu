@@ -4,7 +4,7 @@
 // across columns), then the chunks are added in index order: no atomics, same bits every run.
 #include <cuda_runtime.h>
 
-#include "framework/cuda/launch.cuh"
+#include "core/cuda/launch.cuh"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/layer_norm.h"
 #include "ops/cuda/scratch.h"

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <vector>
 
-#include "framework/cuda/launch.cuh"
+#include "core/cuda/launch.cuh"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/reduce.h"
 #include "ops/cuda/scratch.h"

@@ -2,7 +2,7 @@
 // (ops/cpu/rope.h) in double, so f32 results agree with the CPU's to an ulp or so.
 #include <cuda_runtime.h>
 
-#include "framework/cuda/launch.cuh"
+#include "core/cuda/launch.cuh"
 #include "ops/cuda/rope.h"
 
 namespace gattn::cuda {

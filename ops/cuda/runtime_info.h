@@ -1,5 +1,5 @@
 // What the CUDA side of the build offers at run time; callable from plain C++ (no CUDA headers).
-// Every function is safe on machines without a GPU or driver. (How many devices: framework/cuda/device.h.)
+// Every function is safe on machines without a GPU or driver. (How many devices: core/cuda/device.h.)
 #pragma once
 #include <string>
 

@@ -1,10 +1,10 @@
 // Temporary device memory for a kernel's partial results, from the caching allocator and returned
-// when the scope ends. The free is stream-ordered (framework/cuda/device_memory.h), so kernels
+// when the scope ends. The free is stream-ordered (core/cuda/device_memory.h), so kernels
 // queued before it still own the block. CUDA builds only.
 #pragma once
 #include <cstddef>
 
-#include "framework/cuda/device_memory.h"
+#include "core/cuda/device_memory.h"
 
 namespace gattn::cuda {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "framework/cuda/launch.cuh"
+#include "core/cuda/launch.cuh"
 #include "ops/cuda/shape.h"
 
 namespace gattn::cuda {

@@ -2,7 +2,7 @@
 // from deterministic block trees, formulas as in ops/cpu/softmax.h.
 #include <cuda_runtime.h>
 
-#include "framework/cuda/launch.cuh"
+#include "core/cuda/launch.cuh"
 #include "ops/cuda/row_math.cuh"
 #include "ops/cuda/softmax.h"
 

@@ -3,7 +3,7 @@
 // results stay within a few ulp of the CPU kernels.
 #include <cuda_runtime.h>
 
-#include "framework/cuda/launch.cuh"
+#include "core/cuda/launch.cuh"
 #include "ops/cuda/unary.h"
 
 namespace gattn::cuda {

@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <set>
 
+#include "framework/base/input_file.h"
 #include "framework/config/errors.h"
 #include "framework/config/schema.h"
 #include "framework/config/yaml_document.h"
 #include "framework/config/yaml_position.h"
-#include "framework/io/input_file.h"
 #include "recipes/common/run_schema.h"
 
 namespace gattn::recipes {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 
 namespace gattn::recipes {
 
@@ -43,7 +43,7 @@ struct Cell {
 // and `grid` (a map of dotted keys to non-empty lists). An unknown top-level key, an empty or
 // missing grid, a key that is not a config key, a list that is empty, run.dir / run.name (which
 // ablate sets per cell), or a grid of more than kMaxAblationCells cells throws ConfigError naming
-// the file line. The file is read as an input file (framework/io/input_file.h).
+// the file line. The file is read as an input file (framework/base/input_file.h).
 AblationSpec load_ablation(const std::string& path);
 // The same from text; `origin` stands for the file name in messages.
 AblationSpec parse_ablation(const std::string& yaml_text, const std::string& origin);

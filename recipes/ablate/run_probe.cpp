@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "framework/data/dataset.h"
 #include "framework/io/checkpoint_text.h"
 #include "framework/text/text_codec.h"

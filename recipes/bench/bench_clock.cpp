@@ -1,8 +1,8 @@
 #include "recipes/bench/bench_clock.h"
 
-#include "framework/cuda/device.h"
+#include "core/cuda/device.h"
 #ifdef GATTN_WITH_CUDA
-#include "framework/cuda/stream.h"
+#include "core/cuda/stream.h"
 #endif
 
 namespace gattn::recipes {

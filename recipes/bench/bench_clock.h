@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "framework/tensor/dtype.h"
+#include "core/tensor/dtype.h"
 
 namespace gattn::recipes {
 

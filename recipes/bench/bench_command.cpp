@@ -1,6 +1,7 @@
-// `gattn bench attention` (and `gattn bench generate`, recipes/bench/bench_generate.cpp): times ops::flash_attention
+// `gattn bench attention` (and `gattn bench generate`, recipes/bench/generate_bench.cpp): times ops::flash_attention
 // per gate kind over a grid of shapes and prints a table or, with --json, one JSON object per case
-// (scripts/bench_attention_torch.py reads those to compare against PyTorch on the same shapes). Shapes hold batch×T at
+// (benchmarks/scripts/attention_torch.py reads those to compare against PyTorch on the same shapes). Shapes hold
+// batch×T at
 // --tokens, as a training step of a fixed token budget would.
 #include <algorithm>
 #include <cstdio>
@@ -10,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "framework/cuda/device.h"
+#include "core/cuda/device.h"
 #include "framework/runtime/memory_budget.h"
 #include "recipes/ablate/ablation.h"
-#include "recipes/bench/bench_attention.h"
-#include "recipes/bench/bench_generate.h"
+#include "recipes/bench/attention_bench.h"
+#include "recipes/bench/generate_bench.h"
 #include "recipes/common/option_list.h"
 #include "recipes/common/recipe.h"
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 #include "models/kv_policy.h"
 
 namespace gattn::recipes {

@@ -5,7 +5,7 @@
 #pragma once
 #include <string>
 
-#include "framework/tensor/tensor.h"
+#include "core/tensor/tensor.h"
 #include "recipes/common/run_config.h"
 
 namespace gattn::recipes {

@@ -8,9 +8,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
+#include "core/cuda/device.h"
 #include "framework/config/errors.h"
-#include "framework/cuda/device.h"
 #include "framework/dist/launch_env.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_text.h"

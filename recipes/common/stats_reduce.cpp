@@ -1,7 +1,7 @@
 // Adding up the ranks' per-layer statistics.
 #include "recipes/common/stats_reduce.h"
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 #include "models/layer_stats_io.h"
 
 namespace gattn::recipes {

@@ -10,13 +10,13 @@
 #include <optional>
 #include <tuple>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
+#include "framework/base/input_file.h"
 #include "framework/data/dataset.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_text.h"
 #include "framework/io/checkpoint_verify.h"
 #include "framework/io/checksums.h"
-#include "framework/io/input_file.h"
 #include "framework/io/module_io.h"
 #include "framework/io/safetensors.h"
 #include "framework/io/train_state.h"

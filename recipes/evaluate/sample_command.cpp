@@ -10,8 +10,8 @@
 #include <optional>
 #include <sstream>
 
+#include "core/tensor/error.h"
 #include "framework/runtime/memory_budget.h"
-#include "framework/tensor/error.h"
 #include "models/sampling.h"
 #include "recipes/common/checkpoint_model.h"
 #include "recipes/common/inference_args.h"

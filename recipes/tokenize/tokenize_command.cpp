@@ -6,9 +6,9 @@
 #include <iostream>
 #include <thread>
 
+#include "framework/data/corpus_encoding.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/staged_directory.h"
-#include "framework/text/corpus_encoding.h"
 #include "framework/text/subword_tokenizer.h"
 #include "framework/text/text_codec.h"
 #include "framework/text/tokenizer_training.h"

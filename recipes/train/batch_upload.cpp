@@ -5,7 +5,7 @@
 #include <cstring>
 
 #ifdef GATTN_WITH_CUDA
-#include "framework/cuda/pinned_buffer.h"
+#include "core/cuda/pinned_buffer.h"
 #endif
 
 namespace gattn::recipes {

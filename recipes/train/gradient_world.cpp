@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "core/cuda/device.h"
 #include "framework/config/errors.h"
-#include "framework/cuda/device.h"
 
 namespace gattn::recipes {
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "framework/autograd/op_profile.h"
+#include "core/autograd/op_profile.h"
 
 namespace gattn::recipes {
 

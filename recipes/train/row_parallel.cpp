@@ -5,9 +5,9 @@
 #include <exception>
 #include <vector>
 
-#include "framework/autograd/engine.h"
-#include "framework/autograd/op_profile.h"
-#include "framework/tensor/error.h"
+#include "core/autograd/engine.h"
+#include "core/autograd/op_profile.h"
+#include "core/tensor/error.h"
 
 namespace gattn::recipes {
 

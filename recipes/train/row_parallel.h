@@ -13,7 +13,7 @@
 #include <functional>
 #include <string>
 
-#include "framework/tensor/tensor.h"
+#include "core/tensor/tensor.h"
 #include "recipes/common/run_config.h"
 
 namespace gattn::recipes {

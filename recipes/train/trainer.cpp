@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <iostream>
 
-#include "framework/autograd/engine.h"
-#include "framework/autograd/op_profile.h"
+#include "core/autograd/engine.h"
+#include "core/autograd/op_profile.h"
 #include "framework/config/schema.h"
 #include "framework/data/dataset.h"
 #include "framework/dist/sharding.h"

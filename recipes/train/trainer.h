@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "core/tensor/random.h"
 #include "framework/dist/communicator.h"
 #include "framework/dist/distributed_optimizer.h"
 #include "framework/io/metrics.h"
 #include "framework/runtime/progress.h"
-#include "framework/tensor/random.h"
 #include "models/attention.h"
 #include "recipes/common/run_setup.h"
 #include "recipes/common/stats_reduce.h"

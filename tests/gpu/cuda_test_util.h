@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "framework/cuda/device.h"
-#include "framework/tensor/tensor.h"
+#include "core/cuda/device.h"
+#include "core/tensor/tensor.h"
 #include "ops/cuda/runtime_info.h"
 #ifdef GATTN_WITH_CUDA
 #include "ops/cuda/gemm.h"

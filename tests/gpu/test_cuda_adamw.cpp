@@ -9,7 +9,7 @@
 #include "cuda_test_util.h"
 #include "framework/optim/adamw.h"
 #ifdef GATTN_WITH_CUDA
-#include "framework/cuda/stream.h"
+#include "core/cuda/stream.h"
 #include "ops/cuda/adamw.h"
 #endif
 

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "cuda_test_util.h"
-#include "ops/attention.h"
+#include "ops/attention/attention.h"
 #include "ops/elementwise.h"
 #include "ops/unary.h"
 

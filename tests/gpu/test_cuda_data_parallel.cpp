@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/tensor/tensor.h"
 #include "cuda_test_util.h"
 #include "framework/dist/distributed_optimizer.h"
 #include "framework/dist/gradient_buckets.h"
 #include "framework/dist/staged_communicator.h"
-#include "framework/tensor/tensor.h"
 #include "unit/thread_world.h"
 
 namespace gattn {

@@ -29,11 +29,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/tensor/random.h"
 #include "cuda_test_util.h"
-#include "framework/tensor/random.h"
-#include "ops/attention.h"
+#include "ops/attention/attention.h"
+#include "ops/attention/cuda_attention.h"
 #include "ops/autocast.h"
-#include "ops/cuda_attention.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"

@@ -1,7 +1,7 @@
 // The whole GPT on the GPU against the CPU, for every gate kind: the same weights (moved with
 // Module::to_) and batch give the same loss, regularisers and parameter gradients (rotary positions
 // too), and 20 AdamW steps on both devices keep the losses together. Attention runs through the composed CUDA path
-// (ops/composed_attention.h) until the fused kernels exist. Skips without a device.
+// (ops/attention/composed_attention.h) until the fused kernels exist. Skips without a device.
 #include <gtest/gtest.h>
 
 #include "cuda_test_util.h"

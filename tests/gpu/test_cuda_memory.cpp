@@ -6,10 +6,10 @@
 #include <cstring>
 #include <vector>
 
-#include "framework/autograd/gradient_sum.h"
-#include "framework/cuda/device.h"
-#include "framework/cuda/device_memory.h"
-#include "framework/tensor/tensor.h"
+#include "core/autograd/gradient_sum.h"
+#include "core/cuda/device.h"
+#include "core/cuda/device_memory.h"
+#include "core/tensor/tensor.h"
 #include "ops/cuda/runtime_info.h"
 #include "test_util.h"
 #ifdef GATTN_WITH_CUDA
@@ -19,9 +19,9 @@
 #include <nccl.h>
 #endif
 
-#include "framework/cuda/error.h"
-#include "framework/cuda/pinned_buffer.h"
-#include "framework/cuda/stream.h"
+#include "core/cuda/error.h"
+#include "core/cuda/pinned_buffer.h"
+#include "core/cuda/stream.h"
 #endif
 
 namespace gattn {
@@ -84,7 +84,7 @@ TEST(CudaMemory, FactoriesAndConversionsWorkOnDeviceTensors) {
 }
 
 TEST(CudaMemory, GradientSumsMatchTheHostsBitForBit) {
-  // The backward engine's sums on the device (framework/cuda/device_elements.cu) against its host loop.
+  // The backward engine's sums on the device (core/cuda/device_elements.cu) against its host loop.
   GATTN_REQUIRE_DEVICE();
   for (DType dtype : {DType::f32, DType::f64}) {
     for (std::int64_t n : {1, 257, 100003}) {

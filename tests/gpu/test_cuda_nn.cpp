@@ -5,8 +5,8 @@
 
 #include <limits>
 
+#include "core/tensor/random.h"
 #include "cuda_test_util.h"
-#include "framework/tensor/random.h"
 #include "ops/nn_functional.h"
 
 namespace gattn {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "cuda_test_util.h"
-#include "ops/attention.h"
+#include "ops/attention/attention.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"
 

@@ -5,8 +5,8 @@
 // dropout, cross_entropy). Skips without a device.
 #include <gtest/gtest.h>
 
+#include "core/tensor/random.h"
 #include "cuda_test_util.h"
-#include "framework/tensor/random.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"

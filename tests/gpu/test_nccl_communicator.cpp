@@ -8,14 +8,14 @@
 #include <memory>
 #include <vector>
 
-#include "framework/cuda/device.h"
+#include "core/cuda/device.h"
+#include "core/tensor/random.h"
+#include "core/tensor/tensor.h"
 #include "framework/dist/launch_env.h"
 #include "framework/dist/mpi_communicator.h"
 #include "framework/dist/nccl_communicator.h"
 #include "framework/dist/zero_adamw.h"
 #include "framework/optim/adamw.h"
-#include "framework/tensor/random.h"
-#include "framework/tensor/tensor.h"
 #include "ops/cuda/runtime_info.h"
 #include "test_util.h"
 

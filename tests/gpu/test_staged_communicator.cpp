@@ -10,10 +10,10 @@
 #include <memory>
 #include <vector>
 
+#include "core/tensor/tensor.h"
 #include "cuda_test_util.h"
 #include "framework/dist/single_communicator.h"
 #include "framework/dist/staged_communicator.h"
-#include "framework/tensor/tensor.h"
 #include "unit/thread_world.h"
 
 namespace gattn {

@@ -65,7 +65,7 @@ done
 if [[ -z $py ]]; then
   echo "skip: no python3 with torch, the comparison script's smoke run is not tested"
 else
-  OMP_NUM_THREADS=1 timeout 120 "$py" "$root/scripts/bench_attention_torch.py" --gattn "$gattn" "${small[@]}" --out "$tmp/bench.md" >"$tmp/py.log" 2>&1 ||
+  OMP_NUM_THREADS=1 timeout 120 "$py" "$root/benchmarks/scripts/attention_torch.py" --gattn "$gattn" "${small[@]}" --out "$tmp/bench.md" >"$tmp/py.log" 2>&1 ||
     fail "bench_attention_torch.py exited $?: $(tail -5 "$tmp/py.log")"
   [[ $(grep -c '^| \(none\|output\|score\|forget\|pair\) |' "$tmp/bench.md") -eq 10 ]] ||
     fail "the markdown table should have 10 rows: $(cat "$tmp/bench.md")"

@@ -1,9 +1,9 @@
-// The tests' name for the composed attention (ops/composed_attention.h): the slow, obviously-correct
+// The tests' name for the composed attention (ops/attention/composed_attention.h): the slow, obviously-correct
 // attention built only from the primitive autograd ops, materialising the [B, H, T, T]
 // scores and weights, that ops::flash_attention (outputs, statistics and every gradient) is checked
 // against.
 #pragma once
-#include "ops/composed_attention.h"
+#include "ops/attention/composed_attention.h"
 
 namespace gattn::test {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "model_test_util.h"
 #include "models/gating/registry.h"
 #include "models/gpt.h"

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
+#include "core/tensor/random.h"
 #include "framework/runtime/threads.h"
-#include "framework/tensor/random.h"
 #include "models/gating/registry.h"
 #include "models/gpt.h"
 

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "framework/autograd/grad_mode.h"
-#include "ops/attention.h"
+#include "core/autograd/grad_mode.h"
+#include "ops/attention/attention.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"
@@ -197,7 +197,7 @@ void check_kind(unsigned terms, const std::vector<std::int64_t>& windows, double
     }
 }
 
-// ---- the reference itself, against scalar loops written straight from ops/attention.h ----
+// ---- the reference itself, against scalar loops written straight from ops/attention/attention.h ----
 
 TEST(AttentionReference, MatchesScalarLoops) {
   const Dims s{1, 2, 7, 3};

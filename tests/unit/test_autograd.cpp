@@ -2,10 +2,10 @@
 // buffer release, and gradchecks of the broadcasting arithmetic it is built on.
 #include <gtest/gtest.h>
 
-#include "framework/autograd/engine.h"
-#include "framework/autograd/grad_mode.h"
-#include "framework/autograd/gradient_sum.h"
-#include "framework/autograd/node.h"
+#include "core/autograd/engine.h"
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/gradient_sum.h"
+#include "core/autograd/node.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "test_util.h"
@@ -51,7 +51,7 @@ TEST(Autograd, AccumulatedGradIsNotAnAliasOfAnotherTensor) {
 }
 
 TEST(Autograd, GradientSumsAddElementwiseInBothForms) {
-  // The engine's own sum (framework/autograd/gradient_sum.h): below and above the size at which its
+  // The engine's own sum (core/autograd/gradient_sum.h): below and above the size at which its
   // loop runs threaded, both dtypes, out of place and in place.
   for (std::int64_t n : {1, 7, 40000}) {
     for (DType dtype : {DType::f32, DType::f64}) {

@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "framework/cuda/caching_allocator.h"
-#include "framework/cuda/error.h"
+#include "core/cuda/caching_allocator.h"
+#include "core/cuda/error.h"
 
 namespace gattn::cuda {
 namespace {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "framework/tensor/cpu_allocator.h"
-#include "framework/tensor/tensor.h"
+#include "core/tensor/cpu_allocator.h"
+#include "core/tensor/tensor.h"
 
 namespace gattn {
 namespace {

@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "framework/cuda/device.h"
-#include "framework/cuda/device_memory.h"
-#include "framework/cuda/error.h"
-#include "framework/tensor/tensor.h"
+#include "core/cuda/device.h"
+#include "core/cuda/device_memory.h"
+#include "core/cuda/error.h"
+#include "core/tensor/tensor.h"
 
 namespace gattn::cuda {
 namespace {
@@ -15,10 +15,10 @@ namespace {
 TEST(CudaErrors, MessageNamesLibraryStatusCallAndRepositoryFileLine) {
   const std::string msg =
       format_cuda_error("CUDA", "cudaErrorInvalidValue", "invalid argument", "cudaMemcpyAsync(dst, src, n, kind, s)",
-                        "/home/me/gattn/framework/cuda/copy.cpp", 42);
+                        "/home/me/gattn/core/cuda/copy.cpp", 42);
   EXPECT_EQ(msg,
             "CUDA error cudaErrorInvalidValue (invalid argument) in cudaMemcpyAsync(dst, src, n, kind, s) at "
-            "framework/cuda/copy.cpp:42");
+            "core/cuda/copy.cpp:42");
 }
 
 TEST(CudaErrors, MessageKeepsUnknownPathsWholeAndSkipsARepeatedDescription) {

@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "framework/autograd/engine.h"
+#include "core/autograd/engine.h"
+#include "core/tensor/random.h"
 #include "framework/dist/distributed_optimizer.h"
 #include "framework/dist/gradient_backend.h"
 #include "framework/dist/gradient_buckets.h"
@@ -21,7 +22,6 @@
 #include "framework/dist/single_communicator.h"
 #include "framework/dist/zero_adamw.h"
 #include "framework/optim/adamw.h"
-#include "framework/tensor/random.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "thread_world.h"

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "framework/tensor/philox.h"
+#include "core/tensor/philox.h"
 #include "ops/nn_functional.h"
 #include "test_util.h"
 

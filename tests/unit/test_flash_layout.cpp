@@ -1,5 +1,5 @@
 // The mma.sync m16n8k16 fragment layouts the CUDA flash-attention kernels index with
-// (ops/cuda/flash_layout.h), pinned here on the CPU to the PTX ISA's tables, which are written per
+// (ops/attention/cuda/flash_layout.h), pinned here on the CPU to the PTX ISA's tables, which are written per
 // element a_i / b_i / c_i (i the element's index in the lane's fragment, two bf16 per register):
 //   A: row = g for i ∈ {0,1,4,5}, g + 8 otherwise; col = 2t + (i & 1), + 8 for i ≥ 4
 //   B: row (k) = 2t + (i & 1), + 8 for i ≥ 2; col (n) = g
@@ -11,7 +11,7 @@
 
 #include <array>
 
-#include "ops/cuda/flash_layout.h"
+#include "ops/attention/cuda/flash_layout.h"
 
 namespace gattn {
 namespace {

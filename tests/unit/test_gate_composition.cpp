@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "framework/optim/adamw.h"
 #include "gate_reference.h"
 #include "model_test_util.h"

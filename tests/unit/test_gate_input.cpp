@@ -3,7 +3,7 @@
 // open gate equal to the baseline, its statistics, gradients and the KV cache.
 #include <gtest/gtest.h>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "gate_reference.h"
 #include "model_test_util.h"
 #include "models/gpt.h"

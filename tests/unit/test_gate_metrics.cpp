@@ -8,7 +8,7 @@
 #include <fstream>
 #include <mutex>
 
-#include "framework/tensor/error.h"
+#include "core/tensor/error.h"
 #include "models/gpt.h"
 #include "models/layer_stats_io.h"
 #include "recipes/ablate/ablation_summary.h"

@@ -10,11 +10,11 @@
 #include <memory>
 #include <set>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "models/gating/gate.h"
 #include "models/kv_policy.h"
 #include "models/sampling.h"
-#include "ops/cached_attention.h"
+#include "ops/attention/cached_attention.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
 #include "test_util.h"

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "framework/nn/layers.h"
 #include "framework/nn/module.h"
 #include "ops/elementwise.h"

@@ -2,8 +2,8 @@
 // the right call counts; sections time non-op spans; nothing is collected while it is off.
 #include <gtest/gtest.h>
 
-#include "framework/autograd/op_profile.h"
-#include "framework/tensor/tensor.h"
+#include "core/autograd/op_profile.h"
+#include "core/tensor/tensor.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "recipes/train/op_profile_report.h"

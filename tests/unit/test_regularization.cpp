@@ -3,7 +3,7 @@
 // attention-entropy weight with lower attention entropy.
 #include <gtest/gtest.h>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "framework/optim/adamw.h"
 #include "models/gpt.h"
 #include "ops/elementwise.h"

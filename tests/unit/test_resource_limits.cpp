@@ -1,11 +1,11 @@
 // Issue 16's limits on what a setting or an input may ask for: input files are regular files of a
-// bounded size (framework/io/input_file.h), a model must fit in memory (recipes/common/memory_check.h),
+// bounded size (framework/base/input_file.h), a model must fit in memory (recipes/common/memory_check.h),
 // thread counts are clamped to the cores and their threads must start (framework/runtime/threads.h).
 // A FIFO is tested from the CLI (tests/integration/cli_input_files.sh), under a timeout.
 #include <gtest/gtest.h>
 
+#include "framework/base/input_file.h"
 #include "framework/io/errors.h"
-#include "framework/io/input_file.h"
 #include "framework/runtime/memory_budget.h"
 #include "framework/runtime/threads.h"
 #include "recipes/common/memory_check.h"

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "framework/config/errors.h"
 #include "gate_reference.h"
 #include "model_test_util.h"

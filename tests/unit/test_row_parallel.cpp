@@ -1,4 +1,4 @@
-// Row-parallel training's pieces: leaf-gradient sinks (framework/autograd/engine.h), the parts'
+// Row-parallel training's pieces: leaf-gradient sinks (core/autograd/engine.h), the parts'
 // threads (recipes/train/row_parallel.h) and train.parallel's resolution; and the engine's adoption
 // of a gradient buffer as .grad without a copy, which must never let two tensors share one.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "framework/autograd/engine.h"
+#include "core/autograd/engine.h"
 #include "framework/config/errors.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"

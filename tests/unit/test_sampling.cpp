@@ -5,10 +5,10 @@
 #include <cmath>
 #include <map>
 
-#include "framework/autograd/grad_mode.h"
+#include "core/autograd/grad_mode.h"
 #include "models/sampling.h"
-#include "ops/attention.h"
-#include "ops/cached_attention.h"
+#include "ops/attention/attention.h"
+#include "ops/attention/cached_attention.h"
 #include "ops/elementwise.h"
 #include "ops/scan.h"
 #include "ops/shape.h"

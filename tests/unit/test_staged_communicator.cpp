@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/cuda/device.h"
+#include "core/cuda/device.h"
 #include "framework/dist/bf16_reduce.h"
 #include "framework/dist/single_communicator.h"
 #include "framework/dist/staged_communicator.h"

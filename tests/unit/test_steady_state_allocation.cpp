@@ -6,8 +6,8 @@
 
 #include <string>
 
+#include "core/tensor/cpu_allocator.h"
 #include "framework/optim/adamw.h"
-#include "framework/tensor/cpu_allocator.h"
 #include "models/gpt.h"
 #include "unit/model_test_util.h"
 

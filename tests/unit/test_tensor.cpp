@@ -1,9 +1,9 @@
 // Tensor core: factories, conversions, views, Philox known answers, dtype and shape errors.
 #include <gtest/gtest.h>
 
-#include "framework/tensor/philox.h"
-#include "framework/tensor/random.h"
-#include "framework/tensor/tensor.h"
+#include "core/tensor/philox.h"
+#include "core/tensor/random.h"
+#include "core/tensor/tensor.h"
 #include "test_util.h"
 
 namespace gattn {

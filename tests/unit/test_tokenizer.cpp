@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "framework/data/errors.h"
+#include "framework/base/errors.h"
+#include "framework/data/corpus_encoding.h"
 #include "framework/data/shard_tokenizer.h"
 #include "framework/data/token_shards.h"
 #include "framework/io/checkpoint_text.h"
 #include "framework/io/errors.h"
 #include "framework/io/staged_directory.h"
-#include "framework/text/corpus_encoding.h"
 #include "framework/text/digest.h"
 #include "framework/text/subword_tokenizer.h"
 #include "framework/text/text_blocks.h"

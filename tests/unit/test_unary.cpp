@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/autograd/node.h"
+#include "core/autograd/node.h"
 #include "ops/cpu/fast_math.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"

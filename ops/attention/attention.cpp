@@ -1,0 +1,298 @@
+// The fused attention op: argument checks, output allocation, the kernel calls and the autograd
+// record (one node, three outputs: y, row entropy, modulation entropy).
+#include "ops/attention/attention.h"
+
+#include <cmath>
+
+#include "core/autograd/node.h"
+#include "ops/attention/attention_args.h"
+#include "ops/attention/cpu/flash_attention.h"
+#include "ops/attention/cuda_attention.h"
+#include "ops/common.h"
+
+namespace gattn::ops {
+
+double GateMoments::std() const {
+  if (count == 0) return 0.0;
+  double m = mean();
+  double var = sum_sq / static_cast<double>(count) - m * m;
+  return var > 0 ? std::sqrt(var) : 0.0;
+}
+
+void AttentionStats::merge(const AttentionStats& o) {
+  entropy_sum += o.entropy_sum;
+  entropy_count += o.entropy_count;
+  sink_sum += o.sink_sum;
+  sink_count += o.sink_count;
+  modulation.merge(o.modulation);
+}
+
+namespace {
+
+// Everything the backward needs, captured detached (no reference cycle through the outputs).
+struct SavedAttention {
+  Tensor q, k, v, row_bias, col_bias, modulation_row, modulation_col;
+  double alpha = 0;
+  Tensor active;  // i32 [B, Tq] or undefined
+  Tensor out, lse, row_entropy, row_asum;
+  AttentionOptions options;
+  double inv_tau = 1;
+  double hard_threshold = std::numeric_limits<double>::quiet_NaN();  // NaN: soft modulation
+  bool noise = false;
+  GeneratorState noise_state;
+};
+
+template <class T>
+cpu::FlashAttentionParams<T> make_params(const SavedAttention& s) {
+  cpu::FlashAttentionParams<T> p;
+  p.B = s.q.size(0);
+  p.H = s.q.size(1);
+  p.Tq = s.q.size(2);
+  p.Tk = s.k.size(2);
+  p.d = s.q.size(3);
+  p.causal = s.options.causal;
+  p.window = s.options.window;
+  p.scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(p.d)));
+  p.q = s.q.data<T>();
+  p.k = s.k.data<T>();
+  p.v = s.v.data<T>();
+  if (s.row_bias.defined()) p.row_bias = s.row_bias.data<T>();
+  if (s.col_bias.defined()) p.col_bias = s.col_bias.data<T>();
+  if (s.modulation_row.defined()) {
+    p.modulation_row = s.modulation_row.data<T>();
+    p.modulation_col = s.modulation_col.data<T>();
+    p.alpha = static_cast<T>(s.alpha);
+    p.inv_tau = static_cast<T>(s.inv_tau);
+    p.hard = !std::isnan(s.hard_threshold);
+    if (p.hard) p.hard_threshold = static_cast<T>(s.hard_threshold);
+    p.noise = s.noise;
+    p.noise_seed = s.noise_state.seed;
+    p.noise_stream = s.noise_state.stream;
+    p.noise_offset = s.noise_state.offset;
+  }
+  if (s.active.defined()) p.active = s.active.data<std::int32_t>();
+  return p;
+}
+
+template <class T>
+T* ptr_or_null(Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+template <class T>
+const T* ptr_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+}  // namespace
+
+void check_attention_args(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
+                          const AttentionOptions& options, const AttentionDTypes& dtypes) {
+  const std::string op = "flash_attention";
+  for (const Tensor* t : {&q, &k, &v}) {
+    if (!t->defined()) throw ValueError(op + ": undefined tensor argument");
+    if (!dtypes.allowed(t->dtype())) throw DTypeError(op + ": q, k, v must be " + dtypes.words + ", got " + t->str());
+  }
+  check_same_dtype(q, k, op.c_str());
+  check_same_dtype(q, v, op.c_str());
+  if (q.dim() != 4) throw ShapeError(op + ": q must be [B, H, Tq, d], got " + shape_str(q.shape()));
+  // k and v share q's B, H and d; their length Tk may differ from Tq (cross-attention).
+  const Shape kv_shape{q.size(0), q.size(1), k.dim() == 4 ? k.size(2) : -1, q.size(3)};
+  if (k.shape() != kv_shape || v.shape() != kv_shape)
+    throw ShapeError(op + ": k and v must be [B, H, Tk, d] with q's B, H, d, got q " + shape_str(q.shape()) + ", k " +
+                     shape_str(k.shape()) + ", v " + shape_str(v.shape()));
+  if (q.size(2) == 0 || k.size(2) == 0 || q.size(3) == 0)
+    throw ShapeError(op + ": empty sequence or head dim in q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()));
+  if (options.window < 0) throw ValueError(op + ": window must be >= 0, got " + std::to_string(options.window));
+  if (!options.causal && options.window != 0)
+    throw ValueError(op + ": window " + std::to_string(options.window) +
+                     " needs causal attention (a window is a causal mask); set window 0 with causal false");
+  if (options.causal && q.size(2) != k.size(2))
+    throw ValueError(op + ": a causal mask needs as many queries as keys, got Tq " + std::to_string(q.size(2)) +
+                     " and Tk " + std::to_string(k.size(2)) + " (set causal false for cross-attention)");
+  check_active_queries(options.active_queries, q, op.c_str());
+  auto check_term = [&](const Tensor& t, const Shape& want, const char* name) {
+    if (!t.defined()) return;
+    if (!dtypes.allowed(t.dtype()))
+      throw DTypeError(op + ": " + name + " must be " + dtypes.words + ", got " + t.str());
+    if (dtypes.terms_match_q) check_same_dtype(q, t, op.c_str());
+    if (t.shape() != want)
+      throw ShapeError(op + ": " + name + " has shape " + shape_str(t.shape()) + ", expected " + shape_str(want) +
+                       " for q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()));
+  };
+  const Shape rows{q.size(0), q.size(1), q.size(2)}, cols{k.size(0), k.size(1), k.size(2)};
+  check_term(terms.row_bias, rows, "row_bias");
+  check_term(terms.col_bias, cols, "col_bias");
+  check_term(terms.modulation_row, rows, "modulation_row");
+  check_term(terms.modulation_col, cols, "modulation_col");
+  check_term(terms.modulation_alpha, Shape{1}, "modulation_alpha");
+  const bool modulated =
+      terms.modulation_row.defined() || terms.modulation_col.defined() || terms.modulation_alpha.defined();
+  if (modulated &&
+      (!terms.modulation_row.defined() || !terms.modulation_col.defined() || !terms.modulation_alpha.defined()))
+    throw ValueError(op + ": the modulation needs modulation_row, modulation_col and modulation_alpha together");
+  if (options.modulation_entropy && !modulated)
+    throw ValueError(op + ": modulation_entropy asked without modulation terms");
+  if (modulated && !(terms.modulation_temperature > 0))
+    throw ValueError(op + ": modulation temperature must be > 0, got " + std::to_string(terms.modulation_temperature));
+}
+
+void check_active_queries(const Tensor& active, const Tensor& q, const char* op) {
+  if (!active.defined()) return;
+  const Shape want{q.size(0), q.size(2)};
+  if (active.dtype() != DType::i32 || active.shape() != want || active.device() != q.device())
+    throw ValueError(std::string(op) + ": active_queries must be an i32 [B, Tq] = " + shape_str(want) +
+                     " tensor on q's device (" + device_name(q.device()) + "), got " + active.str() + " on " +
+                     device_name(active.device()));
+}
+
+AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
+                                const AttentionOptions& options) {
+  const char* op = "flash_attention";
+  // CUDA tensors: the fused CUDA kernels or the composed attention (ops/attention/cuda_attention.h), with
+  // their own dtype rules (bf16 allowed there). active_queries is checked against q's device below.
+  if (common_device(op, {q, k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col,
+                         terms.modulation_alpha}) != Device::cpu)
+    return cuda_attention(q, k, v, terms, options);
+  static const AttentionDTypes cpu_dtypes{[](DType t) { return t == DType::f32 || t == DType::f64; }, "f32 or f64",
+                                          true};
+  check_attention_args(q, k, v, terms, options, cpu_dtypes);
+  const bool modulated = terms.modulation_row.defined();
+  const Shape row_shape{q.size(0), q.size(1), q.size(2)};
+  SavedAttention s;
+  s.q = q.detach();
+  s.k = k.detach();
+  s.v = v.detach();
+  s.row_bias = terms.row_bias.defined() ? terms.row_bias.detach() : Tensor();
+  s.col_bias = terms.col_bias.defined() ? terms.col_bias.detach() : Tensor();
+  if (modulated) {
+    s.modulation_row = terms.modulation_row.detach();
+    s.modulation_col = terms.modulation_col.detach();
+    s.alpha = terms.modulation_alpha.item();
+    s.inv_tau = 1.0 / terms.modulation_temperature;
+    s.hard_threshold = terms.modulation_hard_threshold;
+    if (terms.modulation_noise) {
+      s.noise = true;
+      s.noise_state = terms.modulation_noise->state();
+      // One word per (b, h, i, j) entry, skipped rows included: reserve them so the next draw starts after.
+      s.noise_state.offset = terms.modulation_noise->reserve(static_cast<std::uint64_t>(q.size(0) * q.size(1)) *
+                                                             static_cast<std::uint64_t>(q.size(2) * k.size(2)));
+    }
+  }
+  if (options.active_queries.defined()) s.active = options.active_queries.detach();
+  s.options = options;
+  s.options.stats = nullptr;
+  s.options.active_queries = Tensor();  // kept once, in s.active
+
+  const std::int64_t B = q.size(0), H = q.size(1), BH = B * H, Tn = q.size(2);
+  const bool want_entropy = options.entropy_output || options.stats;
+  AttentionResult result;
+  Tensor out = Tensor::empty(q.shape(), q.dtype());
+  Tensor lse = Tensor::empty(row_shape, q.dtype());
+  Tensor row_entropy = want_entropy ? Tensor::empty(row_shape, q.dtype()) : Tensor();
+  Tensor row_asum = want_entropy ? Tensor::empty(row_shape, q.dtype()) : Tensor();
+  Tensor row_sink = options.stats ? Tensor::empty(row_shape, q.dtype()) : Tensor();
+  Tensor mod_entropy = options.modulation_entropy ? Tensor::empty({B, H}, q.dtype()) : Tensor();
+  const std::int64_t n_qt = (Tn + cpu::kAttnTileQ - 1) / cpu::kAttnTileQ;
+  std::vector<GateMoments> moments(options.stats && modulated ? static_cast<std::size_t>(BH * n_qt) : 0);
+
+  dispatch_float(q.dtype(), op, [&]<class T>() {
+    cpu::FlashForwardOutputs<T> o;
+    o.out = out.data<T>();
+    o.lse = lse.data<T>();
+    o.row_entropy = ptr_or_null<T>(row_entropy);
+    o.row_asum = ptr_or_null<T>(row_asum);
+    o.row_sink = ptr_or_null<T>(row_sink);
+    o.modulation_entropy = ptr_or_null<T>(mod_entropy);
+    o.modulation_moments = moments.empty() ? nullptr : moments.data();
+    cpu::flash_attention_forward(make_params<T>(s), o);
+  });
+
+  if (options.stats) {
+    AttentionStats st;
+    std::vector<double> ent = row_entropy.to_vector(), sink = row_sink.to_vector();
+    const std::int32_t* active = s.active.defined() ? s.active.data<std::int32_t>() : nullptr;
+    const std::int64_t w = options.window;
+    // Causal: queries i ≥ 1 (query 0 sees key 0 alone); not causal: every query.
+    const std::int64_t first_sink_row = options.causal ? 1 : 0;
+    for (std::int64_t bh = 0; bh < BH; ++bh)
+      for (std::int64_t i = 0; i < Tn; ++i) {
+        if (active && active[(bh / H) * Tn + i] == 0) continue;  // a skipped row is not counted
+        st.entropy_sum += ent[static_cast<std::size_t>(bh * Tn + i)];
+        ++st.entropy_count;
+        if (i >= first_sink_row) {  // key 0 may be outside a window
+          st.sink_sum += (w == 0 || i < w) ? sink[static_cast<std::size_t>(bh * Tn + i)] : 0.0;
+          ++st.sink_count;
+        }
+      }
+    for (const GateMoments& g : moments) st.modulation.merge(g);
+    options.stats->merge(st);
+  }
+
+  s.out = out.detach();
+  s.lse = lse;
+  if (options.entropy_output) {
+    s.row_entropy = row_entropy;
+    s.row_asum = row_asum;
+  }
+  result.out = out;
+  result.row_entropy = options.entropy_output ? row_entropy : Tensor();
+  result.modulation_entropy = mod_entropy;
+
+  std::vector<Tensor> outputs{out};
+  if (result.row_entropy.defined()) outputs.push_back(result.row_entropy);
+  if (result.modulation_entropy.defined()) outputs.push_back(result.modulation_entropy);
+  const int entropy_slot = result.row_entropy.defined() ? 1 : -1;
+  const int mod_slot = result.modulation_entropy.defined() ? static_cast<int>(outputs.size()) - 1 : -1;
+
+  const Tensor alpha = modulated ? terms.modulation_alpha : Tensor();
+  std::vector<Tensor> inputs{q,    k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col,
+                             alpha};
+  auto backward = [s, entropy_slot, mod_slot](const std::vector<Tensor>& grads, const std::vector<bool>& needs) {
+    const Tensor& d_out = grads[0];
+    const Tensor d_entropy = entropy_slot >= 0 ? grads[static_cast<std::size_t>(entropy_slot)] : Tensor();
+    const Tensor d_mod = mod_slot >= 0 ? grads[static_cast<std::size_t>(mod_slot)] : Tensor();
+    const Shape& qs = s.q.shape();
+    const Shape& ks = s.k.shape();
+    const Shape rs{qs[0], qs[1], qs[2]}, cs{ks[0], ks[1], ks[2]};
+    auto maybe = [&](std::size_t i, const Shape& shape) {
+      return needs[i] ? Tensor::empty(shape, s.q.dtype()) : Tensor();
+    };
+    Tensor dq = maybe(0, qs), dk = maybe(1, ks), dv = maybe(2, ks);
+    Tensor drb = maybe(3, rs), dcb = maybe(4, cs), dmr = maybe(5, rs), dmc = maybe(6, cs);
+    Tensor d_alpha;
+    dispatch_float(s.q.dtype(), "flash_attention backward", [&]<class T>() {
+      cpu::FlashBackwardInputs<T> in;
+      in.out = s.out.data<T>();
+      in.lse = s.lse.data<T>();
+      in.d_out = ptr_or_null<T>(d_out);
+      in.d_row_entropy = ptr_or_null<T>(d_entropy);
+      in.row_entropy = ptr_or_null<T>(s.row_entropy);
+      in.row_asum = ptr_or_null<T>(s.row_asum);
+      in.d_modulation_entropy = ptr_or_null<T>(d_mod);
+      std::vector<T> alpha_partial(needs[7] ? static_cast<std::size_t>(qs[0] * qs[1]) : 0);
+      cpu::FlashBackwardOutputs<T> g;
+      g.dq = ptr_or_null<T>(dq);
+      g.dk = ptr_or_null<T>(dk);
+      g.dv = ptr_or_null<T>(dv);
+      g.d_row_bias = ptr_or_null<T>(drb);
+      g.d_col_bias = ptr_or_null<T>(dcb);
+      g.d_modulation_row = ptr_or_null<T>(dmr);
+      g.d_modulation_col = ptr_or_null<T>(dmc);
+      g.d_alpha_partial = alpha_partial.empty() ? nullptr : alpha_partial.data();
+      cpu::flash_attention_backward(make_params<T>(s), in, g);
+      if (needs[7]) {
+        double total = 0;
+        for (T x : alpha_partial) total += static_cast<double>(x);
+        d_alpha = Tensor::full({1}, total, s.q.dtype());
+      }
+    });
+    return std::vector<Tensor>{dq, dk, dv, drb, dcb, dmr, dmc, d_alpha};
+  };
+  std::vector<Tensor> recorded = autograd::record_multi("flash_attention", outputs, inputs, backward);
+  result.out = recorded[0];
+  if (entropy_slot >= 0) result.row_entropy = recorded[static_cast<std::size_t>(entropy_slot)];
+  if (mod_slot >= 0) result.modulation_entropy = recorded[static_cast<std::size_t>(mod_slot)];
+  return result;
+}
+
+}  // namespace gattn::ops

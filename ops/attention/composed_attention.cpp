@@ -1,0 +1,205 @@
+// The composed attention: ops/attention/attention.h's math (causal or not, Tq and Tk of their own) written term by term
+// with the primitive autograd ops, so its gradients come from those ops' (separately gradchecked) backwards, on any
+// device.
+#include "ops/attention/composed_attention.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/autograd/grad_mode.h"
+#include "core/tensor/philox.h"
+#include "core/tensor/random.h"
+#include "ops/common.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/nn_functional.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+#include "ops/unary.h"
+
+namespace gattn::ops {
+
+namespace {
+
+// A row term is [B, H, Tq] (x = q), a column term [B, H, Tk] (x = k).
+void check_term(const Tensor& t, const Tensor& x, const char* name) {
+  if (!t.defined()) return;
+  const Shape want{x.size(0), x.size(1), x.size(2)};
+  if (t.shape() != want)
+    throw ShapeError(std::string("composed_attention: ") + name + " has shape " + shape_str(t.shape()) + ", expected " +
+                     shape_str(want));
+}
+
+// The modulation's logistic noise n_ij for every (b·h, i, j), drawn exactly as the fused kernel
+// does (ops/attention/cpu/flash_attention.h, logistic_noise): the op reserves B·H·Tq·Tk words of the
+// generator and entry (bh, i, j) uses word offset + (bh·Tq + i)·Tk + j, u = (top 24 bits + ½)/2²⁴,
+// n = ln u − ln(1 − u).
+Tensor logistic_noise(Generator& gen, std::int64_t BH, std::int64_t Tq, std::int64_t Tk, const Shape& shape,
+                      DType dtype, Device device) {
+  const GeneratorState state = gen.state();
+  const std::uint64_t offset = gen.reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(Tq * Tk));
+  std::vector<double> values(static_cast<std::size_t>(BH * Tq * Tk));
+  for (std::size_t idx = 0; idx < values.size(); ++idx) {
+    const std::uint64_t word = offset + idx;
+    const Philox4 r = philox_block(state.seed, state.stream, word / 4);
+    const double u = (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
+    values[idx] = std::log(u) - std::log1p(-u);
+  }
+  return Tensor::from(values, shape, dtype).to(device);
+}
+
+}  // namespace
+
+Tensor attention_hidden_mask(std::int64_t Tq, std::int64_t Tk, std::int64_t window, bool causal, Device device) {
+  // A device mask is made once per (T, window) and kept: building it on the host and copying it
+  // from pageable memory on every layer of every step stalled the GPU's stream. Masks are never
+  // written, so sharing one is safe; the cache holds the few shapes a run uses.
+  static std::mutex mu;
+  static std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, Device>, Tensor> cache;
+  const auto key = std::make_tuple(Tq, Tk, window, causal, device);
+  if (device != Device::cpu) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  std::vector<std::int32_t> hidden(static_cast<std::size_t>(Tq * Tk));
+  for (std::int64_t i = 0; i < Tq; ++i)
+    for (std::int64_t j = 0; j < Tk; ++j)
+      hidden[static_cast<std::size_t>(i * Tk + j)] = causal && (j > i || (window > 0 && i - j >= window));
+  Tensor mask = Tensor::from_ints(hidden, {Tq, Tk}).to(device);
+  if (device != Device::cpu) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (cache.size() >= 16) cache.clear();
+    cache.emplace(key, mask);
+  }
+  return mask;
+}
+
+AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
+                                   const AttentionOptions& options) {
+  if (!q.defined() || !k.defined() || !v.defined()) throw ValueError("composed_attention: q, k, v must be defined");
+  if (q.dim() != 4 || k.dim() != 4 || k.shape() != v.shape() || k.size(0) != q.size(0) || k.size(1) != q.size(1) ||
+      k.size(3) != q.size(3))
+    throw ShapeError("composed_attention: q must be [B, H, Tq, d] and k, v [B, H, Tk, d], got " + shape_str(q.shape()) +
+                     ", " + shape_str(k.shape()) + ", " + shape_str(v.shape()));
+  if (options.window < 0) throw ValueError("composed_attention: window must be >= 0");
+  if (!options.causal && options.window != 0)
+    throw ValueError("composed_attention: window " + std::to_string(options.window) + " needs causal attention");
+  if (options.causal && q.size(2) != k.size(2))
+    throw ValueError("composed_attention: a causal mask needs as many queries as keys, got Tq " +
+                     std::to_string(q.size(2)) + " and Tk " + std::to_string(k.size(2)));
+  check_term(terms.row_bias, q, "row_bias");
+  check_term(terms.col_bias, k, "col_bias");
+  check_term(terms.modulation_row, q, "modulation_row");
+  check_term(terms.modulation_col, k, "modulation_col");
+  const bool modulated = terms.modulation_row.defined();
+  if (modulated != terms.modulation_col.defined() || modulated != terms.modulation_alpha.defined())
+    throw ValueError(
+        "composed_attention: the modulation needs modulation_row, modulation_col and modulation_alpha together");
+  if (options.modulation_entropy && !modulated)
+    throw ValueError("composed_attention: modulation_entropy without modulation terms");
+  check_active_queries(options.active_queries, q, "composed_attention");
+
+  const std::int64_t B = q.size(0), H = q.size(1), T = q.size(2), Tk = k.size(2), d = q.size(3);
+  const Device device = common_device(
+      "composed_attention",
+      {q, k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col, terms.modulation_alpha});
+  const Tensor hidden = attention_hidden_mask(T, Tk, options.window, options.causal, device);
+  // 1 on active query rows, 0 on skipped ones, [B, 1, T, 1] in q's dtype (undefined: all active).
+  Tensor keep;
+  if (options.active_queries.defined())
+    keep = ops::masked_fill(Tensor::zeros({B, 1, T, 1}, q.dtype(), device), options.active_queries.alias({B, 1, T, 1}),
+                            1.0);
+
+  // S = q kᵀ/√d + c_j + r_i, hidden entries −∞.
+  Tensor S = ops::mul_scalar(ops::matmul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(d)));
+  if (terms.col_bias.defined()) S = S + ops::unsqueeze(terms.col_bias, 2);
+  if (terms.row_bias.defined()) S = S + ops::unsqueeze(terms.row_bias, 3);
+  S = ops::masked_fill(S, hidden, -std::numeric_limits<double>::infinity());
+  const Tensor P = ops::softmax(S);
+
+  // A = P ⊙ M with M = α·σ(u) + 1 − α, u = (a_i + b_j + n_ij)/τ; a hard modulation uses
+  // Gv = 1[G > θ] + (G − stop_gradient(G)): the threshold forward, G's gradient backward.
+  Tensor A = P, u, G, Gv, M;
+  if (modulated) {
+    u = ops::unsqueeze(terms.modulation_row, 3) + ops::unsqueeze(terms.modulation_col, 2);
+    if (terms.modulation_noise)
+      u = u + logistic_noise(*terms.modulation_noise, B * H, T, Tk, u.shape(), q.dtype(), device);
+    u = ops::mul_scalar(u, 1.0 / terms.modulation_temperature);
+    G = ops::sigmoid(u);
+    Gv = std::isnan(terms.modulation_hard_threshold)
+             ? G
+             : ops::heaviside(ops::add_scalar(G.detach(), -terms.modulation_hard_threshold)) + (G - G.detach());
+    M = ops::add_scalar(ops::mul(Gv, terms.modulation_alpha) - terms.modulation_alpha, 1.0);
+    A = P * M;
+  }
+
+  AttentionResult result;
+  result.out = ops::matmul(A, v);
+  if (keep.defined()) result.out = result.out * keep;
+
+  // H_i = −Σ_j A_ij ln A_ij with ln A = log_softmax(S) + ln M, zeroed where hidden before the
+  // product (there A = 0 and ln A = −∞, whose product would be NaN, value and gradient).
+  Tensor row_entropy;
+  if (options.entropy_output || options.stats) {
+    Tensor log_A = ops::log_softmax(S);
+    if (modulated) log_A = log_A + ops::log(M);
+    log_A = ops::masked_fill(log_A, hidden, 0.0);
+    row_entropy = -ops::sum(A * log_A, {-1});
+    if (keep.defined()) row_entropy = row_entropy * ops::reshape(keep, {B, 1, T});
+    if (options.entropy_output) result.row_entropy = row_entropy;
+  }
+
+  // Σ over visible entries of h(G) = −G ln G − (1−G) ln(1−G) = −(G log σ(u) + (1−G) log σ(−u)).
+  if (options.modulation_entropy) {
+    const Tensor one_minus_G = ops::add_scalar(-G, 1.0);
+    Tensor h = ops::masked_fill(-(G * ops::log_sigmoid(u) + one_minus_G * ops::log_sigmoid(-u)), hidden, 0.0);
+    if (keep.defined()) h = h * keep;
+    result.modulation_entropy = ops::sum(h, {2, 3});
+  }
+
+  if (options.stats) {
+    NoGradGuard no_grad;
+    AttentionStats st;
+    // Active rows per sequence (all T without active_queries) and whether row i of sequence b is one.
+    std::vector<double> active_v = options.active_queries.defined()
+                                       ? options.active_queries.to_vector()
+                                       : std::vector<double>(static_cast<std::size_t>(B * T), 1.0);
+    auto active = [&](std::int64_t b, std::int64_t i) { return active_v[static_cast<std::size_t>(b * T + i)] != 0.0; };
+    // The sink counts queries i ≥ 1 when causal (query 0 sees key 0 alone), every query when not.
+    const std::int64_t first_sink_row = options.causal ? 1 : 0;
+    std::int64_t rows = 0, sink_rows = 0;
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t i = 0; i < T; ++i)
+        if (active(b, i)) {
+          ++rows;
+          sink_rows += i >= first_sink_row;
+        }
+    // Entropy and sink are reduced where A lives (one small read each, no T×T copy to the host).
+    st.entropy_sum = ops::sum(row_entropy).item();
+    st.entropy_count = H * rows;
+    if (T > first_sink_row) {  // A_i0 over those active queries; 0 where key 0 is hidden (outside the window)
+      const Tensor A_kept = keep.defined() ? A * keep : A;
+      st.sink_sum = ops::sum(ops::slice(ops::slice(A_kept, 2, first_sink_row, T), 3, 0, 1)).item();
+      st.sink_count = H * sink_rows;
+    }
+    if (modulated) {  // the moments of G over visible entries of active rows need the values themselves
+      const std::vector<double> g = Gv.to_vector(), hid = hidden.to_vector();
+      for (std::int64_t bh = 0; bh < B * H; ++bh)
+        for (std::int64_t i = 0; i < T; ++i) {
+          if (!active(bh / H, i)) continue;
+          for (std::int64_t j = 0; j < Tk; ++j)
+            if (hid[static_cast<std::size_t>(i * Tk + j)] == 0)
+              st.modulation.add(g[static_cast<std::size_t>((bh * T + i) * Tk + j)]);
+        }
+    }
+    options.stats->merge(st);
+  }
+  return result;
+}
+
+}  // namespace gattn::ops
