@@ -19,6 +19,13 @@
 #include "recipes/common/recipe.h"
 #include "recipes/common/stop_signal.h"
 
+// Every recipes/<family>/<name>_command.cpp defines add_<name> (recipes/common/recipe.h).
+namespace gattn::recipes {
+#define GATTN_REGISTERED_COMMAND(name) Action add_##name(CLI::App& app);
+#include "gattn_generated/commands.inc"
+#undef GATTN_REGISTERED_COMMAND
+}  // namespace gattn::recipes
+
 namespace {
 
 // One line on stderr, then the exit code docs/cli.md gives the kind of failure. A rank of a
@@ -62,15 +69,9 @@ int run_cli(int argc, char** argv) {
     gattn::recipes::Action action = adder(app);
     recipes.emplace_back(app.get_subcommands({}).at(before), std::move(action));
   };
-  add(gattn::recipes::add_train);
-  add(gattn::recipes::add_eval);
-  add(gattn::recipes::add_sample);
-  add(gattn::recipes::add_inspect);
-  add(gattn::recipes::add_ablate);
-  add(gattn::recipes::add_report);
-  add(gattn::recipes::add_bench);
-  add(gattn::recipes::add_gates);
-  add(gattn::recipes::add_tokenize);
+#define GATTN_REGISTERED_COMMAND(name) add(gattn::recipes::add_##name);
+#include "gattn_generated/commands.inc"
+#undef GATTN_REGISTERED_COMMAND
 
   try {
     app.parse(argc, argv);

@@ -2,7 +2,7 @@
 // (models/gates/<kind>.cpp) and read by everything else — config validation and its messages, the
 // model's construction and FLOP count, benchmarks, tests and the docs table. Adding a kind that
 // needs no new fused term is one file in models/gates/ plus its test: the build lists the files of
-// that folder (cmake/gate_kinds.cmake) and the registry links each one in.
+// that folder (cmake/generated_lists.cmake) and the registry links each one in.
 #pragma once
 #include <cstdint>
 #include <functional>

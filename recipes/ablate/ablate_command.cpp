@@ -25,7 +25,7 @@
 #include "recipes/ablate/ablation.h"
 #include "recipes/ablate/ablation_summary.h"
 #include "recipes/ablate/generation_speed.h"
-#include "recipes/ablate/report.h"
+#include "recipes/ablate/report_writer.h"
 #include "recipes/common/recipe.h"
 #include "recipes/common/run_config.h"
 

@@ -1,5 +1,8 @@
-// How a recipe (sub-command) plugs into the gattn CLI: it adds its options to a CLI11 sub-app and
-// returns the action main() runs when that sub-command was chosen.
+// How a recipe (sub-command) plugs into the gattn CLI: recipes/<family>/<name>_command.cpp defines
+//   Action add_<name>(CLI::App& app);
+// which adds its options to a CLI11 sub-app of `app` and returns the action main() runs when that
+// sub-command was chosen. The build lists every *_command.cpp (cmake/generated_lists.cmake) and main()
+// adds them in name order: a new command is one new file.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
@@ -7,16 +10,5 @@
 namespace gattn::recipes {
 
 using Action = std::function<int()>;
-
-// Each returns the action to run if its sub-command is selected.
-Action add_train(CLI::App& app);
-Action add_eval(CLI::App& app);
-Action add_inspect(CLI::App& app);
-Action add_sample(CLI::App& app);
-Action add_ablate(CLI::App& app);
-Action add_report(CLI::App& app);
-Action add_bench(CLI::App& app);
-Action add_gates(CLI::App& app);
-Action add_tokenize(CLI::App& app);
 
 }  // namespace gattn::recipes

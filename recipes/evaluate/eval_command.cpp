@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "recipes/common/checkpoint_model.h"
+#include "recipes/common/evaluation.h"
 #include "recipes/common/recipe.h"
 #include "recipes/common/run_setup.h"
 #include "recipes/common/vocabulary_match.h"

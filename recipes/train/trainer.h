@@ -26,6 +26,7 @@
 #include "framework/io/metrics.h"
 #include "framework/runtime/progress.h"
 #include "models/attention.h"
+#include "recipes/common/evaluation.h"
 #include "recipes/common/run_setup.h"
 #include "recipes/common/stats_reduce.h"
 #include "recipes/train/checkpoint_policy.h"

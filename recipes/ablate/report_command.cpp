@@ -1,7 +1,5 @@
 // `gattn report RUN_DIR… [--output FILE] [--heads L:H,…]`: one self-contained report.html over the
 // runs (an ablation directory stands for its cells).
-#include "recipes/ablate/report.h"
-
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -9,6 +7,7 @@
 #include "framework/io/checkpoint.h"
 #include "framework/io/run_files.h"
 #include "recipes/ablate/ablation.h"
+#include "recipes/ablate/report_writer.h"
 #include "recipes/common/recipe.h"
 
 namespace gattn::recipes {
@@ -62,16 +61,6 @@ int run_report(const ReportArgs& args) {
 }
 
 }  // namespace
-
-std::uintmax_t write_report(const ReportRequest& request) {
-  check_output_file(request.output, "report: output");  // before the runs are read and probed
-  std::vector<ReportRun> runs;
-  for (const std::string& dir : request.run_dirs) runs.push_back(ReportRun{read_run(dir), RunProbe{}});
-  for (ReportRun& run : runs) run.probe = probe_run(run.record.dir, request.windows, request.sample_tokens);
-  const std::string html = report_html(runs, request.options);
-  write_file_atomically(request.output, html);
-  return html.size();
-}
 
 Action add_report(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
