@@ -11,7 +11,7 @@ namespace {
 std::string repository_path(const char* file) {
   if (!file) return "?";
   const char* best = nullptr;
-  for (const char* top : {"/framework/", "/ops/", "/models/", "/recipes/", "/tests/", "/benchmarks/"}) {
+  for (const char* top : {"/core/", "/framework/", "/ops/", "/models/", "/recipes/", "/tests/", "/benchmarks/"}) {
     for (const char* p = std::strstr(file, top); p; p = std::strstr(p + 1, top))
       if (!best || p > best) best = p;
   }
