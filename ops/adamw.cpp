@@ -31,19 +31,13 @@ void check_update(const AdamWParam& u) {
 
 template <class T>
 cpu::AdamWHostParam<T> host_param(const AdamWParam& u) {
-  return {u.param.kernel_data<T>(),
-          u.grad.kernel_data<T>(),
-          u.exp_avg.kernel_data<T>(),
-          u.exp_avg_sq.kernel_data<T>(),
-          u.param.numel(),
-          u.decay,
-          u.step_size,
-          u.inv_sqrt_bc2};
+  return {u.param.kernel_data<T>(),      u.grad.kernel_data<T>(), u.exp_avg.kernel_data<T>(),
+          u.exp_avg_sq.kernel_data<T>(), u.param.numel(),         adamw::coeffs_as<T>(u.coeffs)};
 }
 
 }  // namespace
 
-void adamw_update_(const std::vector<AdamWParam>& params, const AdamWHyper& hyper) {
+void adamw_update_(const std::vector<AdamWParam>& params, const adamw::Settings& settings) {
   std::vector<cpu::AdamWHostParam<float>> host_f32;
   std::vector<cpu::AdamWHostParam<double>> host_f64;
 #ifdef GATTN_WITH_CUDA
@@ -55,8 +49,7 @@ void adamw_update_(const std::vector<AdamWParam>& params, const AdamWHyper& hype
 #ifdef GATTN_WITH_CUDA
       device_params.push_back({u.param.kernel_data<float>(), u.grad.kernel_data<float>(),
                                u.exp_avg.kernel_data<float>(), u.exp_avg_sq.kernel_data<float>(), u.param.numel(),
-                               static_cast<float>(u.decay), static_cast<float>(u.step_size),
-                               static_cast<float>(u.inv_sqrt_bc2)});
+                               adamw::coeffs_as<float>(u.coeffs)});
 #endif
       continue;
     }
@@ -65,15 +58,11 @@ void adamw_update_(const std::vector<AdamWParam>& params, const AdamWHyper& hype
     else
       host_f64.push_back(host_param<double>(u));
   }
-  cpu::adamw_update_all(host_f32, hyper.beta1, hyper.beta2, hyper.eps);
-  cpu::adamw_update_all(host_f64, hyper.beta1, hyper.beta2, hyper.eps);
+  cpu::adamw_update_all(host_f32, adamw::hyper_as<float>(settings));
+  cpu::adamw_update_all(host_f64, adamw::hyper_as<double>(settings));
 #ifdef GATTN_WITH_CUDA
-  if (!device_params.empty()) {
-    const cuda::AdamWHyper h{static_cast<float>(hyper.beta1), static_cast<float>(hyper.beta2),
-                             static_cast<float>(1.0 - hyper.beta1), static_cast<float>(1.0 - hyper.beta2),
-                             static_cast<float>(hyper.eps)};
-    cuda::adamw_multi_tensor_f32(device_params, h, cuda::stream());
-  }
+  if (!device_params.empty())
+    cuda::adamw_multi_tensor_f32(device_params, adamw::hyper_as<float>(settings), cuda::stream());
 #endif
 }
 

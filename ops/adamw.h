@@ -7,27 +7,21 @@
 #include <vector>
 
 #include "core/tensor/tensor.h"
+#include "ops/adamw_element.h"
 
 namespace gattn::ops {
 
-// One parameter's AdamW update of this step, with its own coefficients (from its group's lr and
-// weight decay and its own step count t, computed by the optimizer in double):
-//   m = β1 m + (1−β1) g;  v = β2 v + (1−β2) g²;  p = p·decay − step_size · m / (√v · inv_sqrt_bc2 + eps)
+// One parameter's AdamW update of this step: its tensors (one shape, one dtype and device) and its
+// own coefficients (ops/adamw_element.h).
 struct AdamWParam {
-  Tensor param, grad, exp_avg, exp_avg_sq;  // one shape, one dtype and device
-  double decay;                             // 1 − lr·wd
-  double step_size;                         // lr / (1 − β1ᵗ)
-  double inv_sqrt_bc2;                      // 1 / √(1 − β2ᵗ)
-};
-
-struct AdamWHyper {
-  double beta1, beta2, eps;
+  Tensor param, grad, exp_avg, exp_avg_sq;
+  adamw::ParamCoeffs coeffs;
 };
 
 // Updates every listed parameter and its moments in place: f32 and f64 CPU tensors, f32 CUDA
 // tensors. Every operation rounds once (no fused multiply-adds), on both devices. Throws
 // DTypeError / ShapeError when a parameter's tensors do not agree.
-void adamw_update_(const std::vector<AdamWParam>& params, const AdamWHyper& hyper);
+void adamw_update_(const std::vector<AdamWParam>& params, const adamw::Settings& settings);
 
 // Σ g² over every element of every tensor, accumulated in double in an order fixed by the shapes
 // alone (fixed-size blocks, added in list order), so the sum has the same bits for any thread

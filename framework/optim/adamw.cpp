@@ -158,11 +158,12 @@ void AdamW::step(std::int64_t global_step) {
       ParamState& s = states_[i];
       s.t += 1;
       const double t = static_cast<double>(s.t);
-      updates.push_back({p, g, s.exp_avg, s.exp_avg_sq, 1.0 - lr * group.weight_decay,
-                         lr / (1.0 - std::pow(options_.beta1, t)), 1.0 / std::sqrt(1.0 - std::pow(options_.beta2, t))});
+      const adamw::ParamCoeffs coeffs{1.0 - lr * group.weight_decay, lr / (1.0 - std::pow(options_.beta1, t)),
+                                      1.0 / std::sqrt(1.0 - std::pow(options_.beta2, t))};
+      updates.push_back({p, g, s.exp_avg, s.exp_avg_sq, coeffs});
     }
   }
-  ops::adamw_update_(updates, {options_.beta1, options_.beta2, options_.eps});
+  ops::adamw_update_(updates, adamw::Settings{options_.beta1, options_.beta2, options_.eps});
 }
 
 void AdamW::zero_grad() {

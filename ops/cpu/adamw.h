@@ -2,7 +2,7 @@
 // each in one parallel region (one fork/join per step instead of one per parameter: a model has
 // dozens of parameters, most of them small, and each region costs a wake-up of the pool).
 // Included by ops/adamw.cpp alone, which is built with -ffp-contract=off (CMakeLists.txt): every
-// operation rounds once, as the CUDA kernel's __fmul_rn/__fadd_rn do.
+// operation of the element update (ops/adamw_element.h) rounds once, as on the GPU.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/adamw_element.h"
 #include "ops/cpu/parallel.h"
 
 namespace gattn::cpu {
@@ -37,7 +38,7 @@ void for_each_optimizer_block(const std::vector<Item>& items, std::int64_t cost_
   }
 }
 
-// One host parameter's update: its buffers and coefficients (see ops::AdamWParam).
+// One host parameter's update: its buffers and coefficients.
 template <class T>
 struct AdamWHostParam {
   T* p;
@@ -45,27 +46,17 @@ struct AdamWHostParam {
   T* m;
   T* v;
   std::int64_t n;
-  double decay, step_size, inv_sqrt_bc2;
+  adamw::Coeffs<T> c;
 };
 
 template <class T>
-void adamw_update_all(const std::vector<AdamWHostParam<T>>& params, double beta1, double beta2, double eps) {
-  for_each_optimizer_block(params, 8, [=](const AdamWHostParam<T>& u, std::int64_t begin, std::int64_t end) {
-    const T decay = static_cast<T>(u.decay), b1 = static_cast<T>(beta1), b2 = static_cast<T>(beta2);
-    const T one_b1 = static_cast<T>(1.0 - beta1), one_b2 = static_cast<T>(1.0 - beta2);
-    const T step = static_cast<T>(u.step_size), inv_bc2 = static_cast<T>(u.inv_sqrt_bc2), e = static_cast<T>(eps);
+void adamw_update_all(const std::vector<AdamWHostParam<T>>& params, const adamw::Hyper<T>& h) {
+  for_each_optimizer_block(params, 8, [&h](const AdamWHostParam<T>& u, std::int64_t begin, std::int64_t end) {
     T* __restrict p = u.p;
     const T* __restrict g = u.g;
     T* __restrict m = u.m;
     T* __restrict v = u.v;
-    for (std::int64_t i = begin; i < end; ++i) {
-      const T gi = g[i];
-      const T mi = b1 * m[i] + one_b1 * gi;
-      const T vi = b2 * v[i] + one_b2 * gi * gi;
-      m[i] = mi;
-      v[i] = vi;
-      p[i] = p[i] * decay - step * mi / (std::sqrt(vi) * inv_bc2 + e);
-    }
+    for (std::int64_t i = begin; i < end; ++i) adamw::update(p[i], g[i], m[i], v[i], h, u.c);
   });
 }
 

@@ -19,26 +19,18 @@ struct LaunchList {
   int count;
 };
 
-__global__ void adamw_kernel(LaunchList list, AdamWHyper h) {
+__global__ void adamw_kernel(LaunchList list, adamw::Hyper<float> h) {
   const long long b = blockIdx.x;
   int k = 0;
   while (k + 1 < list.count && list.first_block[k + 1] <= b) ++k;
   const AdamWTensor& t = list.t[k];
   const long long begin = (b - list.first_block[k]) * kChunk;
   const long long end = begin + kChunk < t.n ? begin + kChunk : t.n;
-  for (long long i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const float gi = t.g[i];
-    // __fmul_rn/__fadd_rn: never contracted into FMAs, so each step rounds like the CPU's.
-    const float mi = __fadd_rn(__fmul_rn(h.beta1, t.m[i]), __fmul_rn(h.one_minus_beta1, gi));
-    const float vi = __fadd_rn(__fmul_rn(h.beta2, t.v[i]), __fmul_rn(__fmul_rn(h.one_minus_beta2, gi), gi));
-    t.m[i] = mi;
-    t.v[i] = vi;
-    const float denom = __fadd_rn(__fmul_rn(__fsqrt_rn(vi), t.inv_sqrt_bc2), h.eps);
-    t.p[i] = __fsub_rn(__fmul_rn(t.p[i], t.decay), __fdiv_rn(__fmul_rn(t.step_size, mi), denom));
-  }
+  for (long long i = begin + threadIdx.x; i < end; i += blockDim.x)
+    adamw::update(t.p[i], t.g[i], t.m[i], t.v[i], h, t.c);
 }
 
-void launch_list(LaunchList& list, const AdamWHyper& h, cudaStream_t stream) {
+void launch_list(LaunchList& list, const adamw::Hyper<float>& h, cudaStream_t stream) {
   const long long blocks = list.first_block[list.count];
   if (blocks == 0) return;
   launch(adamw_kernel, static_cast<unsigned>(blocks), kThreads, 0, stream, list, h);
@@ -47,7 +39,8 @@ void launch_list(LaunchList& list, const AdamWHyper& h, cudaStream_t stream) {
 
 }  // namespace
 
-void adamw_multi_tensor_f32(const std::vector<AdamWTensor>& tensors, const AdamWHyper& hyper, CUstream_st* stream) {
+void adamw_multi_tensor_f32(const std::vector<AdamWTensor>& tensors, const adamw::Hyper<float>& hyper,
+                            CUstream_st* stream) {
   LaunchList list{};
   list.first_block[0] = 0;
   for (const AdamWTensor& t : tensors) {

@@ -48,9 +48,7 @@ TEST(CudaAdamW, MultiTensorKernelMatchesCpuAdamWWithGroupsAndFreeze) {
   }
   optim::AdamW cpu_opt(cpu_params, o);
 
-  const cuda::AdamWHyper hyper{static_cast<float>(o.beta1), static_cast<float>(o.beta2),
-                               static_cast<float>(1.0 - o.beta1), static_cast<float>(1.0 - o.beta2),
-                               static_cast<float>(o.eps)};
+  const adamw::Hyper<float> hyper = adamw::hyper_as<float>(adamw::Settings{o.beta1, o.beta2, o.eps});
   std::vector<std::int64_t> t(shapes.size(), 0);
   for (std::int64_t step = 0; step < 3; ++step) {
     std::vector<Tensor> grads;
@@ -65,9 +63,9 @@ TEST(CudaAdamW, MultiTensorKernelMatchesCpuAdamWWithGroupsAndFreeze) {
       const double ti = static_cast<double>(++t[i]);
       list.push_back({static_cast<float*>(gpu_p[i].raw_data()), static_cast<const float*>(grads.back().raw_data()),
                       static_cast<float*>(gpu_m[i].raw_data()), static_cast<float*>(gpu_v[i].raw_data()),
-                      gpu_p[i].numel(), static_cast<float>(1.0 - lr * wd),
-                      static_cast<float>(lr / (1.0 - std::pow(o.beta1, ti))),
-                      static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(o.beta2, ti)))});
+                      gpu_p[i].numel(),
+                      adamw::coeffs_as<float>(adamw::ParamCoeffs{1.0 - lr * wd, lr / (1.0 - std::pow(o.beta1, ti)),
+                                                                 1.0 / std::sqrt(1.0 - std::pow(o.beta2, ti))})});
     }
     cpu_opt.step(step);
     cuda::adamw_multi_tensor_f32(list, hyper, cuda::compute_stream().handle());
