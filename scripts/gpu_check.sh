@@ -133,7 +133,7 @@ if [[ -x build-gpu/benchmarks/gattn_bench_cuda_ops ]] && (( bench_ops_limit > 0 
   cat "$logs/bench_cuda_ops.log"
 fi
 
-# NCCL as a world of one under mpirun (the dist issue's GPU check; 2-rank NCCL needs two GPUs).
+# NCCL as a world of one under mpirun (docs/distributed-and-gpu.md; 2-rank NCCL needs two GPUs).
 if command -v mpirun >/dev/null 2>&1; then
   echo "gpu_check: NCCL communicator under mpirun -n 1 [$(elapsed)]"
   root_flag=(); if [[ $(id -u) -eq 0 ]]; then root_flag=(--allow-run-as-root); fi
@@ -156,7 +156,7 @@ else
   echo "gpu_check: skipped the data-parallel trainer check (past the deadline)"
 fi
 
-# gattn's attention op against PyTorch on the issue-7 shapes (16k tokens per case, T 1k/4k/16k,
+# gattn's attention op against PyTorch on the shapes of docs/benchmarks.md (16k tokens per case, T 1k/4k/16k,
 # 16x64 and 8x128, bf16): flash SDPA for none/output, the eager formula for score/forget/pair. The
 # script splits its own budget (gattn 45 %, then PyTorch 30 % of the step's; unfinished cases are marked, an eager
 # case over 2 s per iteration is reported from that one iteration) so the outer timeout only catches a
@@ -178,7 +178,7 @@ fi
 
 # The GPT-2 124M shape (configs/gpt2_124m.yaml: 12 layers, 768 wide, T = 1024, output gates) on
 # synthetic tokens, one micro-batch per step:
-#  - bf16 mixed precision, 200 steps of 16 sequences: the issue's tokens/s and MFU (attention in the
+#  - bf16 mixed precision, 200 steps of 16 sequences: the tokens/s and MFU (attention in the
 #    fused kernel; GEMMs on bf16 tensor cores), against the H200's dense bf16 peak of 989 TFLOP/s;
 #  - fp32 (TF32 GEMMs, composed attention, which stores several B·H·T·T score tensors per layer:
 #    8 sequences keep them near 25 GB), 60 steps if time is left, against the TF32 peak of 494.

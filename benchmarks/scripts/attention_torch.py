@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gattn's gated attention against PyTorch on the same shapes, in one run (issue 7).
+"""gattn's gated attention against PyTorch on the same shapes, in one run (docs/benchmarks.md).
 
 For every gate kind and shape it times a block's attention with its gate, as the model runs it
 between the qkv and output projections (GatedAttention::attend), forward and backward: the gate's
@@ -22,7 +22,7 @@ n·d … n·d + d − 1) and the backward is out.backward(grad) with a random gr
              y = P v, heads merged.
 
 It prints one markdown table (TFLOP/s of forward+backward, the ratio gattn/torch, the PyTorch path)
-and a verdict per goal of the issue: none/output ≥ 0.8× flash SDPA; score/forget/pair ≥ 3× eager at
+and a verdict per goal (docs/benchmarks.md): none/output ≥ 0.8× flash SDPA; score/forget/pair ≥ 3× eager at
 T = 4k; score/forget/pair run at T = 16k. FLOPs: forward 4·B·H·T²·d halved for the causal mask,
 backward 2.5× forward, for every kind; the gate's own work (its projections, sigmoids, cumsum and
 products) is timed but not counted.
@@ -413,7 +413,7 @@ def report(a, g, t):
         lines.append(f"| {c[0]} | {c[2]} | {c[3]}×{c[4]} | {c[1]} | {fmt_tf(gr)} | {fmt_tf(tr)} | "
                      f"{fmt_ratio(ratio(gr, tr), tr)} | {fwd(gr)} | {fwd(tr)} | {fmt_mem(gr)} | {fmt_mem(tr)} | "
                      f"{tr.get('path', '-')}{'' if tr.get('status') == 'ok' else ' (' + tr.get('status', '?') + ')'} |")
-    lines += ["", "Goals (issue 7; stated for an H200 in bf16):"] + verdicts(a, g, t)
+    lines += ["", "Goals (docs/benchmarks.md; stated for an H200 in bf16):"] + verdicts(a, g, t)
     return "\n".join(lines) + "\n"
 
 

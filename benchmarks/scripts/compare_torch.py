@@ -125,7 +125,7 @@ def gate_lr_scale(cfg):
 def torch_tokens_per_s(cfg, steps, threads, warmup, schedule=False):
     """Trains `steps` steps; returns (tokens/s after `warmup` steps, last loss, val loss or None).
     With schedule=True the lr follows the config's schedule over `steps` and the model is evaluated
-    on SPEC §5's val windows (the first eval.max_windows windows of T+1 tokens at stride T)."""
+    on the val windows of docs/cli.md (the first eval.max_windows windows of T+1 tokens at stride T)."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -210,7 +210,7 @@ def torch_tokens_per_s(cfg, steps, threads, warmup, schedule=False):
             self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
             self.blocks = nn.ModuleList(Block() for _ in range(L))
             self.ln_f = nn.LayerNorm(C)
-            # GPT-2 initialisation as gattn's (SPEC §4): normal(0, 0.02), residual projections at
+            # GPT-2 initialisation as gattn's (models/README.md): normal(0, 0.02), residual projections at
             # 0.02/√(2L), zero biases.
             for n, p in self.named_parameters():
                 if p.dim() == 2:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Step-level parity of gattn against an independent PyTorch implementation (f64) of SPEC §4.
+"""Step-level parity of gattn against an independent PyTorch implementation (f64) of models/README.md.
 
 Takes a gattn checkpoint (model.safetensors, optimizer.safetensors, state.json), draws one batch of
 training windows, and has both implementations do one training step on it from the same state:
@@ -8,7 +8,7 @@ training windows, and has both implementations do one training step on it from t
   2. the parameters after global-norm clipping and one AdamW step from the checkpoint's moments at
      the checkpoint's step (the schedule's lr, the config's groups and weight decay).
 
-It prints the worst relative differences. A model whose math matches SPEC §4 shows gradients equal
+It prints the worst relative differences. A model whose math matches models/README.md shows gradients equal
 to a few 1e-6 (f32 rounding); the update matches to about 1e-3 of its size except for the key third
 of each `attn.qkv.bias`, whose exact gradient is zero (a key bias adds the same q·b to every score of
 a row, which softmax ignores) so that Adam normalises pure rounding noise there in both frameworks.
@@ -49,7 +49,7 @@ def load_safetensors(path):
 
 
 def torch_loss(params, cfg, x, y):
-    """SPEC §4's forward (gate kinds none and output) in PyTorch on the given parameters."""
+    """models/README.md's forward (gate kinds none and output) in PyTorch on the given parameters."""
     import torch
     import torch.nn.functional as F
 

@@ -1,10 +1,10 @@
-// Gate kind `context` (the second paradigm of the Gate+Attention article, "解码端调制上下文向量"): a
+// Gate kind `context` (the second paradigm, [GateAttn-Guide] §3.2 "解码端调制上下文向量"; docs/gates.md#references): a
 // gate from the head's query and attention output, interpolating between them:
 // y_n ← g ⊙ y_n + (1 − g) ⊙ q_n, g = act([q_n ; y_n]·Wᵀ + b), with W shared by the heads: a vector
 // gate (granularity elementwise, W [d, 2d]) or a scalar one per head and position (headwise,
-// W [1, 2d]), the article's "标量gate或向量gate". Heads left out of `heads` keep y_n.
+// W [1, 2d]), [GateAttn-Guide]'s "标量gate或向量gate". Heads left out of `heads` keep y_n.
 //
-// On the cross-attention of an encoder–decoder (where: cross) it is the article's decoder context
+// On the cross-attention of an encoder–decoder (where: cross) it is [GateAttn-Guide]'s decoder context
 // gate at full model width: the decoder state s [B, T, C] and the cross-attention's output c (after
 // cross.proj) give s ← g ⊙ c + (1 − g) ⊙ s, g = act([s ; c]·Wᵀ + b) with W [C, 2C] (elementwise) or
 // [1, 2C] (headwise: one value per position), in place of the residual s + c.
@@ -86,7 +86,7 @@ GATTN_GATE_KIND(context) {
   s.summary =
       "g = act([q_n ; y_n]·Wᵀ + b), y_n ← g ⊙ y_n + (1−g) ⊙ q_n, W shared by the heads; where cross: "
       "s ← g ⊙ c + (1−g) ⊙ s on the decoder state, g = act([s ; c]·Wᵀ + b)";
-  s.reference = "the Gate+Attention article's second paradigm (解码端调制上下文向量)";
+  s.reference = "[GateAttn-Guide] §3.2, the second paradigm (解码端调制上下文向量)";
   s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
   s.activations = {"sigmoid", "gumbel_sigmoid", "softplus", "tanh_magnitude"};
   s.options = {choice_option("granularity", "elementwise", {"elementwise", "headwise"},

@@ -1,4 +1,4 @@
-// Gate kind `input` (the Gate+Attention article's ablation, "Gate作用于Attention的输入特征"): a
+// Gate kind `input` ([GateAttn-Guide] §4.3's ablation, "Gate作用于Attention的输入特征"; docs/gates.md#references): a
 // sigmoid gate on the block's normalised input before attn.qkv, so q, k and v are projected from
 // h ⊙ σ(h·Wᵀ + b) instead of h. The gates that read h (score, forget, output, the router) still
 // read the ungated h.
@@ -49,7 +49,7 @@ GATTN_GATE_KIND(input) {
   GateKindSpec s;
   s.name = "input";
   s.summary = "before attn.qkv: q, k, v are computed from h ⊙ g, g = act(h·Wᵀ + b), instead of h";
-  s.reference = "the Gate+Attention article's ablation groups (Gate作用于Attention的输入特征)";
+  s.reference = "[GateAttn-Guide] §4.3, the ablation groups (Gate作用于Attention的输入特征)";
   s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
   s.activations = {"sigmoid", "gumbel_sigmoid", "softplus", "tanh_magnitude"};
   s.options = shared_gate_options({"temperature_final", "temperature_steps", "hard", "hard_threshold", "input_norm",

@@ -1,4 +1,4 @@
-// Gate kind `pair` (the Gated Attention reproduction article, "门控注意力创新设计"): a per-(query, key)
+// Gate kind `pair` ([GatedAttn-Repro] §2.2 "门控注意力创新设计", docs/gates.md#references): a per-(query, key)
 // gate G_ij = σ(a_i + c_j) multiplying the softmax weights, mixed in by α = σ(alpha):
 // A = P ⊙ (α·G + 1 − α). The gate supplies the O(T) row and column terms as the fused op's
 // modulation; the op forms G tile by tile (with the gumbel noise when training; 1[G > θ] with the
@@ -32,7 +32,7 @@ class PairGate : public Gate {
     }
     bias = register_parameter("bias", init_gate_bias({n_head_ / options_.groups}, model, gate));
     // α = σ(alpha) starts at alpha_init (default 1/2: alpha 0, half the attention mass open to
-    // gating); the reproduction article tunes it per task (0.5, 0.7, 0.9).
+    // gating); [GatedAttn-Repro] §5.1 tunes it per task (0.5, 0.7, 0.9).
     const double a0 = gate.option("alpha_init").get<double>();
     alpha = register_parameter("alpha", Tensor::full({1}, std::log(a0 / (1.0 - a0)), model.dtype));
   }
@@ -107,7 +107,7 @@ GATTN_GATE_KIND(pair) {
   GateKindSpec s;
   s.name = "pair";
   s.summary = "A = P ⊙ (α·G + 1 − α) after softmax, G_ij = σ(q_i·wq_n + k_j·wk_n + b_n), α = σ(alpha)";
-  s.reference = "the Gated Attention reproduction article (门控注意力创新设计)";
+  s.reference = "[GatedAttn-Repro] §2.2 (门控注意力创新设计)";
   s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
   s.gate_values = "G_ij over the visible (query, key) pairs";
   s.parameter_doc =

@@ -1,7 +1,7 @@
-// Gate kind `routed` (the third paradigm of the Gate+Attention article, "Gate做多路Attention路由"):
+// Gate kind `routed` (the third paradigm, [GateAttn-Guide] §3.3 "Gate做多路Attention路由"; docs/gates.md#references):
 // attention experts with different spans (`windows`) share q, k, v; a softmax router r = softmax(h·Wᵀ
 // + b) picks each token's top-k experts and mixes their outputs, y = Σ_e r̃_e y_e. With top_k = 1
-// the chosen expert keeps its probability (r̃_e = r_e, as in the Switch Transformer), so the router
+// the chosen expert keeps its probability (r̃_e = r_e, as in the Switch Transformer [Fedus 2022]), so the router
 // learns from the loss; renormalising a single probability would give exactly 1 and no gradient.
 // With top_k ≥ 2 the chosen ones are renormalised to sum to 1. Each expert computes only the query
 // rows routed to it (the others have weight exactly 0), so top-1 of E experts costs about one
@@ -274,8 +274,7 @@ GATTN_GATE_KIND(routed) {
   s.summary =
       "experts = attention with spans `windows` sharing q, k, v; y = Σ_e r̃_e y_e over each token's top-k "
       "experts, r = softmax(h·Wᵀ + b); top_k 1: r̃ = r (Switch), top_k ≥ 2: renormalised";
-  s.reference =
-      "the Gate+Attention article's third paradigm (多路Attention路由); Fedus et al. 2022, Switch Transformers";
+  s.reference = "[GateAttn-Guide] §3.3, the third paradigm (多路Attention路由); Fedus et al. 2022, Switch Transformers";
   s.common_keys = {"init_weight", "init_std"};
   GateOptionSpec windows;
   windows.key = "windows";

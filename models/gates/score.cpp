@@ -1,8 +1,8 @@
-// Gate kind `score` (the first paradigm of "Gated Attention: three paradigms", the seed article):
+// Gate kind `score` (the first paradigm, [GateAttn-Guide] §3.1 in docs/gates.md#references):
 // a learned soft mask on keys from f = h·Wᵀ + b, one value per key and head (or per group of heads).
 //   form additive (default):     S_ij += log g_j, which the fused op adds to the logits as a column
 //                                bias (O(T) memory)
-//   form multiplicative:         S_ij ← S_ij · g_j, the article's "score * gate", done as k_j ← g_j·k_j
+//   form multiplicative:         S_ij ← S_ij · g_j, [GateAttn-Guide]'s "score * gate", done as k_j ← g_j·k_j
 //   source query_key (with multiplicative): S_ij ← S_ij · g_i · g_j (q_i ← g_i·q_i as well)
 // A per-query additive term would shift a whole softmax row and change nothing, so query_key is
 // multiplicative only. On the cross-attention (where: cross) the gate reads the encoder output, one
@@ -85,7 +85,7 @@ GATTN_GATE_KIND(score) {
   s.summary =
       "S_ij += log g_jn (form additive) or S_ij ← S_ij·g_jn (multiplicative; ·g_in too with source query_key), "
       "g = σ(h·Wᵀ + b): a learned soft mask on keys";
-  s.reference = "the Gate+Attention article's first paradigm (Gate做Attention的软开关)";
+  s.reference = "[GateAttn-Guide] §3.1, the first paradigm (Gate做Attention的软开关)";
   s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
   GateOptionSpec form = choice_option("form", "additive", {"additive", "multiplicative"},
                                       "additive: S + log g (a soft mask); multiplicative: S ⊙ g");

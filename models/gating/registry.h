@@ -39,7 +39,7 @@ struct GateParameterSpec {
 struct GateKindSpec {
   std::string name;
   std::string summary;    // the math in one line (docs table, `gattn gates`)
-  std::string reference;  // where the kind comes from: a paper or article title
+  std::string reference;  // where the kind comes from: a label of docs/gates.md#references and a title
   // Which of the common keys (activation, temperature, init_bias, init_weight, init_std) the kind reads.
   std::vector<std::string> common_keys;
   // The activations it accepts (when it reads `activation`): a gate on the logits needs log σ.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16, class 4: configs/gpt2_124m.yaml trains on real-format GPT-2 shards (llm.c .bin, ids up
+# configs/gpt2_124m.yaml trains on real-format GPT-2 shards (llm.c .bin, ids up
 # to 50,256). Token ids used to be checked against data.vocab_size (32, a synthetic-task setting),
 # so the shipped recipe refused every real shard; they are checked against model.vocab_size. The
 # model is shrunk for speed; the config's data and vocabulary settings are the shipped ones.

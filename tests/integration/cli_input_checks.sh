@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16, class 13: input that used to be accepted silently is an error naming the input (exit 2)
+# Input gattn refuses (docs/cli.md): input that used to be accepted silently is an error naming the input (exit 2)
 # and writes nothing: a run.name that is a path, a second YAML document, a null section, and a
 # negative --sample-tokens.
 set -u

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16, classes 5 and 11: every file gattn reads (config, ablation file, text data, token
+# Input gattn refuses (docs/cli.md): every file gattn reads (config, ablation file, text data, token
 # shards, checkpoints/latest, a checkpoint's files) must be a regular file. A FIFO is refused at
 # once instead of hanging, /dev/zero instead of being read until memory runs out, a config larger
 # than a config is refused by size; a file-system error (a symlink loop) exits 3 naming the path.

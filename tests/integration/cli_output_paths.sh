@@ -52,7 +52,7 @@ expect_refused train_user_folder "is not empty (config.yaml) and holds no gattn 
   train --config "$tmp/tiny.yaml" run.dir="$tmp/project"
 expect_refused train_user_folder_resume "holds no gattn run" \
   train --config "$tmp/tiny.yaml" run.dir="$tmp/project" --resume auto
-# run.dir=. beside the config being read (the issue's example).
+# run.dir=. beside the config being read (docs/cli.md's example).
 before=$(snapshot "$tmp")
 err=$(cd "$tmp/project" && "$gattn" train --config config.yaml train.max_steps=1 run.dir=. 2>&1 >/dev/null); rc=$?
 [[ $rc -eq 2 ]] || fail "run.dir=. exited $rc, expected 2 ($err)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16, classes 6 and 7: settings that ask for more than the machine has. Thread counts above
+# Input gattn refuses (docs/cli.md): settings that ask for more than the machine has. Thread counts above
 # the cores are clamped with one line (a 64-thread run under a memory limit used to spin forever);
 # sizes whose memory cannot fit (block_size 1e9, n_embd 2e6, a trillion sampled tokens, a
 # 70-million-cell grid, a bench shape) exit 2 naming the setting instead of "std::bad_alloc".

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16, class 12: a SIGTERM at any moment ends gattn with one line and exit 143, never a bare
+# A SIGTERM at any moment ends gattn with one line and exit 143, never a bare
 # death by the signal (the CLI's exit codes). The handlers go in before anything else runs, so a signal during
 # start-up (libraries, config, data) and one during a command without a graceful stop (sample) are
 # both reported; `train` past its start-up stops gracefully as before (cli_resume_signals.sh).

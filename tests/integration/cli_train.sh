@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `gattn train`: a tiny real run writes config.yaml, metrics.jsonl (train and val lines with the
-# SPEC §2 keys and gate statistics) and a checkpoint that `gattn inspect` reads; bad input exits 2
+# keys of docs/run-directory.md and gate statistics) and a checkpoint that `gattn inspect` reads; bad input exits 2
 # or 3 with one line and writes nothing; a run that keeps producing NaN exits 4.
 set -u
 gattn="$1"

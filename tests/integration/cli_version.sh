@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `gattn --version` prints the key: value lines of issue 2; a bad flag is a usage error (exit 2).
+# `gattn --version` prints the key: value lines of docs/cli.md; a bad flag is a usage error (exit 2).
 set -u
 gattn="$1"
 out=$("$gattn" --version) || { echo "FAIL: --version exited $?"; exit 1; }

@@ -1,5 +1,5 @@
-// Test tool: writes DIR/model.safetensors for a tiny GPT with the given gate kind, with the SPEC §3
-// metadata (format, config, vocab), so the CLI tests have a checkpoint to read.
+// Test tool: writes DIR/model.safetensors for a tiny GPT with the given gate kind, with the metadata of
+// docs/checkpoint-format.md (format, config, vocab), so the CLI tests have a checkpoint to read.
 // Usage: gattn_make_checkpoint DIR GATE_KIND [TEXT_PATH]
 #include <filesystem>
 #include <iostream>

@@ -268,7 +268,7 @@ TEST(ConfigErrors, OverrideErrorsNameTheOverride) {
   EXPECT_TRUE(rejects("", {"override 'model.n_head=3'", "model.n_head"}, {"model.n_head=3"}));
 }
 
-// Issue 16, class 13: input that used to be accepted silently.
+// Input that used to be accepted silently (docs/cli.md, "Input gattn refuses").
 TEST(ConfigErrors, SecondYamlDocumentIsRefused) {
   // YAML::Load kept the first document and dropped the rest: the lr below was never applied.
   EXPECT_TRUE(rejects("seed: 1\n---\noptim: {lr: 0.5}\n", {"config.yaml:3", "second YAML document"}));
@@ -302,7 +302,7 @@ TEST(ConfigErrors, RunNameIsOneFolderName) {
   EXPECT_EQ(Config::from_string("run: {name: '', dir: /tmp/x/y}\n").run_dir(), "/tmp/x/y");
 }
 
-// Issue 16, class 5: a config file must be a regular file of a config's size.
+// A config file must be a regular file of a config's size.
 TEST(ConfigErrors, NonRegularOrHugeConfigFileIsRefused) {
   test::TempDir dir;
   EXPECT_NE(config_error([&] { Config::load(dir.path().string()); }).find("is a directory"), std::string::npos);

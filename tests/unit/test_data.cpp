@@ -1,4 +1,4 @@
-// Datasets: char-level text (vocab, split, windows, SPEC §5 eval windows), llm.c token shards
+// Datasets: char-level text (vocab, split, windows, docs/cli.md's eval windows), llm.c token shards
 // (round trip and damaged headers), synthetic tasks (structure, determinism), answer accuracy.
 #include <gtest/gtest.h>
 

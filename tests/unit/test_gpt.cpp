@@ -1,4 +1,4 @@
-// The model config (validation errors naming keys, JSON round trip) and the GPT of SPEC §4: GPT-2
+// The model config (validation errors naming keys, JSON round trip) and the GPT of models/README.md: GPT-2
 // initialisation, forward and loss, bad input, causality, whole-model gradchecks for every gate
 // kind with all regularisers, FLOPs per token, and a save/load round trip.
 #include <gtest/gtest.h>

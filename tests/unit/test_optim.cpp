@@ -492,7 +492,7 @@ TEST(AdamW, ClipNormMatchesAcrossBlocks) {
 
 // ---------------------------------------------------------------- with a model
 
-// SPEC §5 freeze_steps on a real GPT with output gates: for steps 0, 1, 2 the gate parameters,
+// freeze_steps (docs/config.md) on a real GPT with output gates: for steps 0, 1, 2 the gate parameters,
 // their moments and step counts stay bit-identical while every other parameter moves; at step 3
 // the gates start training.
 TEST(OptimFreeze, GateGroupFrozenForFreezeSteps) {

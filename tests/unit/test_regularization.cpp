@@ -1,4 +1,4 @@
-// The regularisers steer training (SPEC §5): on the same seed and data, a positive gate-entropy
+// The regularisers steer training (docs/gates.md): on the same seed and data, a positive gate-entropy
 // weight ends with lower gate entropy than weight 0 (gates pushed towards 0/1), and a positive
 // attention-entropy weight with lower attention entropy.
 #include <gtest/gtest.h>

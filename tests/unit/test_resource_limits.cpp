@@ -1,4 +1,4 @@
-// Issue 16's limits on what a setting or an input may ask for: input files are regular files of a
+// The limits (docs/cli.md) on what a setting or an input may ask for: input files are regular files of a
 // bounded size (framework/base/input_file.h), a model must fit in memory (recipes/common/memory_check.h),
 // thread counts are clamped to the cores and their threads must start (framework/runtime/threads.h).
 // A FIFO is tested from the CLI (tests/integration/cli_input_files.sh), under a timeout.

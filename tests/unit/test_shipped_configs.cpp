@@ -43,7 +43,7 @@ TEST(ShippedConfigs, LoadAndTheirGroupsMatchTheModel) {
     Config small = Config::load(file, kSmall);
     models::GPT model(small.model_config(), 0);
     EXPECT_NO_THROW(optim::AdamW(model.named_parameters(), recipes::adamw_options(small)));
-    // A gated model trains its gates in their own group (seed 001's lower gate lr).
+    // A gated model trains its gates in their own group ([GatedAttn-Repro] §5.2's lower gate lr).
     if (cfg.model_config().gate.kind != "none" && cfg.model_config().gate.kind != "routed") {
       optim::AdamW opt(model.named_parameters(), recipes::adamw_options(small));
       EXPECT_NE(opt.group_of("blocks.0.attn.gate.bias"), optim::AdamW::kDefaultGroup);
@@ -81,7 +81,7 @@ void write_llmc_shard(const std::string& path, const std::vector<std::uint16_t>&
   out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(2 * tokens.size()));
 }
 
-// Issue 16, class 4: the GPT-2 recipe read real GPT-2 shards against data.vocab_size (32, a
+// Regression: the GPT-2 recipe read real GPT-2 shards against data.vocab_size (32, a
 // synthetic-task setting) and refused token id 49. Its ids are checked against model.vocab_size.
 TEST(ShippedConfigs, Gpt2ConfigReadsGpt2TokenIds) {
   test::TempDir dir;
