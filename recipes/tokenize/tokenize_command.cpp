@@ -1,10 +1,13 @@
 // `gattn tokenize train|encode` (docs/tokenize.md): a subword tokenizer trained on the user's text,
 // and text turned into the token shards `data.kind: tokens` trains on. Both write their output
 // directory whole or not at all (StagedDirectory).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "framework/io/checkpoint.h"
 #include "framework/io/staged_directory.h"
@@ -33,6 +36,32 @@ struct EncodeArgs {
   bool force = false;
 };
 
+// What `tokenize train` and `tokenize encode` write into --out: an earlier output of the same
+// command is recognised by these names (and its markers), and is all --force may replace.
+OutputDirectoryKind tokenizer_output() {
+  return {"tokenize train", {kTokenizerModelFile, kTokenizerInfoFile}, [](const std::string& name) {
+            return name == kTokenizerModelFile || name == kTokenizerInfoFile || name == "vocab.txt";
+          }};
+}
+
+// "train_000000.bin", "val_000012.bin": the shards TokenShardWriter names.
+bool is_shard_name(const std::string& name) {
+  for (const std::string split : {"train_", "val_"}) {
+    if (name.size() < split.size() + 10 || name.compare(0, split.size(), split) != 0) continue;
+    if (name.compare(name.size() - 4, 4, ".bin") != 0) continue;
+    const std::string digits = name.substr(split.size(), name.size() - split.size() - 4);
+    if (std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return true;
+  }
+  return false;
+}
+
+OutputDirectoryKind shards_output() {
+  return {"tokenize encode", {"meta.json"}, [](const std::string& name) {
+            return name == "meta.json" || name == kTokenizerModelFile || name == kTokenizerInfoFile ||
+                   is_shard_name(name);
+          }};
+}
+
 int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 std::string megabytes(double bytes) {
@@ -50,7 +79,9 @@ std::string vocabulary_listing(const SubwordTokenizer& tokenizer) {
 }
 
 int run_train(const TrainArgs& args) {
-  StagedDirectory out(args.out, args.force, "tokenize train --out");
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const auto& input : args.options.inputs) inputs.emplace_back("--input", input);
+  StagedDirectory out(args.out, args.force, "tokenize train --out", tokenizer_output(), inputs);
   const TrainedTokenizer trained = train_tokenizer(args.options);
   const SubwordTokenizer tokenizer(trained.serialized_model, "the trained tokenizer");
   write_file_atomically(out.file(kTokenizerModelFile).string(), trained.serialized_model);
@@ -70,7 +101,9 @@ int run_train(const TrainArgs& args) {
 
 int run_encode(const EncodeArgs& args) {
   const std::shared_ptr<const SubwordTokenizer> tokenizer = SubwordTokenizer::load(args.tokenizer);
-  StagedDirectory out(args.out, args.force, "tokenize encode --out");
+  std::vector<std::pair<std::string, std::string>> inputs{{"--tokenizer", args.tokenizer}};
+  for (const auto& input : args.options.inputs) inputs.emplace_back("--input", input);
+  StagedDirectory out(args.out, args.force, "tokenize encode --out", shards_output(), inputs);
   ProgressBar bar("encoding");
   const nlohmann::json meta = encode_corpus(*tokenizer, args.options, out.path(),
                                             [&](std::uint64_t done, std::uint64_t total) { bar.update(done, total); });

@@ -365,8 +365,9 @@ TEST(StagedDirectory, AppearsWholeOrNotAtAll) {
   }
   EXPECT_EQ(read_file(out + "/a"), "1");
   EXPECT_TRUE(contains(message_of<OutputPathError>([&] { StagedDirectory(out, false, "--out"); }), "--force"));
+  const OutputDirectoryKind kind{"test", {"a"}, [](const std::string& name) { return name == "a" || name == "b"; }};
   {
-    StagedDirectory staged(out, true, "--out");
+    StagedDirectory staged(out, true, "--out", kind);
     write_text(staged.file("b").string(), "2");
     staged.commit();
   }
