@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "framework/io/checkpoint.h"
 #include "framework/io/staged_directory.h"
+#include "framework/runtime/threads.h"
 #include "framework/text/corpus_encoding.h"
 #include "framework/text/subword_tokenizer.h"
 #include "framework/text/text_codec.h"
@@ -62,7 +62,32 @@ OutputDirectoryKind shards_output() {
           }};
 }
 
-int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+// SentencePiece's trainer asserts (an internal error) above this many threads.
+constexpr int kMaxTrainerThreads = 128;
+
+// --threads resolved as train.threads is: more threads than cores only fight over them (and a
+// count no machine can start segfaults or aborts inside libgomp), so a larger one is clamped to the
+// cores with one line; threads that cannot be started are refused naming the option (exit 2).
+// `threads` 0 is the default: all cores, silently.
+int checked_threads(int threads, const std::string& option, int cap) {
+  if (threads < 0) throw ValueError(option + " must be >= 1, got " + std::to_string(threads));
+  const ThreadCount count = resolve_thread_count(threads);
+  int n = count.threads;
+  if (count.clamped)
+    std::cerr << "gattn: " << option << " " << threads << " is more than the " << n
+              << " cores this process may use; using " << n << "\n";
+  if (n > cap) {
+    if (threads != 0)
+      std::cerr << "gattn: " << option << " " << n << " is more than the " << cap << " threads it can use; using "
+                << cap << "\n";
+    n = cap;
+  }
+  const std::string why = probe_thread_start(n);
+  if (!why.empty())
+    throw ValueError(option + " " + std::to_string(threads) + ": " + why +
+                     " (a memory or process limit?); set --threads lower");
+  return n;
+}
 
 std::string megabytes(double bytes) {
   char buf[32];
@@ -78,7 +103,8 @@ std::string vocabulary_listing(const SubwordTokenizer& tokenizer) {
   return out;
 }
 
-int run_train(const TrainArgs& args) {
+int run_train(TrainArgs args) {
+  args.options.threads = checked_threads(args.options.threads, "tokenize train --threads", kMaxTrainerThreads);
   std::vector<std::pair<std::string, std::string>> inputs;
   for (const auto& input : args.options.inputs) inputs.emplace_back("--input", input);
   StagedDirectory out(args.out, args.force, "tokenize train --out", tokenizer_output(), inputs);
@@ -99,7 +125,8 @@ int run_train(const TrainArgs& args) {
   return 0;
 }
 
-int run_encode(const EncodeArgs& args) {
+int run_encode(EncodeArgs args) {
+  args.options.threads = checked_threads(args.options.threads, "tokenize encode --threads", 1 << 16);
   const std::shared_ptr<const SubwordTokenizer> tokenizer = SubwordTokenizer::load(args.tokenizer);
   std::vector<std::pair<std::string, std::string>> inputs{{"--tokenizer", args.tokenizer}};
   for (const auto& input : args.options.inputs) inputs.emplace_back("--input", input);
@@ -136,7 +163,7 @@ Action add_tokenize(CLI::App& app) {
   cmd->require_subcommand(1);
 
   auto train = std::make_shared<TrainArgs>();
-  train->options.threads = default_threads();
+  train->options.threads = 0;  // all cores
   CLI::App* t = cmd->add_subcommand("train", "train a SentencePiece tokenizer (BPE or unigram) on text files");
   t->add_option("--input", train->options.inputs, "UTF-8 text files")->required()->expected(1, -1);
   t->add_option("--vocab-size", train->options.vocab_size, "pieces, 260 to 65536 (256 of them are bytes)")->required();
@@ -147,11 +174,11 @@ Action add_tokenize(CLI::App& app) {
       ->capture_default_str();
   t->add_option("--max-lines", train->options.max_lines, "train on a uniform sample of this many lines (0: all)")
       ->capture_default_str();
-  t->add_option("--threads", train->options.threads, "trainer threads (default: the machine's cores)");
+  t->add_option("--threads", train->options.threads, "trainer threads (0, the default: all cores; at most the cores)");
   t->add_flag("--force", train->force, "replace an existing --out directory");
 
   auto encode = std::make_shared<EncodeArgs>();
-  encode->options.threads = default_threads();
+  encode->options.threads = 0;
   CLI::App* e = cmd->add_subcommand("encode", "encode text files into llm.c token shards (train and val)");
   e->add_option("--tokenizer", encode->tokenizer, "tokenizer directory (from tokenize train) or .model file")
       ->required();
@@ -160,7 +187,8 @@ Action add_tokenize(CLI::App& app) {
   e->add_option("--val-fraction", encode->options.val_fraction, "share of the text (its end) for the val split")
       ->capture_default_str();
   e->add_option("--shard-tokens", encode->options.shard_tokens, "tokens per shard")->capture_default_str();
-  e->add_option("--threads", encode->options.threads, "encoding threads (default: the machine's cores)");
+  e->add_option("--threads", encode->options.threads,
+                "encoding threads (0, the default: all cores; at most the cores)");
   e->add_flag("--force", encode->force, "replace an existing --out directory");
 
   return [t, e, train, encode] {
