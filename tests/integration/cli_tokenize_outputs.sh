@@ -3,7 +3,8 @@
 # replaces only an empty directory or an earlier output of the same command, never an input, a
 # corpus or a run; an output that appears while the command runs is kept (the command exits 2); a
 # command stopped by SIGINT or SIGTERM leaves no staging directory, and one killed outright has its
-# staging directory removed by the next command that writes there.
+# staging directory removed by the next command that writes there. An input that changes while it is
+# encoded is exit 3 naming it.
 set -u
 set -m  # job control: background jobs keep SIGINT (a non-interactive shell would have them ignore it)
 gattn="$1"
@@ -100,6 +101,21 @@ for p in "${pids[@]}"; do
 done
 [[ $wins -eq 1 ]] || fail "$wins of 3 concurrent writers into one --out succeeded, not exactly 1"
 [[ -f $tmp/race/meta.json ]] || fail "the winner's output is incomplete"
+left_over "$tmp"
+
+# --- an input that changes while it is encoded: exit 3 naming it, nothing written ---
+cp "$big" "$tmp/growing.txt"
+"$gattn" tokenize encode --tokenizer "$tmp/tok" --input "$tmp/growing.txt" --out "$tmp/grown" --threads 1 \
+  >/dev/null 2>"$tmp/grown.err" &
+pid=$!
+wait_for_staging "$tmp" grown
+head -c 100000 "$repo/data/tinyshakespeare.txt" >>"$tmp/growing.txt"
+wait "$pid"
+rc=$?
+[[ $rc -eq 3 ]] || fail "an input appended to during encode: exit $rc, not 3: $(cat "$tmp/grown.err")"
+grep -q "^gattn: .*$tmp/growing.txt changed while it was read" "$tmp/grown.err" ||
+  fail "the error does not name the input that changed: $(cat "$tmp/grown.err")"
+[[ ! -e $tmp/grown ]] || fail "an encode of a changing input left --out"
 left_over "$tmp"
 
 # --- staging directories: removed on SIGINT/SIGTERM, swept when their process is gone ---

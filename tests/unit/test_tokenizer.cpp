@@ -1,10 +1,15 @@
 // Subword tokenizers (`gattn tokenize`): training, exact round trips on multilingual text, the
 // corpus encoder's shards and split, the checkpoint's tokenizer entry, and the pieces around them
 // (SHA-256 and base64, text blocks, token display, staged output directories, the progress bar).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -282,6 +287,37 @@ TEST(TextBlocks, BlocksEndAtLineEndsAndJoinToTheFile) {
   EXPECT_GE(cut_mid_line, 2);  // the long line, and "last"
   EXPECT_TRUE(
       contains(message_of<DataError>([&] { TextBlocks(dir.file("nope.txt"), "the text"); }), "cannot read the text"));
+}
+
+// A file that grows, shrinks or is rewritten while its blocks are read is a DataError naming it at
+// its end: its blocks are no snapshot of one version, and meta.json's byte counts would not agree.
+TEST(TextBlocks, AFileThatChangesWhileReadIsADataError) {
+  TempDir dir;
+  const std::string path = dir.file("t.txt");
+  const std::string text = std::string(3000, 'a') + "\n" + std::string(3000, 'b') + "\n";
+  auto read_all = [&](const std::function<void()>& meanwhile) {
+    write_text(path, text);
+    TextBlocks blocks(path, "the text to encode", 1000);
+    std::string block;
+    blocks.next(block);
+    meanwhile();
+    while (blocks.next(block)) {
+    }
+  };
+  read_all([] {});  // unchanged: no error
+  std::string msg = message_of<DataError>([&] { read_all([&] { std::ofstream(path, std::ios::app) << "more\n"; }); });
+  EXPECT_TRUE(contains(msg, "the text to encode " + path + " changed while it was read")) << msg;
+  EXPECT_TRUE(contains(msg, "6002 bytes when opened")) << msg;
+  msg = message_of<DataError>([&] { read_all([&] { ASSERT_EQ(::truncate(path.c_str(), 10), 0); }); });
+  EXPECT_TRUE(contains(msg, "10 bytes now")) << msg;
+  // The same size, rewritten in place: only the modification time tells.
+  msg = message_of<DataError>([&] {
+    read_all([&] {
+      const struct timespec times[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
+      ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+    });
+  });
+  EXPECT_TRUE(contains(msg, "modified meanwhile")) << msg;
 }
 
 TEST(Digest, Sha256AndBase64) {
