@@ -141,6 +141,24 @@ expect 3 "do not belong together" "$gattn" train --config "$tmp/bpe.yaml" data.p
 expect 3 "trained with tokenizer" "$gattn" eval --checkpoint "$tmp/run" data.path="$tmp/shards_b" train.threads=1
 expect 3 "trained with tokenizer" "$gattn" train --config "$tmp/bpe.yaml" data.path="$tmp/shards_b" run.dir="$tmp/run" \
   train.max_steps=8 --resume auto
+# Every shard must belong to the tokenizer the run uses, and meta.json must describe the files: a
+# glob over two tokenize outputs, a stray shard from another encode, a shard whose count differs
+# from meta.json's, a listed shard that is missing.
+expect 3 "shards of different tokenizers cannot be mixed" "$gattn" train --config "$tmp/bpe.yaml" \
+  data.path="$tmp/shards[2_]*/*.bin" run.dir="$tmp/run_glob"
+cp -r "$tmp/shards2" "$tmp/stray"
+cp "$tmp/shards_b/train_000000.bin" "$tmp/stray/train_000099.bin"
+expect 3 "stray/train_000099.bin is not listed in" "$gattn" train --config "$tmp/bpe.yaml" data.path="$tmp/stray" \
+  run.dir="$tmp/run_stray"
+rm "$tmp/stray/train_000099.bin"
+cp "$tmp/shards_b/train_000000.bin" "$tmp/stray/train_000000.bin"  # same name, other tokens
+expect 3 "stray/train_000000.bin holds .* tokens, but .*meta.json lists" "$gattn" train --config "$tmp/bpe.yaml" \
+  data.path="$tmp/stray" run.dir="$tmp/run_stray"
+cp "$tmp/shards2/train_000000.bin" "$tmp/stray/train_000000.bin"
+rm "$tmp/stray/train_000001.bin"
+expect 3 "stray/train_000001.bin, listed in .*meta.json, is missing" "$gattn" train --config "$tmp/bpe.yaml" \
+  data.path="$tmp/stray" run.dir="$tmp/run_stray"
+[[ ! -e $tmp/run_glob && ! -e $tmp/run_stray ]] || fail "a refused run left its directory"
 # Shards without their tokenizer continue a tokenizer model no more than shards of bare ids do.
 rm "$tmp/shards_b/tokenizer.model" "$tmp/shards_b/meta.json"
 expect 3 "has no tokenizer" "$gattn" eval --checkpoint "$tmp/run" data.path="$tmp/shards_b" train.threads=1
