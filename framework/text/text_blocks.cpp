@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "framework/data/errors.h"
+#include "framework/text/text_codec.h"
 
 namespace gattn {
 
@@ -69,6 +71,14 @@ bool TextBlocks::next(std::string& block) {
   if (end == 0) return false;
   block.assign(pending_, 0, end);
   pending_.erase(0, end);
+  // Blocks end at line ends or before a character's lead byte, so a valid character never spans two.
+  if (const std::size_t bad = invalid_utf8_offset(block); bad != std::string::npos) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(block[bad]));
+    throw DataError(what_ + " " + path_ + " is not valid UTF-8 at byte offset " + std::to_string(handed_ + bad) + " (" +
+                    hex + "); the subword tokenizer reads UTF-8 only (convert the file, e.g. with iconv)");
+  }
+  handed_ += end;
   return true;
 }
 

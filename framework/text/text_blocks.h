@@ -23,6 +23,8 @@ class TextBlocks {
   // file that changed while it was read (its size or modification time differs from when it was
   // opened, or a different number of bytes was read) is a DataError naming it: its blocks are then
   // no snapshot of any one version of it, and sizes recorded from it (meta.json's) would not agree.
+  // A block that is not valid UTF-8 is a DataError naming the file and the byte's offset: the
+  // subword tokenizer would turn the byte into U+FFFD and lose it.
   bool next(std::string& block);
 
  private:
@@ -33,6 +35,7 @@ class TextBlocks {
 
   std::string path_, what_;
   std::uint64_t read_ = 0;     // bytes read from the file so far
+  std::uint64_t handed_ = 0;   // bytes handed out in blocks so far: the next block's offset
   std::int64_t mtime_ns_ = 0;  // its modification time when opened
   std::unique_ptr<InputFile> file_;
   std::size_t block_bytes_;

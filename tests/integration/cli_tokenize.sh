@@ -115,6 +115,16 @@ expect 3 "missing.txt" "$gattn" tokenize encode --tokenizer "$tmp/tok" --input "
 expect 3 "holds no text" "$gattn" tokenize encode --tokenizer "$tmp/tok" --input "$tmp/empty.txt" --out "$tmp/enc"
 [[ ! -e $tmp/enc ]] || fail "a failed tokenize encode left its --out"
 left_over
+# Bytes that are not UTF-8 would become U+FFFD and not decode to themselves: refused by file and offset.
+printf 'good line\nbad \xff byte\n' >"$tmp/latin1.txt"
+expect 3 "latin1.txt is not valid UTF-8 at byte offset 14 (0xFF)" "$gattn" tokenize train --input "$tmp/latin1.txt" \
+  --vocab-size 600 --out "$tmp/tok_bad"
+expect 3 "latin1.txt is not valid UTF-8 at byte offset 14 (0xFF)" "$gattn" tokenize encode --tokenizer "$tmp/tok" \
+  --input "$corpus" "$tmp/latin1.txt" --out "$tmp/enc"
+expect 2 "--prompt: the text is not valid UTF-8 at byte offset 3 (0xC3)" "$gattn" sample --checkpoint "$tmp/run" \
+  --prompt "$(printf 'abc\xc3(')" train.threads=1
+[[ ! -e $tmp/tok_bad && ! -e $tmp/enc ]] || fail "a refused input left --out"
+left_over
 printf 'not a model' >"$tmp/garbage.model"
 expect 3 "not a SentencePiece tokenizer model" "$gattn" tokenize encode --tokenizer "$tmp/garbage.model" --input "$corpus" --out "$tmp/enc"
 expect 2 "val-fraction" "$gattn" tokenize encode --tokenizer "$tmp/tok" --input "$corpus" --out "$tmp/enc" --val-fraction 1.5

@@ -333,6 +333,24 @@ TEST(Digest, Sha256AndBase64) {
   EXPECT_FALSE(base64_decode("Zm9vYh=="));  // non-canonical trailing bits
 }
 
+// SentencePiece turns each byte that is not UTF-8 into U+FFFD, so the tokenizer refuses such text
+// (naming the byte) instead of encoding something that does not decode to it.
+TEST(TextCodec, InvalidUtf8IsFoundAndRefusedByTheTokenizer) {
+  EXPECT_EQ(invalid_utf8_offset("plain ascii, 中文, 😀"), std::string::npos);
+  EXPECT_EQ(invalid_utf8_offset(""), std::string::npos);
+  EXPECT_EQ(invalid_utf8_offset("ab\xff"), 2u);            // never a UTF-8 byte
+  EXPECT_EQ(invalid_utf8_offset("a\xc3("), 1u);            // a lead byte without its continuation
+  EXPECT_EQ(invalid_utf8_offset("\xe4\xb8"), 0u);          // cut short
+  EXPECT_EQ(invalid_utf8_offset("x\xc0\xaf"), 1u);         // overlong '/'
+  EXPECT_EQ(invalid_utf8_offset("\xed\xa0\x80"), 0u);      // a surrogate
+  EXPECT_EQ(invalid_utf8_offset("\xf4\x90\x80\x80"), 0u);  // above U+10FFFF
+  EXPECT_EQ(invalid_utf8_offset("\x80"), 0u);              // a lone continuation byte
+  const SubwordTokenizer& t = trained("bpe");
+  const std::string msg = message_of<ValueError>([&] { t.encode("caf\xe9 au lait"); });
+  EXPECT_TRUE(contains(msg, "not valid UTF-8 at byte offset 3 (0xE9)")) << msg;
+  EXPECT_TRUE(contains(message_of<ValueError>([&] { t.encode_lines("ok\nbad \xff\n"); }), "byte offset 7"));
+}
+
 TEST(TextCodec, DisplayToken) {
   EXPECT_EQ(display_token("ab c"), "ab c");
   EXPECT_EQ(display_token("\n"), "\u21b5");
