@@ -108,6 +108,14 @@ expect() {  # expect CODE PATTERN CMD...: exit CODE and one line on stderr match
 left_over() { ls -A "$tmp" | grep -q '\.partial-' && fail "a staging directory was left behind: $(ls -A "$tmp")"; }
 expect 2 "uint16" "$gattn" tokenize train --input "$corpus" --vocab-size 70000 --out "$tmp/big"
 expect 2 "already exists" "$gattn" tokenize train --input "$corpus" --vocab-size 600 --out "$tmp/tok"
+# SentencePiece's own floors and failures, in gattn's words and with the option to change.
+expect 2 "--vocab-size 260 is too small for this text: .* use --vocab-size [0-9]* or more" "$gattn" tokenize train \
+  --input "$corpus" --vocab-size 260 --out "$tmp/tok_small"
+expect 2 "--max-lines must be 0 (every line) or more than 100" "$gattn" tokenize train --input "$corpus" \
+  --vocab-size 600 --max-lines 50 --out "$tmp/tok_small"
+expect 2 "--character-coverage must be in \[0.98, 1\]" "$gattn" tokenize train --input "$corpus" --vocab-size 600 \
+  --character-coverage 0.5 --out "$tmp/tok_small"
+[[ ! -e $tmp/tok_small ]] || fail "a refused tokenize train left its --out"
 : >"$tmp/empty.txt"
 expect 3 "holds no text" "$gattn" tokenize train --input "$tmp/empty.txt" --vocab-size 600 --out "$tmp/tok_empty"
 [[ ! -e $tmp/tok_empty ]] || fail "a failed tokenize train left its --out"
@@ -169,6 +177,9 @@ rm "$tmp/stray/train_000001.bin"
 expect 3 "stray/train_000001.bin, listed in .*meta.json, is missing" "$gattn" train --config "$tmp/bpe.yaml" \
   data.path="$tmp/stray" run.dir="$tmp/run_stray"
 [[ ! -e $tmp/run_glob && ! -e $tmp/run_stray ]] || fail "a refused run left its directory"
+# --resume given a run directory: the message says which checkpoint to give instead.
+expect 3 "--resume: $tmp/run is a run directory, not a checkpoint; give one of its checkpoints" "$gattn" train \
+  --config "$tmp/bpe.yaml" data.path="$tmp/shards2" run.dir="$tmp/run_resumed" --resume "$tmp/run"
 # Shards without their tokenizer continue a tokenizer model no more than shards of bare ids do.
 rm "$tmp/shards_b/tokenizer.model" "$tmp/shards_b/meta.json"
 expect 3 "has no tokenizer" "$gattn" eval --checkpoint "$tmp/run" data.path="$tmp/shards_b" train.threads=1

@@ -170,11 +170,30 @@ TEST(SubwordTokenizer, BadTrainingInput) {
   EXPECT_TRUE(contains(message_of<DataError>([&] { train_tokenizer(o); }), "missing.txt"));
   o.inputs = {dir.path().string()};
   EXPECT_TRUE(contains(message_of<DataError>([&] { train_tokenizer(o); }), "directory"));
-  // More pieces than the text can give: SentencePiece's reason, as a data error.
+  // More pieces than the text can give: a data error in gattn's words, with the largest it can.
   write_text(dir.file("tiny.txt"), "ab ab ab\n");
   o.inputs = {dir.file("tiny.txt")};
   o.vocab_size = 5000;
-  EXPECT_TRUE(contains(message_of<DataError>([&] { train_tokenizer(o); }), "could not learn 5000 pieces"));
+  std::string msg = message_of<DataError>([&] { train_tokenizer(o); });
+  EXPECT_TRUE(contains(msg, "--vocab-size 5000 is more than the input can fill (at most")) << msg;
+  // Fewer than the text's characters need: a setting to change, saying to what (no SentencePiece flag).
+  std::string many;
+  for (int c = 0x4E00; c < 0x4E00 + 40; ++c)  // 40 CJK characters, each a piece of its own
+    many += std::string{static_cast<char>(0xE0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
+                        static_cast<char>(0x80 | (c & 0x3F))} +
+            " ";
+  write_text(dir.file("many.txt"), many + "\n" + many + "\n");
+  o.inputs = {dir.file("many.txt")};
+  o.vocab_size = 260;
+  msg = message_of<ValueError>([&] { train_tokenizer(o); });
+  EXPECT_TRUE(contains(msg, "--vocab-size 260 is too small for this text")) << msg;
+  EXPECT_FALSE(contains(msg, "character_coverage")) << msg;
+  o.vocab_size = 600;
+  o.max_lines = 50;  // below SentencePiece's floor: a usage error, not its assertion
+  EXPECT_TRUE(contains(message_of<ValueError>([&] { train_tokenizer(o); }), "--max-lines must be 0"));
+  o.max_lines = 0;
+  o.character_coverage = 0.5;
+  EXPECT_TRUE(contains(message_of<ValueError>([&] { train_tokenizer(o); }), "[0.98, 1]"));
   EXPECT_TRUE(contains(message_of<DataError>([&] { SubwordTokenizer("not a model", "x.model"); }),
                        "x.model is not a SentencePiece tokenizer model"));
 }
