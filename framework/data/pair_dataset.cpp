@@ -158,7 +158,12 @@ class PairDataset : public Dataset {
     if (!tokenizer_) {
       for (char c : text) tokens_.push_back(id_of_[static_cast<unsigned char>(c)]);
     } else {
-      const std::vector<std::int32_t> ids = tokenizer_->encode(std::string(text));
+      std::vector<std::int32_t> ids;
+      try {
+        ids = tokenizer_->encode(std::string(text));
+      } catch (const ValueError& e) {  // text that is not UTF-8
+        throw DataError(where(line) + ": the " + part + ": " + e.what());
+      }
       // <unk> (id 0) would be read as padding; byte fallback (every `gattn tokenize` tokenizer) never emits it.
       for (std::int32_t id : ids)
         if (id < kSeq2SeqFirstContent)

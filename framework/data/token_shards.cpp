@@ -1,13 +1,18 @@
 // Mapped llm.c shards: header checks, the mapping, gathering across shards and the id scan.
 #include "framework/data/token_shards.h"
 
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "framework/base/errors.h"
 #include "framework/base/input_file.h"
@@ -45,6 +50,73 @@ std::string pread_exact(int fd, void* buf, std::size_t n, off_t offset) {
   return "";
 }
 
+// A shard that shrinks while it is mapped (truncated, rewritten in place, a network file system
+// that lost it) turns every read of a page past its new end into SIGBUS, which would kill the process
+// without a word (exit 135). A size check before each read cannot prevent that: the file can shrink
+// between the check and the read. So the mapped reads run under a SIGBUS handler instead: a read
+// records where to return (sigsetjmp) in a thread-local slot, and the handler, for a fault taken
+// while that slot is set, jumps back there; the read then reports failure and the caller throws a
+// DataError naming the shard (exit 3). The jump only leaves the reading loop, whose frames hold no
+// object with a destructor. A SIGBUS outside a mapped read goes to the previous handler, or, with
+// none, kills the process as before. SA_NODEFER leaves SIGBUS unblocked after the jump, so no
+// signal-mask syscall is needed per read.
+thread_local sigjmp_buf* t_fault_return = nullptr;
+struct sigaction g_previous_bus;
+
+extern "C" void on_mapped_read_fault(int signo, siginfo_t* info, void* context) {
+  if (sigjmp_buf* back = t_fault_return) {
+    t_fault_return = nullptr;
+    siglongjmp(*back, 1);
+  }
+  if (g_previous_bus.sa_flags & SA_SIGINFO) {
+    g_previous_bus.sa_sigaction(signo, info, context);
+    return;
+  }
+  if (g_previous_bus.sa_handler != SIG_DFL && g_previous_bus.sa_handler != SIG_IGN) {
+    g_previous_bus.sa_handler(signo);
+    return;
+  }
+  // Not a shard read: restore the default action; returning re-runs the faulting access, which
+  // then ends the process by SIGBUS as it would have without this handler.
+  ::signal(SIGBUS, SIG_DFL);
+}
+
+void install_fault_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_mapped_read_fault;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    ::sigaction(SIGBUS, &sa, &g_previous_bus);
+  });
+}
+
+// Runs `read` (a loop over mapped tokens) and returns true, or false when a page it touched could
+// not be read (SIGBUS). `read` must hold no object with a destructor: a fault leaves it by a jump.
+template <class Read>
+bool read_mapped(const Read& read) noexcept {
+  sigjmp_buf back;
+  if (sigsetjmp(back, 0) != 0) return false;  // the handler jumped here (and cleared the slot)
+  t_fault_return = &back;
+  // Compiler fences: the reads must happen while the slot is set, not be moved around its stores.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  read();
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_fault_return = nullptr;
+  return true;
+}
+
+// The DataError for a shard whose pages could not be read.
+[[noreturn]] void throw_unreadable(const std::string& path, std::size_t mapped_bytes) {
+  struct stat st {};
+  std::string now = ::stat(path.c_str(), &st) == 0 ? std::to_string(st.st_size) + " bytes now"
+                                                   : std::string("now: ") + std::strerror(errno);
+  throw DataError("token shard " + path + " could not be read while in use: it was " + std::to_string(mapped_bytes) +
+                  " bytes when opened, " + now +
+                  " (truncated or replaced in place?); restore the shard and resume from the last checkpoint");
+}
+
 // The token count of the shard open as file, after checking its header against its size.
 std::int64_t read_header(const InputFile& file, const std::string& path) {
   const std::uint64_t file_size = file.size();
@@ -73,6 +145,7 @@ std::int64_t read_header(const InputFile& file, const std::string& path) {
 // mostly load pages no window reads. Eval windows run front to back, where read-ahead helps.
 TokenShards::TokenShards(const std::vector<std::string>& files, Access access)
     : advice_(access == Access::random ? MADV_RANDOM : MADV_NORMAL) {
+  install_fault_handler();
   shards_.reserve(files.size());  // push_back cannot throw and leave a mapping unowned
   try {
     for (const auto& path : files) {
@@ -123,7 +196,11 @@ void TokenShards::copy(std::int64_t start, std::int64_t n, std::int32_t* out) co
     const std::int64_t offset = start - starts_[s];
     const std::int64_t take = std::min(n, shard.count - offset);
     const std::uint16_t* src = shard.tokens + offset;
-    for (std::int64_t i = 0; i < take; ++i) out[i] = le16(src[i]);
+    std::int32_t* dst = out;
+    if (!read_mapped([src, take, dst] {
+          for (std::int64_t i = 0; i < take; ++i) dst[i] = le16(src[i]);
+        }))
+      throw_unreadable(shard.path, shard.map_bytes);
     out += take;
     start += take;
     n -= take;
@@ -147,10 +224,21 @@ std::int64_t TokenShards::scan_shard(const Shard& shard, std::int64_t vocab) con
   for (std::int64_t begin = 0; begin < shard.count; begin += kScanChunk) {
     const std::int64_t end = std::min(shard.count, begin + kScanChunk);
     std::uint16_t chunk_max = 0;
-    for (std::int64_t i = begin; i < end; ++i) chunk_max = std::max(chunk_max, le16(shard.tokens[i]));
+    const std::uint16_t* tokens = shard.tokens;
+    std::uint16_t* max_out = &chunk_max;
+    if (!read_mapped([tokens, begin, end, max_out] {
+          std::uint16_t m = 0;
+          for (std::int64_t i = begin; i < end; ++i) m = std::max(m, le16(tokens[i]));
+          *max_out = m;
+        }))
+      throw_unreadable(shard.path, shard.map_bytes);
     if (vocab > 0 && chunk_max >= vocab) {
       std::int64_t i = begin;
-      while (le16(shard.tokens[i]) < vocab) ++i;
+      std::int64_t* at = &i;
+      if (!read_mapped([tokens, at, vocab] {
+            while (le16(tokens[*at]) < vocab) ++*at;
+          }))
+        throw_unreadable(shard.path, shard.map_bytes);
       throw DataError(
           "token shard " + shard.path + " holds token id " + std::to_string(le16(shard.tokens[i])) + " at token " +
           std::to_string(i) + " (byte offset " + std::to_string(kShardHeaderBytes + 2 * static_cast<std::uint64_t>(i)) +

@@ -34,6 +34,9 @@ class TokenShards final : public TokenSource {
   std::int64_t scan_ids(std::int64_t vocab) const;
 
   std::size_t shard_count() const { return shards_.size(); }
+  // Shard i's file and its token count (from its checked header).
+  const std::string& shard_path(std::size_t i) const { return shards_[i].path; }
+  std::int64_t shard_tokens(std::size_t i) const { return shards_[i].count; }
 
  private:
   struct Shard {

@@ -44,7 +44,7 @@ std::vector<std::int32_t> ByteVocab::encode(const std::string& text) const {
       char buf[96];
       std::snprintf(buf, sizeof buf, "byte 0x%02x ('%c') at offset %zu is not in the model's vocabulary", byte,
                     byte >= 32 && byte < 127 ? static_cast<char>(byte) : '?', i);
-      throw ValueError(std::string("prompt: ") + buf);
+      throw ValueError(std::string("the text's ") + buf);
     }
     out.push_back(*id);
   }

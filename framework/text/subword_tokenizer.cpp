@@ -3,6 +3,7 @@
 
 #include <sentencepiece_processor.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "framework/base/errors.h"
@@ -15,6 +16,17 @@ namespace {
 
 // "<0xAB>", SentencePiece's byte-fallback piece, to its byte.
 char byte_of_piece(const std::string& piece) { return static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)); }
+
+// SentencePiece replaces each byte that is not valid UTF-8 by U+FFFD (three byte pieces), which
+// would silently break the round trip; such text is refused instead, naming the byte.
+void check_utf8(std::string_view text) {
+  const std::size_t at = invalid_utf8_offset(text);
+  if (at == std::string::npos) return;
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text[at]));
+  throw ValueError("the text is not valid UTF-8 at byte offset " + std::to_string(at) + " (" + hex +
+                   "): the subword tokenizer reads UTF-8 only (convert the text, e.g. with iconv)");
+}
 
 }  // namespace
 
@@ -40,6 +52,7 @@ std::shared_ptr<const SubwordTokenizer> SubwordTokenizer::load(const std::string
 std::int64_t SubwordTokenizer::size() const { return processor_->GetPieceSize(); }
 
 std::vector<std::int32_t> SubwordTokenizer::encode(const std::string& text) const {
+  check_utf8(text);
   std::vector<int> ids;
   const auto status = processor_->Encode(text, &ids);
   if (!status.ok()) throw ValueError("the tokenizer cannot encode the text: " + std::string(status.message()));
@@ -47,6 +60,7 @@ std::vector<std::int32_t> SubwordTokenizer::encode(const std::string& text) cons
 }
 
 std::vector<std::int32_t> SubwordTokenizer::encode_lines(const std::string& text) const {
+  check_utf8(text);
   std::vector<std::int32_t> out;
   std::vector<int> ids;
   const std::string_view all(text);

@@ -19,14 +19,24 @@ class TextBlocks {
 
   std::uint64_t size() const { return file_->size(); }
   // The next block: about block_bytes, ending just after a newline when the file has one within
-  // four times that, else at a character boundary; false at the end of the file.
+  // four times that, else at a character boundary; false at the end of the file. At the end, a
+  // file that changed while it was read (its size or modification time differs from when it was
+  // opened, or a different number of bytes was read) is a DataError naming it: its blocks are then
+  // no snapshot of any one version of it, and sizes recorded from it (meta.json's) would not agree.
+  // A block that is not valid UTF-8 is a DataError naming the file and the byte's offset: the
+  // subword tokenizer would turn the byte into U+FFFD and lose it.
   bool next(std::string& block);
 
  private:
   void fill(std::size_t want);  // reads until pending_ holds `want` bytes or the file ends
   std::size_t block_end();
 
-  std::string path_;
+  void check_unchanged() const;
+
+  std::string path_, what_;
+  std::uint64_t read_ = 0;     // bytes read from the file so far
+  std::uint64_t handed_ = 0;   // bytes handed out in blocks so far: the next block's offset
+  std::int64_t mtime_ns_ = 0;  // its modification time when opened
   std::unique_ptr<InputFile> file_;
   std::size_t block_bytes_;
   std::string pending_;  // read from the file, not yet handed out

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gattn {
@@ -24,6 +25,11 @@ class TextCodec {
   // Where a generation without a prompt starts: the newline token, as the lines of a text do.
   virtual std::int32_t start_token() const = 0;
 };
+
+// The byte offset of the first byte of `text` that is not part of valid UTF-8 (strictly: no
+// overlong forms, no surrogates, nothing above U+10FFFF), or std::string::npos when it is all valid.
+// SentencePiece would turn each such byte into U+FFFD, so a subword tokenizer refuses the text.
+std::size_t invalid_utf8_offset(std::string_view text);
 
 // Bytes per token id of `codec`, for bits per byte.
 std::vector<std::int32_t> token_byte_lengths(const TextCodec& codec);

@@ -73,11 +73,56 @@ void check_options(const TokenizerTrainingOptions& o) {
                      "]: 256 byte pieces and 3 control pieces come first, and token shards store ids as uint16");
   if (o.model_type != "bpe" && o.model_type != "unigram")
     throw ValueError("tokenize train: --model-type must be bpe or unigram, got '" + o.model_type + "'");
-  if (!(o.character_coverage > 0 && o.character_coverage <= 1))
-    throw ValueError("tokenize train: --character-coverage must be in (0, 1], got " +
+  // SentencePiece's own floors, checked here so they are usage errors in gattn's words.
+  if (!(o.character_coverage >= 0.98 && o.character_coverage <= 1))
+    throw ValueError("tokenize train: --character-coverage must be in [0.98, 1], got " +
                      std::to_string(o.character_coverage));
-  if (o.max_lines < 0) throw ValueError("tokenize train: --max-lines must be >= 0");
+  if (o.max_lines < 0 || (o.max_lines > 0 && o.max_lines <= 100))
+    throw ValueError(
+        "tokenize train: --max-lines must be 0 (every line) or more than 100 (the smallest sample "
+        "SentencePiece trains on), got " +
+        std::to_string(o.max_lines));
   if (o.threads < 1) throw ValueError("tokenize train: --threads must be >= 1");
+}
+
+// The number after `marker` in `text`, or -1.
+long long number_after(const std::string& text, const std::string& marker) {
+  const std::size_t at = text.find(marker);
+  if (at == std::string::npos) return -1;
+  std::size_t i = at + marker.size();
+  long long n = 0;
+  bool any = false;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, any = true) n = n * 10 + (text[i] - '0');
+  return any ? n : -1;
+}
+
+// SentencePiece's failure in the user's terms: its messages name its own flags (--character_coverage)
+// and assertions ([!sentences_.empty()]). A vocabulary the text cannot fill is a data error (exit 3);
+// one too small for the text's characters is a setting to change (exit 2).
+[[noreturn]] void explain_training_failure(const TokenizerTrainingOptions& o, const std::string& why) {
+  const std::string vocab = "--vocab-size " + std::to_string(o.vocab_size);
+  if (why.find("smaller than required_chars") != std::string::npos) {
+    const long long needed = number_after(why, " vs ");
+    throw ValueError("tokenize train: " + vocab +
+                     " is too small for this text: the 256 byte pieces, 3 control pieces and a piece for each "
+                     "character of the text (all but the rarest, --character-coverage " +
+                     std::to_string(o.character_coverage) + ") need " +
+                     (needed > 0 ? std::to_string(needed) : std::string("more")) + "; use --vocab-size " +
+                     (needed > 0 ? std::to_string(needed) + " or more" : std::string("larger")) +
+                     ", or a lower --character-coverage (down to 0.98)");
+  }
+  if (why.find("Vocabulary size too high") != std::string::npos) {
+    const long long most = number_after(why, "value <= ");
+    throw DataError("tokenize train: " + vocab + " is more than the input can fill" +
+                    (most > 0 ? " (at most " + std::to_string(most) + " pieces)" : std::string()) +
+                    "; use a smaller --vocab-size or more text");
+  }
+  if (why.find("sentences_.empty()") != std::string::npos)
+    throw DataError(
+        "tokenize train: no line of the input could be used for training (each is empty or longer "
+        "than 65536 bytes)");
+  throw DataError("tokenize train: SentencePiece could not learn " + std::to_string(o.vocab_size) +
+                  " pieces from the input: " + why);
 }
 
 }  // namespace
@@ -115,9 +160,7 @@ TrainedTokenizer train_tokenizer(const TokenizerTrainingOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const auto status = sentencepiece::SentencePieceTrainer::Train(spec, &lines, &out.serialized_model);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!status.ok())
-    throw DataError("tokenize train: SentencePiece could not learn " + std::to_string(options.vocab_size) +
-                    " pieces from the input: " + std::string(status.message()));
+  if (!status.ok()) explain_training_failure(options, std::string(status.message()));
   const SubwordTokenizer check(out.serialized_model, "the trained tokenizer");  // loads, or says why not
   out.info = {{"format", "gattn-tokenizer/1"},
               {"library", "sentencepiece"},

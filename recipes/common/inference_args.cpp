@@ -19,10 +19,13 @@ void add_inference_options(CLI::App& cmd, InferenceArgs& args, bool lists) {
       ->capture_default_str();
   cmd.add_option("--kv-budget", args.budget,
                  "keys kept per layer and head: N, or P% of model.block_size (every policy but full)" + several);
+  // -1 is the unset default: a negative count given on the command line is refused, not read as it.
   cmd.add_option("--kv-sinks", args.sinks,
-                 "sink_window: the first positions always kept (default min(4, budget/4), at least 1)");
+                 "sink_window: the first positions always kept (default min(4, budget/4), at least 1)")
+      ->check(CLI::NonNegativeNumber);
   cmd.add_option("--kv-recent", args.recent,
-                 "h2o and gate: the newest keys never evicted (default: h2o budget/2, gate 0)");
+                 "h2o and gate: the newest keys never evicted (default: h2o budget/2, gate 0)")
+      ->check(CLI::NonNegativeNumber);
   cmd.add_option("--top-k-keys", args.top_k_keys, "each query attends to its K highest-scoring keys; 0 = all")
       ->capture_default_str();
   cmd.add_option("--skip-heads-below", args.skip_heads_below,
@@ -43,6 +46,9 @@ std::int64_t parse_kv_budget(const std::string& text, std::int64_t block_size) {
   if (number.empty() || used != number.size() || !std::isfinite(v) || (!percent && v != std::floor(v)))
     throw ValueError("--kv-budget: expected a number of keys or a percentage of the context like 50%, got '" + text +
                      "'");
+  // A percentage is of the context: above 100 % it would be rounded down to the context in silence.
+  if (percent && v > 100)
+    throw ValueError("--kv-budget: a percentage of the context must be at most 100%, got " + text);
   const double keys = percent ? std::round(v / 100.0 * static_cast<double>(block_size)) : v;
   if (v <= 0 || keys < 1)
     throw ValueError("--kv-budget: must be between 1 and the context (model.block_size=" + std::to_string(block_size) +

@@ -1,7 +1,10 @@
-// The handlers only touch a sig_atomic_t and call async-signal-safe functions (write, _exit).
+// The handlers only touch a sig_atomic_t and call async-signal-safe functions (write, _exit, and the
+// openat/getdents64/unlinkat of remove_staging_directories_on_signal).
 #include "recipes/common/stop_signal.h"
 
 #include <unistd.h>
+
+#include "framework/io/staged_directory.h"
 
 namespace gattn::recipes {
 
@@ -23,6 +26,8 @@ extern "C" void on_stop_signal(int signo) {
 }
 
 extern "C" void exit_on_signal(int signo) {
+  // A command stopped halfway leaves no .OUT.partial-PID behind (tokenize's staged output).
+  remove_staging_directories_on_signal();
   static const char int_msg[] = "gattn: stopped by SIGINT\n";
   static const char term_msg[] = "gattn: stopped by SIGTERM\n";
   if (signo == SIGINT)

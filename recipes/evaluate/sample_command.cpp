@@ -97,7 +97,11 @@ int run_sample_target(const SampleArgs& args, const CheckpointModel& ckpt, const
     throw ValueError("--source: " + ckpt.model_path +
                      " has no text vocabulary (synthetic data): give the source as --source-tokens \"3 4 5\"");
   } else {
-    source = vocab->encode(*args.source);
+    try {
+      source = vocab->encode(*args.source);
+    } catch (const ValueError& e) {
+      throw ValueError(std::string("--source: ") + e.what());
+    }
   }
   models::check_source(model.config(), source, args.source_tokens ? "--source-tokens" : "--source");
   const bool as_text = vocab && !args.source_tokens;
@@ -157,7 +161,11 @@ int run_sample(const SampleArgs& args) {
         " has no text vocabulary (token shards without a tokenizer, or synthetic data): give the prompt as "
         "--prompt-tokens \"1 2 3\"");
   } else if (args.prompt && !args.prompt->empty()) {
-    prompt = vocab->encode(*args.prompt);
+    try {
+      prompt = vocab->encode(*args.prompt);
+    } catch (const ValueError& e) {
+      throw ValueError(std::string("--prompt: ") + e.what());
+    }
   } else {
     // No prompt: start after a newline, as a text file's lines do, or from token 0.
     prompt.push_back(vocab->start_token());

@@ -1,14 +1,17 @@
 // `gattn tokenize train|encode` (docs/tokenize.md): a subword tokenizer trained on the user's text,
 // and text turned into the token shards `data.kind: tokens` trains on. Both write their output
 // directory whole or not at all (StagedDirectory).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <thread>
+#include <utility>
+#include <vector>
 
 #include "framework/data/corpus_encoding.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/staged_directory.h"
+#include "framework/runtime/threads.h"
 #include "framework/text/subword_tokenizer.h"
 #include "framework/text/text_codec.h"
 #include "framework/text/tokenizer_training.h"
@@ -33,7 +36,58 @@ struct EncodeArgs {
   bool force = false;
 };
 
-int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+// What `tokenize train` and `tokenize encode` write into --out: an earlier output of the same
+// command is recognised by these names (and its markers), and is all --force may replace.
+OutputDirectoryKind tokenizer_output() {
+  return {"tokenize train", {kTokenizerModelFile, kTokenizerInfoFile}, [](const std::string& name) {
+            return name == kTokenizerModelFile || name == kTokenizerInfoFile || name == "vocab.txt";
+          }};
+}
+
+// "train_000000.bin", "val_000012.bin": the shards TokenShardWriter names.
+bool is_shard_name(const std::string& name) {
+  for (const std::string split : {"train_", "val_"}) {
+    if (name.size() < split.size() + 10 || name.compare(0, split.size(), split) != 0) continue;
+    if (name.compare(name.size() - 4, 4, ".bin") != 0) continue;
+    const std::string digits = name.substr(split.size(), name.size() - split.size() - 4);
+    if (std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return true;
+  }
+  return false;
+}
+
+OutputDirectoryKind shards_output() {
+  return {"tokenize encode", {"meta.json"}, [](const std::string& name) {
+            return name == "meta.json" || name == kTokenizerModelFile || name == kTokenizerInfoFile ||
+                   is_shard_name(name);
+          }};
+}
+
+// SentencePiece's trainer asserts (an internal error) above this many threads.
+constexpr int kMaxTrainerThreads = 128;
+
+// --threads resolved as train.threads is: more threads than cores only fight over them (and a
+// count no machine can start segfaults or aborts inside libgomp), so a larger one is clamped to the
+// cores with one line; threads that cannot be started are refused naming the option (exit 2).
+// `threads` 0 is the default: all cores, silently.
+int checked_threads(int threads, const std::string& option, int cap) {
+  if (threads < 0) throw ValueError(option + " must be >= 1, got " + std::to_string(threads));
+  const ThreadCount count = resolve_thread_count(threads);
+  int n = count.threads;
+  if (count.clamped)
+    std::cerr << "gattn: " << option << " " << threads << " is more than the " << n
+              << " cores this process may use; using " << n << "\n";
+  if (n > cap) {
+    if (threads != 0)
+      std::cerr << "gattn: " << option << " " << n << " is more than the " << cap << " threads it can use; using "
+                << cap << "\n";
+    n = cap;
+  }
+  const std::string why = probe_thread_start(n);
+  if (!why.empty())
+    throw ValueError(option + " " + std::to_string(threads) + ": " + why +
+                     " (a memory or process limit?); set --threads lower");
+  return n;
+}
 
 std::string megabytes(double bytes) {
   char buf[32];
@@ -49,8 +103,11 @@ std::string vocabulary_listing(const SubwordTokenizer& tokenizer) {
   return out;
 }
 
-int run_train(const TrainArgs& args) {
-  StagedDirectory out(args.out, args.force, "tokenize train --out");
+int run_train(TrainArgs args) {
+  args.options.threads = checked_threads(args.options.threads, "tokenize train --threads", kMaxTrainerThreads);
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const auto& input : args.options.inputs) inputs.emplace_back("--input", input);
+  StagedDirectory out(args.out, args.force, "tokenize train --out", tokenizer_output(), inputs);
   const TrainedTokenizer trained = train_tokenizer(args.options);
   const SubwordTokenizer tokenizer(trained.serialized_model, "the trained tokenizer");
   write_file_atomically(out.file(kTokenizerModelFile).string(), trained.serialized_model);
@@ -68,9 +125,12 @@ int run_train(const TrainArgs& args) {
   return 0;
 }
 
-int run_encode(const EncodeArgs& args) {
+int run_encode(EncodeArgs args) {
+  args.options.threads = checked_threads(args.options.threads, "tokenize encode --threads", 1 << 16);
   const std::shared_ptr<const SubwordTokenizer> tokenizer = SubwordTokenizer::load(args.tokenizer);
-  StagedDirectory out(args.out, args.force, "tokenize encode --out");
+  std::vector<std::pair<std::string, std::string>> inputs{{"--tokenizer", args.tokenizer}};
+  for (const auto& input : args.options.inputs) inputs.emplace_back("--input", input);
+  StagedDirectory out(args.out, args.force, "tokenize encode --out", shards_output(), inputs);
   ProgressBar bar("encoding");
   const nlohmann::json meta = encode_corpus(*tokenizer, args.options, out.path(),
                                             [&](std::uint64_t done, std::uint64_t total) { bar.update(done, total); });
@@ -103,7 +163,7 @@ Action add_tokenize(CLI::App& app) {
   cmd->require_subcommand(1);
 
   auto train = std::make_shared<TrainArgs>();
-  train->options.threads = default_threads();
+  train->options.threads = 0;  // all cores
   CLI::App* t = cmd->add_subcommand("train", "train a SentencePiece tokenizer (BPE or unigram) on text files");
   t->add_option("--input", train->options.inputs, "UTF-8 text files")->required()->expected(1, -1);
   t->add_option("--vocab-size", train->options.vocab_size, "pieces, 260 to 65536 (256 of them are bytes)")->required();
@@ -114,11 +174,11 @@ Action add_tokenize(CLI::App& app) {
       ->capture_default_str();
   t->add_option("--max-lines", train->options.max_lines, "train on a uniform sample of this many lines (0: all)")
       ->capture_default_str();
-  t->add_option("--threads", train->options.threads, "trainer threads (default: the machine's cores)");
+  t->add_option("--threads", train->options.threads, "trainer threads (0, the default: all cores; at most the cores)");
   t->add_flag("--force", train->force, "replace an existing --out directory");
 
   auto encode = std::make_shared<EncodeArgs>();
-  encode->options.threads = default_threads();
+  encode->options.threads = 0;
   CLI::App* e = cmd->add_subcommand("encode", "encode text files into llm.c token shards (train and val)");
   e->add_option("--tokenizer", encode->tokenizer, "tokenizer directory (from tokenize train) or .model file")
       ->required();
@@ -127,7 +187,8 @@ Action add_tokenize(CLI::App& app) {
   e->add_option("--val-fraction", encode->options.val_fraction, "share of the text (its end) for the val split")
       ->capture_default_str();
   e->add_option("--shard-tokens", encode->options.shard_tokens, "tokens per shard")->capture_default_str();
-  e->add_option("--threads", encode->options.threads, "encoding threads (default: the machine's cores)");
+  e->add_option("--threads", encode->options.threads,
+                "encoding threads (0, the default: all cores; at most the cores)");
   e->add_flag("--force", encode->force, "replace an existing --out directory");
 
   return [t, e, train, encode] {

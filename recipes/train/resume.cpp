@@ -8,6 +8,7 @@
 #include "framework/io/errors.h"
 #include "framework/io/module_io.h"
 #include "framework/io/optimizer_io.h"
+#include "framework/io/run_files.h"
 #include "recipes/common/vocabulary_match.h"
 
 namespace gattn::recipes {
@@ -77,6 +78,12 @@ std::optional<Resumed> resume_run(const std::string& resume, RunSetup& run,
     }
   } else if (!fs::exists(dir)) {
     throw CheckpointError("--resume: checkpoint directory '" + dir + "' does not exist");
+  } else if (!fs::exists(fs::path(dir) / kStateFile) && holds_run(dir)) {
+    // A run directory given where a checkpoint is wanted: say which to give instead.
+    const std::string latest = latest_checkpoint(dir);
+    throw CheckpointError("--resume: " + dir + " is a run directory, not a checkpoint; give one of its checkpoints (" +
+                          (latest.empty() ? dir + "/checkpoints/step_N" : latest) +
+                          "), or --resume auto with run.dir=" + dir);
   }
   CheckpointFiles files = found ? std::move(*found) : read_checkpoint(dir);
   const std::string state_path = (fs::path(dir) / kStateFile).string();

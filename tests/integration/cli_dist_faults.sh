@@ -35,6 +35,13 @@ grep -q "gattn: rank 0 of 2: dist: .* did not complete within 5 s (dist.timeout_
 out=$("$launch" -n 0 "$tmp/tiny.yaml" 2>&1)
 (($? == 2)) || fail "-n 0 should exit 2"
 grep -q "positive number of ranks" <<<"$out" || fail "-n 0 message: $out"
+# Far more ranks than cores (a typo, -n 1000) are refused before any starts, unless asked for.
+out=$("$launch" -n 100000 "$tmp/tiny.yaml" 2>&1)
+(($? == 2)) || fail "-n 100000 should exit 2: $out"
+grep -q "^launch: -n 100000 is more than 4 ranks per core .*pass --oversubscribe" <<<"$out" || fail "-n 100000 message: $out"
+[[ $(wc -l <<<"$out") -eq 1 ]] || fail "-n 100000: not one line: $out"
+out=$("$launch" -n 100000 --oversubscribe "$tmp/missing.yaml" 2>&1)
+(($? == 2)) && grep -q "does not exist" <<<"$out" || fail "--oversubscribe is not accepted: $out"
 out=$("$launch" -n 2 "$tmp/missing.yaml" 2>&1)
 (($? == 2)) || fail "a missing config should exit 2"
 grep -q "does not exist" <<<"$out" || fail "missing config message: $out"

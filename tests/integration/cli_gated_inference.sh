@@ -56,6 +56,9 @@ s=(sample --checkpoint "$tmp/score" --prompt-tokens "1 2")
 expect "--kv-budget: must be between 1 and the context (model.block_size=12), got 0" "${s[@]}" --kv-policy window --kv-budget 0
 expect "--kv-budget: must be between 1 and the context (model.block_size=12), got 13" "${s[@]}" --kv-policy h2o --kv-budget 13
 expect "--kv-budget: expected a number of keys or a percentage" "${s[@]}" --kv-policy h2o --kv-budget half
+expect "--kv-budget: a percentage of the context must be at most 100%, got 104%" "${s[@]}" --kv-policy h2o --kv-budget 104%
+expect "--kv-sinks" "${s[@]}" --kv-policy sink_window --kv-budget 4 --kv-sinks -3
+expect "--kv-recent" "${s[@]}" --kv-policy h2o --kv-budget 4 --kv-recent -1
 expect "--kv-policy window: needs --kv-budget" "${s[@]}" --kv-policy window
 expect "--kv-budget: policy full keeps every key" "${s[@]}" --kv-budget 4
 expect "--kv-policy: 'lru' is not a policy" "${s[@]}" --kv-policy lru --kv-budget 4

@@ -22,6 +22,25 @@ for threads in 64 1000; do
     fail "train.threads=$threads: no line saying it was clamped: $out"
 done
 expect 2 "train.threads must be >= 0" train --config "$tmp/tiny.yaml" run.dir="$tmp/t" train.threads=-1
+# tokenize's --threads likewise (a count no machine can start used to segfault, or abort in libgomp
+# or SentencePiece's trainer).
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+head -c 60000 "$repo/data/tinyshakespeare.txt" >"$tmp/corpus.txt"
+for threads in 200 100000; do
+  (( threads > cores )) || continue
+  out=$( (ulimit -v 4000000; timeout 60 "$gattn" tokenize train --input "$tmp/corpus.txt" --vocab-size 400 \
+          --out "$tmp/tok$threads" --threads $threads) 2>&1); rc=$?
+  [[ $rc -eq 0 ]] || fail "tokenize train --threads $threads: exit $rc: $out"
+  grep -q "tokenize train --threads $threads is more than the $cores cores this process may use; using $cores" \
+    <<<"$out" || fail "tokenize train --threads $threads: no line saying it was clamped: $out"
+  out=$( (ulimit -v 4000000; timeout 60 "$gattn" tokenize encode --tokenizer "$tmp/tok$threads" \
+          --input "$tmp/corpus.txt" --out "$tmp/shards$threads" --threads $threads) 2>&1); rc=$?
+  [[ $rc -eq 0 ]] || fail "tokenize encode --threads $threads: exit $rc: $out"
+  grep -q "tokenize encode --threads $threads is more than the $cores cores" <<<"$out" ||
+    fail "tokenize encode --threads $threads: no line saying it was clamped: $out"
+done
+expect 2 "tokenize encode --threads must be >= 1" tokenize encode --tokenizer "$tmp/tok200" --input "$tmp/corpus.txt" \
+  --out "$tmp/shards_bad" --threads -1
 
 # Model sizes: refused before anything is allocated or written.
 expect 2 "model.block_size 1000000000: needs about" train --config "$tmp/tiny.yaml" run.dir="$tmp/m1" model.block_size=1000000000

@@ -83,4 +83,31 @@ err=$( (ulimit -v 1500000; "$gattn" train --config "$tmp/tiny.yaml" data.path="$
 [[ $rc -eq 3 ]] || fail "a shard larger than the address space: exit $rc, expected 3: $err"
 grep -q "cannot map token shard $tmp/big/train_000.bin (2000001024 bytes) into memory: .*ulimit -v" <<<"$err" ||
   fail "a shard larger than the address space: $err"
+
+# A shard truncated while the run reads it: the mapped pages past its new end would raise SIGBUS (a
+# bare "Bus error", exit 135); the run stops with exit 3 naming the shard instead, and its last
+# checkpoint loads.
+mkdir "$tmp/shrink"
+write_shards "$tmp/shrink" train 40000
+write_shards "$tmp/shrink" val 200
+"$gattn" train --config "$tmp/tiny.yaml" data.path="$tmp/shrink" run.dir="$tmp/shrink_run" train.max_steps=1000000 \
+  checkpoint.every=5 checkpoint.keep_last=2 eval.every=0 train.log_every=1000 >/dev/null 2>"$tmp/shrink.err" &
+pid=$!
+for _ in $(seq 1 1000); do
+  [[ -f $tmp/shrink_run/checkpoints/latest ]] && break
+  kill -0 "$pid" 2>/dev/null || fail "the run ended before its first checkpoint: $(cat "$tmp/shrink.err")"
+  sleep 0.02
+done
+[[ -f $tmp/shrink_run/checkpoints/latest ]] || fail "no checkpoint within 20 s"
+truncate -s 1024 "$tmp/shrink/train_000.bin"
+for _ in $(seq 1 500); do kill -0 "$pid" 2>/dev/null || break; sleep 0.02; done
+kill -KILL "$pid" 2>/dev/null && fail "the run went on reading a truncated shard for 10 s"
+wait "$pid"
+rc=$?
+[[ $rc -eq 3 ]] || fail "a shard truncated during training: exit $rc, expected 3: $(cat "$tmp/shrink.err")"
+grep -q "^gattn: token shard $tmp/shrink/train_000.bin could not be read while in use" "$tmp/shrink.err" ||
+  fail "the error does not name the shard: $(cat "$tmp/shrink.err")"
+write_shards "$tmp/shrink" train 40000
+"$gattn" eval --checkpoint "$tmp/shrink_run" data.path="$tmp/shrink" >/dev/null 2>&1 ||
+  fail "the last checkpoint of the stopped run does not load"
 echo ok

@@ -108,12 +108,30 @@ expect() {  # expect CODE PATTERN CMD...: exit CODE and one line on stderr match
 left_over() { ls -A "$tmp" | grep -q '\.partial-' && fail "a staging directory was left behind: $(ls -A "$tmp")"; }
 expect 2 "uint16" "$gattn" tokenize train --input "$corpus" --vocab-size 70000 --out "$tmp/big"
 expect 2 "already exists" "$gattn" tokenize train --input "$corpus" --vocab-size 600 --out "$tmp/tok"
+# SentencePiece's own floors and failures, in gattn's words and with the option to change.
+expect 2 "--vocab-size 260 is too small for this text: .* use --vocab-size [0-9]* or more" "$gattn" tokenize train \
+  --input "$corpus" --vocab-size 260 --out "$tmp/tok_small"
+expect 2 "--max-lines must be 0 (every line) or more than 100" "$gattn" tokenize train --input "$corpus" \
+  --vocab-size 600 --max-lines 50 --out "$tmp/tok_small"
+expect 2 "--character-coverage must be in \[0.98, 1\]" "$gattn" tokenize train --input "$corpus" --vocab-size 600 \
+  --character-coverage 0.5 --out "$tmp/tok_small"
+[[ ! -e $tmp/tok_small ]] || fail "a refused tokenize train left its --out"
 : >"$tmp/empty.txt"
 expect 3 "holds no text" "$gattn" tokenize train --input "$tmp/empty.txt" --vocab-size 600 --out "$tmp/tok_empty"
 [[ ! -e $tmp/tok_empty ]] || fail "a failed tokenize train left its --out"
 expect 3 "missing.txt" "$gattn" tokenize encode --tokenizer "$tmp/tok" --input "$corpus" "$tmp/missing.txt" --out "$tmp/enc"
 expect 3 "holds no text" "$gattn" tokenize encode --tokenizer "$tmp/tok" --input "$tmp/empty.txt" --out "$tmp/enc"
 [[ ! -e $tmp/enc ]] || fail "a failed tokenize encode left its --out"
+left_over
+# Bytes that are not UTF-8 would become U+FFFD and not decode to themselves: refused by file and offset.
+printf 'good line\nbad \xff byte\n' >"$tmp/latin1.txt"
+expect 3 "latin1.txt is not valid UTF-8 at byte offset 14 (0xFF)" "$gattn" tokenize train --input "$tmp/latin1.txt" \
+  --vocab-size 600 --out "$tmp/tok_bad"
+expect 3 "latin1.txt is not valid UTF-8 at byte offset 14 (0xFF)" "$gattn" tokenize encode --tokenizer "$tmp/tok" \
+  --input "$corpus" "$tmp/latin1.txt" --out "$tmp/enc"
+expect 2 "--prompt: the text is not valid UTF-8 at byte offset 3 (0xC3)" "$gattn" sample --checkpoint "$tmp/run" \
+  --prompt "$(printf 'abc\xc3(')" train.threads=1
+[[ ! -e $tmp/tok_bad && ! -e $tmp/enc ]] || fail "a refused input left --out"
 left_over
 printf 'not a model' >"$tmp/garbage.model"
 expect 3 "not a SentencePiece tokenizer model" "$gattn" tokenize encode --tokenizer "$tmp/garbage.model" --input "$corpus" --out "$tmp/enc"
@@ -141,6 +159,27 @@ expect 3 "do not belong together" "$gattn" train --config "$tmp/bpe.yaml" data.p
 expect 3 "trained with tokenizer" "$gattn" eval --checkpoint "$tmp/run" data.path="$tmp/shards_b" train.threads=1
 expect 3 "trained with tokenizer" "$gattn" train --config "$tmp/bpe.yaml" data.path="$tmp/shards_b" run.dir="$tmp/run" \
   train.max_steps=8 --resume auto
+# Every shard must belong to the tokenizer the run uses, and meta.json must describe the files: a
+# glob over two tokenize outputs, a stray shard from another encode, a shard whose count differs
+# from meta.json's, a listed shard that is missing.
+expect 3 "shards of different tokenizers cannot be mixed" "$gattn" train --config "$tmp/bpe.yaml" \
+  data.path="$tmp/shards[2_]*/*.bin" run.dir="$tmp/run_glob"
+cp -r "$tmp/shards2" "$tmp/stray"
+cp "$tmp/shards_b/train_000000.bin" "$tmp/stray/train_000099.bin"
+expect 3 "stray/train_000099.bin is not listed in" "$gattn" train --config "$tmp/bpe.yaml" data.path="$tmp/stray" \
+  run.dir="$tmp/run_stray"
+rm "$tmp/stray/train_000099.bin"
+cp "$tmp/shards_b/train_000000.bin" "$tmp/stray/train_000000.bin"  # same name, other tokens
+expect 3 "stray/train_000000.bin holds .* tokens, but .*meta.json lists" "$gattn" train --config "$tmp/bpe.yaml" \
+  data.path="$tmp/stray" run.dir="$tmp/run_stray"
+cp "$tmp/shards2/train_000000.bin" "$tmp/stray/train_000000.bin"
+rm "$tmp/stray/train_000001.bin"
+expect 3 "stray/train_000001.bin, listed in .*meta.json, is missing" "$gattn" train --config "$tmp/bpe.yaml" \
+  data.path="$tmp/stray" run.dir="$tmp/run_stray"
+[[ ! -e $tmp/run_glob && ! -e $tmp/run_stray ]] || fail "a refused run left its directory"
+# --resume given a run directory: the message says which checkpoint to give instead.
+expect 3 "--resume: $tmp/run is a run directory, not a checkpoint; give one of its checkpoints" "$gattn" train \
+  --config "$tmp/bpe.yaml" data.path="$tmp/shards2" run.dir="$tmp/run_resumed" --resume "$tmp/run"
 # Shards without their tokenizer continue a tokenizer model no more than shards of bare ids do.
 rm "$tmp/shards_b/tokenizer.model" "$tmp/shards_b/meta.json"
 expect 3 "has no tokenizer" "$gattn" eval --checkpoint "$tmp/run" data.path="$tmp/shards_b" train.threads=1

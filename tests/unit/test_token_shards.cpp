@@ -4,6 +4,7 @@
 // header and every token id is checked when the dataset is made.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <fstream>
@@ -225,6 +226,25 @@ TEST(TokenShardChecks, ShardThatIsNotARegularFile) {
   // A glob lists the FIFO (a directory listing keeps regular files only); it is refused, not opened.
   const std::string msg = message_of<DataError>([&] { make_dataset(token_options(dir.file("*.bin")), 8); });
   EXPECT_TRUE(contains(msg, "cannot read the token shard " + dir.file("y_val.bin") + ": it is a FIFO"));
+}
+
+// A shard truncated while mapped: the reads past its new end would raise SIGBUS (a bare "Bus
+// error", exit 135); they are a DataError naming the shard instead, and the process goes on.
+TEST(TokenShardChecks, ShardThatShrinksWhileMappedIsADataErrorNotABusError) {
+  TempDir dir;
+  const std::string path = dir.file("a_train.bin");
+  write_shard(path, lcg_tokens(20000, 7));  // 40 KB: pages past the first few
+  TokenShards shards({path}, TokenShards::Access::random);
+  std::vector<std::int32_t> out(100);
+  ASSERT_EQ(::truncate(path.c_str(), 1024 + 200), 0);
+  shards.copy(0, 100, out.data());  // still inside the file
+  std::string msg = message_of<DataError>([&] { shards.copy(15000, 100, out.data()); });
+  EXPECT_TRUE(contains(msg, path)) << msg;
+  EXPECT_TRUE(contains(msg, "1224 bytes now")) << msg;
+  msg = message_of<DataError>([&] { shards.scan_ids(0); });
+  EXPECT_TRUE(contains(msg, path)) << msg;
+  // The handler jumps back only from a shard read: the next one works (and fails) the same way.
+  EXPECT_TRUE(contains(message_of<DataError>([&] { shards.copy(19000, 50, out.data()); }), path));
 }
 
 TEST(TokenShardChecks, IdOutsideTheVocabularyNamesShardTokenAndByteOffset) {

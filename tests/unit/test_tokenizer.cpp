@@ -1,10 +1,15 @@
 // Subword tokenizers (`gattn tokenize`): training, exact round trips on multilingual text, the
 // corpus encoder's shards and split, the checkpoint's tokenizer entry, and the pieces around them
 // (SHA-256 and base64, text blocks, token display, staged output directories, the progress bar).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -165,11 +170,30 @@ TEST(SubwordTokenizer, BadTrainingInput) {
   EXPECT_TRUE(contains(message_of<DataError>([&] { train_tokenizer(o); }), "missing.txt"));
   o.inputs = {dir.path().string()};
   EXPECT_TRUE(contains(message_of<DataError>([&] { train_tokenizer(o); }), "directory"));
-  // More pieces than the text can give: SentencePiece's reason, as a data error.
+  // More pieces than the text can give: a data error in gattn's words, with the largest it can.
   write_text(dir.file("tiny.txt"), "ab ab ab\n");
   o.inputs = {dir.file("tiny.txt")};
   o.vocab_size = 5000;
-  EXPECT_TRUE(contains(message_of<DataError>([&] { train_tokenizer(o); }), "could not learn 5000 pieces"));
+  std::string msg = message_of<DataError>([&] { train_tokenizer(o); });
+  EXPECT_TRUE(contains(msg, "--vocab-size 5000 is more than the input can fill (at most")) << msg;
+  // Fewer than the text's characters need: a setting to change, saying to what (no SentencePiece flag).
+  std::string many;
+  for (int c = 0x4E00; c < 0x4E00 + 40; ++c)  // 40 CJK characters, each a piece of its own
+    many += std::string{static_cast<char>(0xE0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
+                        static_cast<char>(0x80 | (c & 0x3F))} +
+            " ";
+  write_text(dir.file("many.txt"), many + "\n" + many + "\n");
+  o.inputs = {dir.file("many.txt")};
+  o.vocab_size = 260;
+  msg = message_of<ValueError>([&] { train_tokenizer(o); });
+  EXPECT_TRUE(contains(msg, "--vocab-size 260 is too small for this text")) << msg;
+  EXPECT_FALSE(contains(msg, "character_coverage")) << msg;
+  o.vocab_size = 600;
+  o.max_lines = 50;  // below SentencePiece's floor: a usage error, not its assertion
+  EXPECT_TRUE(contains(message_of<ValueError>([&] { train_tokenizer(o); }), "--max-lines must be 0"));
+  o.max_lines = 0;
+  o.character_coverage = 0.5;
+  EXPECT_TRUE(contains(message_of<ValueError>([&] { train_tokenizer(o); }), "[0.98, 1]"));
   EXPECT_TRUE(contains(message_of<DataError>([&] { SubwordTokenizer("not a model", "x.model"); }),
                        "x.model is not a SentencePiece tokenizer model"));
 }
@@ -284,6 +308,37 @@ TEST(TextBlocks, BlocksEndAtLineEndsAndJoinToTheFile) {
       contains(message_of<DataError>([&] { TextBlocks(dir.file("nope.txt"), "the text"); }), "cannot read the text"));
 }
 
+// A file that grows, shrinks or is rewritten while its blocks are read is a DataError naming it at
+// its end: its blocks are no snapshot of one version, and meta.json's byte counts would not agree.
+TEST(TextBlocks, AFileThatChangesWhileReadIsADataError) {
+  TempDir dir;
+  const std::string path = dir.file("t.txt");
+  const std::string text = std::string(3000, 'a') + "\n" + std::string(3000, 'b') + "\n";
+  auto read_all = [&](const std::function<void()>& meanwhile) {
+    write_text(path, text);
+    TextBlocks blocks(path, "the text to encode", 1000);
+    std::string block;
+    blocks.next(block);
+    meanwhile();
+    while (blocks.next(block)) {
+    }
+  };
+  read_all([] {});  // unchanged: no error
+  std::string msg = message_of<DataError>([&] { read_all([&] { std::ofstream(path, std::ios::app) << "more\n"; }); });
+  EXPECT_TRUE(contains(msg, "the text to encode " + path + " changed while it was read")) << msg;
+  EXPECT_TRUE(contains(msg, "6002 bytes when opened")) << msg;
+  msg = message_of<DataError>([&] { read_all([&] { ASSERT_EQ(::truncate(path.c_str(), 10), 0); }); });
+  EXPECT_TRUE(contains(msg, "10 bytes now")) << msg;
+  // The same size, rewritten in place: only the modification time tells.
+  msg = message_of<DataError>([&] {
+    read_all([&] {
+      const struct timespec times[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
+      ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+    });
+  });
+  EXPECT_TRUE(contains(msg, "modified meanwhile")) << msg;
+}
+
 TEST(Digest, Sha256AndBase64) {
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -295,6 +350,24 @@ TEST(Digest, Sha256AndBase64) {
   EXPECT_FALSE(base64_decode("Zm9vYg="));   // not padded to 4
   EXPECT_FALSE(base64_decode("Zm9v!g=="));  // not base64
   EXPECT_FALSE(base64_decode("Zm9vYh=="));  // non-canonical trailing bits
+}
+
+// SentencePiece turns each byte that is not UTF-8 into U+FFFD, so the tokenizer refuses such text
+// (naming the byte) instead of encoding something that does not decode to it.
+TEST(TextCodec, InvalidUtf8IsFoundAndRefusedByTheTokenizer) {
+  EXPECT_EQ(invalid_utf8_offset("plain ascii, 中文, 😀"), std::string::npos);
+  EXPECT_EQ(invalid_utf8_offset(""), std::string::npos);
+  EXPECT_EQ(invalid_utf8_offset("ab\xff"), 2u);            // never a UTF-8 byte
+  EXPECT_EQ(invalid_utf8_offset("a\xc3("), 1u);            // a lead byte without its continuation
+  EXPECT_EQ(invalid_utf8_offset("\xe4\xb8"), 0u);          // cut short
+  EXPECT_EQ(invalid_utf8_offset("x\xc0\xaf"), 1u);         // overlong '/'
+  EXPECT_EQ(invalid_utf8_offset("\xed\xa0\x80"), 0u);      // a surrogate
+  EXPECT_EQ(invalid_utf8_offset("\xf4\x90\x80\x80"), 0u);  // above U+10FFFF
+  EXPECT_EQ(invalid_utf8_offset("\x80"), 0u);              // a lone continuation byte
+  const SubwordTokenizer& t = trained("bpe");
+  const std::string msg = message_of<ValueError>([&] { t.encode("caf\xe9 au lait"); });
+  EXPECT_TRUE(contains(msg, "not valid UTF-8 at byte offset 3 (0xE9)")) << msg;
+  EXPECT_TRUE(contains(message_of<ValueError>([&] { t.encode_lines("ok\nbad \xff\n"); }), "byte offset 7"));
 }
 
 TEST(TextCodec, DisplayToken) {
@@ -365,8 +438,9 @@ TEST(StagedDirectory, AppearsWholeOrNotAtAll) {
   }
   EXPECT_EQ(read_file(out + "/a"), "1");
   EXPECT_TRUE(contains(message_of<OutputPathError>([&] { StagedDirectory(out, false, "--out"); }), "--force"));
+  const OutputDirectoryKind kind{"test", {"a"}, [](const std::string& name) { return name == "a" || name == "b"; }};
   {
-    StagedDirectory staged(out, true, "--out");
+    StagedDirectory staged(out, true, "--out", kind);
     write_text(staged.file("b").string(), "2");
     staged.commit();
   }
