@@ -138,7 +138,17 @@ template <class T>
 void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_rows, const std::int64_t* pos,
                  std::int64_t rows, std::int64_t j0, std::int64_t cols, T* S) {
   const std::int64_t d = p.d, base = bh * p.Tq, kbase = bh * p.Tk;
-  blas_gemm<T>(false, true, rows, cols, d, p.scale, q_rows, d, p.k + (kbase + j0) * d, d, T(0), S, kAttnTileK);
+  blas_gemm<T>({.trans_b = true,
+                .M = rows,
+                .N = cols,
+                .K = d,
+                .alpha = p.scale,
+                .A = q_rows,
+                .lda = d,
+                .B = p.k + (kbase + j0) * d,
+                .ldb = d,
+                .C = S,
+                .ldc = kAttnTileK});
   if (!p.row_bias && !p.col_bias) return;
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = S + r * kAttnTileK;
@@ -324,8 +334,16 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
               for (std::int64_t x = 0; x < d; ++x) acc[r * d + x] *= corr;
           }
           // acc += W · V for this key tile.
-          blas_gemm<T>(false, false, rows, d, cols, T(1), W.data(), kAttnTileK, p.v + (kbase + j0) * d, d, T(1),
-                       acc.data(), d);
+          blas_gemm<T>({.M = rows,
+                        .N = d,
+                        .K = cols,
+                        .A = W.data(),
+                        .lda = kAttnTileK,
+                        .B = p.v + (kbase + j0) * d,
+                        .ldb = d,
+                        .beta = T(1),
+                        .C = acc.data(),
+                        .ldc = d});
         }
         for (std::int64_t r = 0; r < rows; ++r) {
           const std::int64_t i = pos[static_cast<std::size_t>(r)];
@@ -467,8 +485,16 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
           T* dq_rows = whole ? dq + i0 * d : dq_compact.data() + off * d;
           tile_logits(p, bh, q_rows, rpos, rows, j0, cols, S.data());
           if (do_rows)
-            blas_gemm<T>(false, true, rows, cols, d, T(1), do_rows, d, p.v + (kbase + j0) * d, d, T(0), dA.data(),
-                         kAttnTileK);
+            blas_gemm<T>({.trans_b = true,
+                          .M = rows,
+                          .N = cols,
+                          .K = d,
+                          .A = do_rows,
+                          .lda = d,
+                          .B = p.v + (kbase + j0) * d,
+                          .ldb = d,
+                          .C = dA.data(),
+                          .ldc = kAttnTileK});
           else
             std::fill(dA.begin(), dA.end(), T(0));
           bool any = false;
@@ -566,10 +592,40 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
           if (!any) continue;
           // dv += Aᵀ dO; dq += scale dS k; dk += scale dSᵀ q.
           if (do_rows)
-            blas_gemm<T>(true, false, cols, d, rows, T(1), A.data(), kAttnTileK, do_rows, d, T(1), dv + j0 * d, d);
-          blas_gemm<T>(false, false, rows, d, cols, p.scale, dS.data(), kAttnTileK, p.k + (kbase + j0) * d, d, T(1),
-                       dq_rows, d);
-          blas_gemm<T>(true, false, cols, d, rows, p.scale, dS.data(), kAttnTileK, q_rows, d, T(1), dk + j0 * d, d);
+            blas_gemm<T>({.trans_a = true,
+                          .M = cols,
+                          .N = d,
+                          .K = rows,
+                          .A = A.data(),
+                          .lda = kAttnTileK,
+                          .B = do_rows,
+                          .ldb = d,
+                          .beta = T(1),
+                          .C = dv + j0 * d,
+                          .ldc = d});
+          blas_gemm<T>({.M = rows,
+                        .N = d,
+                        .K = cols,
+                        .alpha = p.scale,
+                        .A = dS.data(),
+                        .lda = kAttnTileK,
+                        .B = p.k + (kbase + j0) * d,
+                        .ldb = d,
+                        .beta = T(1),
+                        .C = dq_rows,
+                        .ldc = d});
+          blas_gemm<T>({.trans_a = true,
+                        .M = cols,
+                        .N = d,
+                        .K = rows,
+                        .alpha = p.scale,
+                        .A = dS.data(),
+                        .lda = kAttnTileK,
+                        .B = q_rows,
+                        .ldb = d,
+                        .beta = T(1),
+                        .C = dk + j0 * d,
+                        .ldc = d});
         }
       }
       if (any_partial)
