@@ -186,9 +186,9 @@ std::int64_t active_rows(const FlashAttentionParams<T>& p, std::int64_t bh, std:
 }
 
 // The steps below are the kernels' loop bodies, named. They are forced inline so that each kernel
-// still compiles to one function: the vector width of every `omp simd` reduction and the fused
-// multiply-adds the compiler forms are then those of the single loop nest they were written as, and
-// the results stay bit for bit the same.
+// still compiles as the one loop nest it used to be: the compiler fuses a multiply with an add
+// (-ffp-contract=fast, FMA) only within a function, and a step it left out of line would change
+// which pairs fuse, so the rounding; inlined, the results stay bit for bit what they were.
 #define GATTN_ATTN_STEP [[gnu::always_inline]] inline
 
 // ---- Forward steps --------------------------------------------------------------------------------
