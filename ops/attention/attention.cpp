@@ -136,6 +136,24 @@ void check_attention_args(const Tensor& q, const Tensor& k, const Tensor& v, con
     throw ValueError(op + ": modulation temperature must be > 0, got " + std::to_string(terms.modulation_temperature));
 }
 
+std::vector<Tensor> attention_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms) {
+  const Tensor alpha = terms.modulation_row.defined() ? terms.modulation_alpha : Tensor();
+  return {q, k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col, alpha};
+}
+
+AttentionNeeds attention_needs(const std::vector<bool>& needs) {
+  AttentionNeeds n;
+  n.q = needs[0];
+  n.k = needs[1];
+  n.v = needs[2];
+  n.row_bias = needs[3];
+  n.col_bias = needs[4];
+  n.modulation_row = needs[5];
+  n.modulation_col = needs[6];
+  n.modulation_alpha = needs[7];
+  return n;
+}
+
 void check_active_queries(const Tensor& active, const Tensor& q, const char* op) {
   if (!active.defined()) return;
   const Shape want{q.size(0), q.size(2)};
@@ -244,21 +262,19 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
   const int entropy_slot = result.row_entropy.defined() ? 1 : -1;
   const int mod_slot = result.modulation_entropy.defined() ? static_cast<int>(outputs.size()) - 1 : -1;
 
-  const Tensor alpha = modulated ? terms.modulation_alpha : Tensor();
-  std::vector<Tensor> inputs{q,    k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col,
-                             alpha};
+  std::vector<Tensor> inputs = attention_inputs(q, k, v, terms);
   auto backward = [s, entropy_slot, mod_slot](const std::vector<Tensor>& grads, const std::vector<bool>& needs) {
+    const AttentionNeeds want = attention_needs(needs);
     const Tensor& d_out = grads[0];
     const Tensor d_entropy = entropy_slot >= 0 ? grads[static_cast<std::size_t>(entropy_slot)] : Tensor();
     const Tensor d_mod = mod_slot >= 0 ? grads[static_cast<std::size_t>(mod_slot)] : Tensor();
     const Shape& qs = s.q.shape();
     const Shape& ks = s.k.shape();
     const Shape rs{qs[0], qs[1], qs[2]}, cs{ks[0], ks[1], ks[2]};
-    auto maybe = [&](std::size_t i, const Shape& shape) {
-      return needs[i] ? Tensor::empty(shape, s.q.dtype()) : Tensor();
-    };
-    Tensor dq = maybe(0, qs), dk = maybe(1, ks), dv = maybe(2, ks);
-    Tensor drb = maybe(3, rs), dcb = maybe(4, cs), dmr = maybe(5, rs), dmc = maybe(6, cs);
+    auto maybe = [&](bool wanted, const Shape& shape) { return wanted ? Tensor::empty(shape, s.q.dtype()) : Tensor(); };
+    Tensor dq = maybe(want.q, qs), dk = maybe(want.k, ks), dv = maybe(want.v, ks);
+    Tensor drb = maybe(want.row_bias, rs), dcb = maybe(want.col_bias, cs);
+    Tensor dmr = maybe(want.modulation_row, rs), dmc = maybe(want.modulation_col, cs);
     Tensor d_alpha;
     dispatch_float(s.q.dtype(), "flash_attention backward", [&]<class T>() {
       cpu::FlashBackwardInputs<T> in;
@@ -269,7 +285,7 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
       in.row_entropy = ptr_or_null<T>(s.row_entropy);
       in.row_asum = ptr_or_null<T>(s.row_asum);
       in.d_modulation_entropy = ptr_or_null<T>(d_mod);
-      std::vector<T> alpha_partial(needs[7] ? static_cast<std::size_t>(qs[0] * qs[1]) : 0);
+      std::vector<T> alpha_partial(want.modulation_alpha ? static_cast<std::size_t>(qs[0] * qs[1]) : 0);
       cpu::FlashBackwardOutputs<T> g;
       g.dq = ptr_or_null<T>(dq);
       g.dk = ptr_or_null<T>(dk);
@@ -280,13 +296,13 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
       g.d_modulation_col = ptr_or_null<T>(dmc);
       g.d_alpha_partial = alpha_partial.empty() ? nullptr : alpha_partial.data();
       cpu::flash_attention_backward(make_params<T>(s), in, g);
-      if (needs[7]) {
+      if (want.modulation_alpha) {
         double total = 0;
         for (T x : alpha_partial) total += static_cast<double>(x);
         d_alpha = Tensor::full({1}, total, s.q.dtype());
       }
     });
-    return std::vector<Tensor>{dq, dk, dv, drb, dcb, dmr, dmc, d_alpha};
+    return std::vector<Tensor>{dq, dk, dv, drb, dcb, dmr, dmc, d_alpha};  // in attention_inputs' order
   };
   std::vector<Tensor> recorded = autograd::record_multi("flash_attention", outputs, inputs, backward);
   result.out = recorded[0];

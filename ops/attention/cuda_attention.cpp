@@ -207,10 +207,9 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     s.row_entropy = row_entropy.detach();
     s.row_asum = row_asum;
   }
-  const Tensor alpha = modulated ? terms.modulation_alpha : Tensor();
-  std::vector<Tensor> inputs{q,    k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col,
-                             alpha};
+  std::vector<Tensor> inputs = attention_inputs(q, k, v, terms);
   auto backward = [s](const std::vector<Tensor>& grads, const std::vector<bool>& needs) {
+    const AttentionNeeds want = attention_needs(needs);
     const Tensor& d_out_in = grads[0];
     const Tensor d_entropy = grads.size() > 1 && grads[1].defined() ? grads[1].to(DType::f32) : Tensor();
     const Shape& qs = s.q.shape();
@@ -221,12 +220,14 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     if (!aligned16(d_out)) d_out = d_out.clone();  // a view at an odd offset: a fresh, aligned copy
     Tensor dq = Tensor::empty(qs, io, Device::cuda), dk = Tensor::empty(ks, io, Device::cuda),
            dv = Tensor::empty(ks, io, Device::cuda);
-    auto maybe = [&](std::size_t i, const Shape& shape) {
-      return needs[i] ? Tensor::empty(shape, DType::f32, Device::cuda) : Tensor();
+    auto maybe = [&](bool wanted, const Shape& shape) {
+      return wanted ? Tensor::empty(shape, DType::f32, Device::cuda) : Tensor();
     };
-    Tensor drb = maybe(3, rs), dcb = maybe(4, cs), dmr = maybe(5, rs), dmc = maybe(6, cs);
+    Tensor drb = maybe(want.row_bias, rs), dcb = maybe(want.col_bias, cs);
+    Tensor dmr = maybe(want.modulation_row, rs), dmc = maybe(want.modulation_col, cs);
     const std::int64_t n_kb = cuda::flash_key_blocks(ks[2]);
-    Tensor alpha_partial = needs[7] ? Tensor::empty({qs[0] * qs[1] * n_kb}, DType::f32, Device::cuda) : Tensor();
+    Tensor alpha_partial =
+        want.modulation_alpha ? Tensor::empty({qs[0] * qs[1] * n_kb}, DType::f32, Device::cuda) : Tensor();
     cuda::FlashParams p = s.params;
     set_pointers(p, s);
     cuda::FlashBackwardInputs in;
@@ -249,12 +250,13 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     g.d_alpha_partial = f32_or_null(alpha_partial);
     cuda::flash_attention_backward(p, in, g, cuda::stream());
     Tensor d_alpha;
-    if (needs[7]) {
+    if (want.modulation_alpha) {
       autograd::NoGradGuard no_grad;
       d_alpha = sum(alpha_partial).alias(Shape{1});  // the CUDA reduction's fixed tree: deterministic
     }
+    // In attention_inputs' order.
     return std::vector<Tensor>{
-        needs[0] ? dq : Tensor(), needs[1] ? dk : Tensor(), needs[2] ? dv : Tensor(), drb, dcb, dmr, dmc, d_alpha};
+        want.q ? dq : Tensor(), want.k ? dk : Tensor(), want.v ? dv : Tensor(), drb, dcb, dmr, dmc, d_alpha};
   };
   std::vector<Tensor> outputs{out};
   if (options.entropy_output) outputs.push_back(row_entropy);

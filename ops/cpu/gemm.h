@@ -29,34 +29,52 @@ inline blasint blas_int(std::int64_t v, const char* what) {
 }
 }  // namespace detail
 
-// C[M,N] = alpha · op(A) · op(B) + beta · C, all row-major, always through OpenBLAS's CBLAS. op(A) is
-// M×K: A is stored [M, K] (lda ≥ K) or, with trans_a, [K, M] (lda ≥ M); likewise op(B) is K×N from
-// B stored [K, N] or [N, K]. beta == 0 overwrites C without reading it (BLAS semantics, so C may hold
-// garbage). For the tiny products of a kernel that is already inside its own parallel region (the
-// fused attention's 64×d×64 tiles), OpenBLAS's small-matrix kernels are 5–10 % faster than oneDNN
-// (docs/benchmarks.md, "GEMM libraries"); everything else calls gemm() below.
+// The operands of one row-major GEMM, C[M,N] = alpha · op(A) · op(B) + beta · C. op(A) is M×K: A is
+// stored [M, K] (lda ≥ K) or, with trans_a, [K, M] (lda ≥ M); likewise op(B) is K×N from B stored
+// [K, N] or [N, K]. beta == 0 overwrites C without reading it (BLAS semantics, so C may hold
+// garbage). The defaults are the common case, C = A·B; the sizes, pointers and leading dimensions
+// have none worth having, so name them all:
+//   blas_gemm<T>({.trans_b = true, .M = m, .N = n, .K = k, .A = a, .lda = k, .B = b, .ldb = k, .C = c, .ldc = n});
 template <class T>
-void blas_gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
-               std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
+struct GemmArgs {
+  bool trans_a = false, trans_b = false;
+  std::int64_t M = 0, N = 0, K = 0;
+  T alpha = T(1);
+  const T* A = nullptr;
+  std::int64_t lda = 0;
+  const T* B = nullptr;
+  std::int64_t ldb = 0;
+  T beta = T(0);
+  T* C = nullptr;
+  std::int64_t ldc = 0;
+};
+
+// One GEMM (GemmArgs), always through OpenBLAS's CBLAS. For the tiny products of a kernel that is
+// already inside its own parallel region (the fused attention's 64×d×64 tiles), OpenBLAS's
+// small-matrix kernels are 5–10 % faster than oneDNN (docs/benchmarks.md, "GEMM libraries");
+// everything else calls gemm() below.
+template <class T>
+void blas_gemm(const GemmArgs<T>& g) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "gemm: float or double only");
-  if (M == 0 || N == 0) return;
-  if (K == 0) {
+  if (g.M == 0 || g.N == 0) return;
+  if (g.K == 0) {
     // An empty inner sum: BLAS implementations differ on whether they touch C here, so do it ourselves.
-    for (std::int64_t i = 0; i < M; ++i)
-      for (std::int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == T(0) ? T(0) : beta * C[i * ldc + j];
+    for (std::int64_t i = 0; i < g.M; ++i)
+      for (std::int64_t j = 0; j < g.N; ++j) g.C[i * g.ldc + j] = g.beta == T(0) ? T(0) : g.beta * g.C[i * g.ldc + j];
     return;
   }
-  const blasint m = detail::blas_int(M, "M"), n = detail::blas_int(N, "N"), k = detail::blas_int(K, "K");
-  const blasint la = detail::blas_int(lda, "lda"), lb = detail::blas_int(ldb, "ldb"), lc = detail::blas_int(ldc, "ldc");
-  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
-  const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+  const blasint m = detail::blas_int(g.M, "M"), n = detail::blas_int(g.N, "N"), k = detail::blas_int(g.K, "K");
+  const blasint la = detail::blas_int(g.lda, "lda"), lb = detail::blas_int(g.ldb, "ldb");
+  const blasint lc = detail::blas_int(g.ldc, "ldc");
+  const CBLAS_TRANSPOSE ta = g.trans_a ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = g.trans_b ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, A, la, B, lb, beta, C, lc);
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, g.alpha, g.A, la, g.B, lb, g.beta, g.C, lc);
   else
-    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, A, la, B, lb, beta, C, lc);
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, g.alpha, g.A, la, g.B, lb, g.beta, g.C, lc);
 }
 
-// The same contract as blas_gemm; f32 runs on oneDNN when the build has it.
+// The same GEMM as blas_gemm, its GemmArgs fields in order; f32 runs on oneDNN when the build has it.
 template <class T>
 void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
           std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
@@ -75,7 +93,19 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
     }
   }
 #endif
-  blas_gemm<T>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  blas_gemm<T>({.trans_a = trans_a,
+                .trans_b = trans_b,
+                .M = M,
+                .N = N,
+                .K = K,
+                .alpha = alpha,
+                .A = A,
+                .lda = lda,
+                .B = B,
+                .ldb = ldb,
+                .beta = beta,
+                .C = C,
+                .ldc = ldc});
 }
 
 // The library f32 GEMMs run on, for --version: "oneDNN 2.6.3" or "OpenBLAS".

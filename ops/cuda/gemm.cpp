@@ -57,34 +57,51 @@ cublasComputeType_t compute_type(GemmType t) {
   return CUBLAS_COMPUTE_32F;  // exact f32 math; bf16 inputs also accumulate in f32
 }
 
-// C_i = alpha op(A_i) op(B_i) + beta C_i for i < batch (batch 1: a plain GEMM).
-void gemm_strided(GemmType t, long long batch, bool ta, bool tb, long long M, long long N, long long K, float alpha,
-                  const void* A, long long lda, long long sa, const void* B, long long ldb, long long sb, float beta,
-                  void* C, long long ldc, long long sc, CUstream_st* stream) {
-  if (batch <= 0 || M <= 0 || N <= 0) return;
-  if (K == 0) {
+// The operands of C_i = alpha op(A_i) op(B_i) + beta C_i for i < batch, A_i = A + i·stride_a elements
+// etc. (batch 1: a plain GEMM; strides then unused). The defaults are one f32 product C = A·B on the
+// default stream; sizes, pointers and leading dimensions have none worth having, so name them.
+struct GemmArgs {
+  GemmType type = GemmType::f32;
+  long long batch = 1;
+  bool trans_a = false, trans_b = false;
+  long long M = 0, N = 0, K = 0;
+  float alpha = 1.0f;
+  const void* A = nullptr;
+  long long lda = 0, stride_a = 0;
+  const void* B = nullptr;
+  long long ldb = 0, stride_b = 0;
+  float beta = 0.0f;
+  void* C = nullptr;
+  long long ldc = 0, stride_c = 0;
+  CUstream_st* stream = nullptr;
+};
+
+void gemm_strided(const GemmArgs& g) {
+  if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return;
+  if (g.K == 0) {
     // An empty inner sum: make C = beta·C ourselves (only beta 0 occurs; scale by a GEMM otherwise is not needed).
-    if (beta != 0.0f) return;  // beta·C + 0 with beta = 1 leaves C as it is
-    for (long long i = 0; i < (sc == 0 ? 1 : batch); ++i)
-      for (long long r = 0; r < M; ++r)
-        GATTN_CUDA_CHECK(
-            cudaMemsetAsync(static_cast<char*>(C) + static_cast<std::size_t>(i * sc + r * ldc) * result_size(t), 0,
-                            static_cast<std::size_t>(N) * result_size(t), stream));
+    if (g.beta != 0.0f) return;  // beta·C + 0 with beta = 1 leaves C as it is
+    for (long long i = 0; i < (g.stride_c == 0 ? 1 : g.batch); ++i)
+      for (long long r = 0; r < g.M; ++r)
+        GATTN_CUDA_CHECK(cudaMemsetAsync(
+            static_cast<char*>(g.C) + static_cast<std::size_t>(i * g.stride_c + r * g.ldc) * result_size(g.type), 0,
+            static_cast<std::size_t>(g.N) * result_size(g.type), g.stream));
     return;
   }
   cublasHandle_t h = handle_for_current_device();
-  GATTN_CUBLAS_CHECK(cublasSetStream(h, stream));
-  const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int m = dim32(N, "N"), n = dim32(M, "M"), k = dim32(K, "K");
-  const int la = dim32(lda, "lda"), lb = dim32(ldb, "ldb"), lc = dim32(ldc, "ldc");
-  const cudaDataType_t dt = operand_type(t), ctype = result_type(t);
-  const cublasComputeType_t ct = compute_type(t);
-  if (batch == 1) {
-    GATTN_CUBLAS_CHECK(cublasGemmEx(h, op_b, op_a, m, n, k, &alpha, B, dt, lb, A, dt, la, &beta, C, ctype, lc, ct,
-                                    CUBLAS_GEMM_DEFAULT));
+  GATTN_CUBLAS_CHECK(cublasSetStream(h, g.stream));
+  const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int m = dim32(g.N, "N"), n = dim32(g.M, "M"), k = dim32(g.K, "K");
+  const int la = dim32(g.lda, "lda"), lb = dim32(g.ldb, "ldb"), lc = dim32(g.ldc, "ldc");
+  const cudaDataType_t dt = operand_type(g.type), ctype = result_type(g.type);
+  const cublasComputeType_t ct = compute_type(g.type);
+  if (g.batch == 1) {
+    GATTN_CUBLAS_CHECK(cublasGemmEx(h, op_b, op_a, m, n, k, &g.alpha, g.B, dt, lb, g.A, dt, la, &g.beta, g.C, ctype, lc,
+                                    ct, CUBLAS_GEMM_DEFAULT));
   } else {
-    GATTN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, op_b, op_a, m, n, k, &alpha, B, dt, lb, sb, A, dt, la, sa, &beta,
-                                                  C, ctype, lc, sc, dim32(batch, "batch"), ct, CUBLAS_GEMM_DEFAULT));
+    GATTN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, op_b, op_a, m, n, k, &g.alpha, g.B, dt, lb, g.stride_b, g.A, dt,
+                                                  la, g.stride_a, &g.beta, g.C, ctype, lc, g.stride_c,
+                                                  dim32(g.batch, "batch"), ct, CUBLAS_GEMM_DEFAULT));
   }
 }
 
@@ -99,7 +116,21 @@ bool tf32_enabled() { return g_tf32.load(); }
 
 void gemm(GemmType type, bool trans_a, bool trans_b, long long M, long long N, long long K, float alpha, const void* A,
           long long lda, const void* B, long long ldb, float beta, void* C, long long ldc, CUstream_st* stream) {
-  gemm_strided(type, 1, trans_a, trans_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, stream);
+  gemm_strided({.type = type,
+                .trans_a = trans_a,
+                .trans_b = trans_b,
+                .M = M,
+                .N = N,
+                .K = K,
+                .alpha = alpha,
+                .A = A,
+                .lda = lda,
+                .B = B,
+                .ldb = ldb,
+                .beta = beta,
+                .C = C,
+                .ldc = ldc,
+                .stream = stream});
 }
 
 void batched_gemm(GemmType type, long long batch, bool tx, bool ty, long long M, long long N, long long K,
@@ -130,7 +161,23 @@ void batched_gemm(GemmType type, long long batch, bool tx, bool ty, long long M,
            i == 0 ? 0.0f : 1.0f, C, N, stream);
     return;
   }
-  gemm_strided(type, batch, tx, ty, M, N, K, 1.0f, X, ldx, sx, Y, ldy, sy, 0.0f, C, N, sc, stream);
+  gemm_strided({.type = type,
+                .batch = batch,
+                .trans_a = tx,
+                .trans_b = ty,
+                .M = M,
+                .N = N,
+                .K = K,
+                .A = X,
+                .lda = ldx,
+                .stride_a = sx,
+                .B = Y,
+                .ldb = ldy,
+                .stride_b = sy,
+                .C = C,
+                .ldc = N,
+                .stride_c = sc,
+                .stream = stream});
 }
 
 }  // namespace gattn::cuda

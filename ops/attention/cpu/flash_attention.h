@@ -138,7 +138,17 @@ template <class T>
 void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_rows, const std::int64_t* pos,
                  std::int64_t rows, std::int64_t j0, std::int64_t cols, T* S) {
   const std::int64_t d = p.d, base = bh * p.Tq, kbase = bh * p.Tk;
-  blas_gemm<T>(false, true, rows, cols, d, p.scale, q_rows, d, p.k + (kbase + j0) * d, d, T(0), S, kAttnTileK);
+  blas_gemm<T>({.trans_b = true,
+                .M = rows,
+                .N = cols,
+                .K = d,
+                .alpha = p.scale,
+                .A = q_rows,
+                .lda = d,
+                .B = p.k + (kbase + j0) * d,
+                .ldb = d,
+                .C = S,
+                .ldc = kAttnTileK});
   if (!p.row_bias && !p.col_bias) return;
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = S + r * kAttnTileK;
@@ -175,6 +185,665 @@ std::int64_t active_rows(const FlashAttentionParams<T>& p, std::int64_t bh, std:
   return n;
 }
 
+// The steps below are the kernels' loop bodies, named. They are forced inline so that each kernel
+// still compiles as the one loop nest it used to be: the compiler fuses a multiply with an add
+// (-ffp-contract=fast, FMA) only within a function, and a step it left out of line would change
+// which pairs fuse, so the rounding; inlined, the results stay bit for bit what they were.
+#define GATTN_ATTN_STEP [[gnu::always_inline]] inline
+
+// ---- Forward steps --------------------------------------------------------------------------------
+
+// Which of the forward's row loops runs: plain softmax weights, the vectorised f32 modulation, or
+// the general modulation (noise, hard gates, statistics, the entropy output).
+struct ForwardMode {
+  bool modulated = false;
+  bool want_entropy = false;
+  bool fast_modulation = false;
+};
+
+// One thread's working memory for a query tile: the logits S and weights W of a key tile, the
+// output accumulator, the online-softmax state per row (running max m, Σ P as l, the entropy sums
+// e1 and e0, key 0's logit s0 and modulation M0 for the sink), the active rows' positions, and the
+// compact copy of a partly active tile's q rows.
+template <class T>
+struct ForwardScratch {
+  explicit ForwardScratch(std::int64_t d)
+      : S(kAttnTileQ * kAttnTileK),
+        W(kAttnTileQ * kAttnTileK),
+        acc(kAttnTileQ * d),
+        m(kAttnTileQ),
+        l(kAttnTileQ),
+        e1(kAttnTileQ),
+        e0(kAttnTileQ),
+        s0(kAttnTileQ),
+        M0(kAttnTileQ),
+        pos(kAttnTileQ) {}
+  std::vector<T> S, W, acc;
+  std::vector<T> m, l, e1, e0, s0, M0;
+  std::vector<std::int64_t> pos;
+  std::vector<T> q_compact;
+};
+
+// What one row's weights on one key tile add to its running sums: Σ P (l), and for the entropy
+// output Σ w·ln-term (e1) and Σ w (e0).
+template <class T>
+struct TileRowSums {
+  T l = 0, e1 = 0, e0 = 0;
+};
+
+// Skipped rows of query tile [i0, i0 + tile_rows): zero output and statistics, no work.
+template <class T>
+GATTN_ATTN_STEP void zero_skipped_rows(const FlashAttentionParams<T>& p, const FlashForwardOutputs<T>& o,
+                                       std::int64_t bh, std::int64_t i0, std::int64_t tile_rows) {
+  const std::int64_t d = p.d, base = bh * p.Tq;
+  for (std::int64_t i = i0; i < i0 + tile_rows; ++i) {
+    if (row_active(p, bh, i)) continue;
+    std::fill(o.out + (base + i) * d, o.out + (base + i + 1) * d, T(0));
+    o.lse[base + i] = 0;
+    if (o.row_entropy) o.row_entropy[base + i] = 0;
+    if (o.row_asum) o.row_asum[base + i] = 0;
+    if (o.row_sink) o.row_sink[base + i] = 0;
+  }
+}
+
+// Copies rows pos[0..n) of `src` (rows of d elements) into `dst`, packed; returns dst's data.
+template <class T>
+GATTN_ATTN_STEP T* gather_rows(const T* src, const std::int64_t* pos, std::int64_t n, std::int64_t d,
+                               std::vector<T>& dst) {
+  dst.resize(static_cast<std::size_t>(n * d));
+  for (std::int64_t r = 0; r < n; ++r) std::copy_n(src + pos[r] * d, d, dst.data() + r * d);
+  return dst.data();
+}
+
+// The online-softmax state of a query tile before its first key tile.
+template <class T>
+GATTN_ATTN_STEP void start_tile_state(ForwardScratch<T>& ws, std::int64_t rows, std::int64_t d) {
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  std::fill(ws.m.begin(), ws.m.end(), neg_inf);
+  std::fill(ws.l.begin(), ws.l.end(), T(0));
+  std::fill(ws.e1.begin(), ws.e1.end(), T(0));
+  std::fill(ws.e0.begin(), ws.e0.end(), T(0));
+  std::fill(ws.s0.begin(), ws.s0.end(), neg_inf);
+  std::fill(ws.M0.begin(), ws.M0.end(), T(1));
+  std::fill(ws.acc.begin(), ws.acc.begin() + rows * d, T(0));
+}
+
+// max_c srow[c] over the visible columns [c_lo, c_hi).
+template <class T>
+GATTN_ATTN_STEP T visible_max(const T* srow, std::int64_t c_lo, std::int64_t c_hi) {
+  T tile_max = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : tile_max)
+  for (std::int64_t c = c_lo; c < c_hi; ++c) tile_max = std::max(tile_max, srow[c]);
+  return tile_max;
+}
+
+// Weights without modulation, w = P up to the row's scale: the common case, branch-free so it
+// vectorises.
+template <class T>
+GATTN_ATTN_STEP TileRowSums<T> softmax_weights(const T* srow, T* wrow, std::int64_t c_lo, std::int64_t c_hi, T m_new,
+                                               bool want_entropy) {
+  T row_l = 0, row_e1 = 0, row_e0 = 0;
+#pragma omp simd reduction(+ : row_l)
+  for (std::int64_t c = c_lo; c < c_hi; ++c) {
+    const T w = vexp(srow[c] - m_new);
+    wrow[c] = w;
+    row_l += w;
+  }
+  if (want_entropy) {
+    // ln A = (S − m) − ln l; S − m stays small, so f32 keeps its precision, and the − ln l part is
+    // applied at the end with the final l. (S is finite: w·(S − m) = 0 where w underflows.)
+#pragma omp simd reduction(+ : row_e1)
+    for (std::int64_t c = c_lo; c < c_hi; ++c) row_e1 += wrow[c] * (srow[c] - m_new);
+    row_e0 = row_l;
+  }
+  return {row_l, row_e1, row_e0};
+}
+
+// Modulated weights for f32 without noise, statistics or entropies: branch-free so it vectorises
+// (σ through fast_exp; the general loop below uses std::exp). Only f32 takes this path.
+template <class T>
+GATTN_ATTN_STEP TileRowSums<T> fast_modulated_weights(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i,
+                                                      std::int64_t j0, const T* srow, T* wrow, std::int64_t c_lo,
+                                                      std::int64_t c_hi, T m_new) {
+  T row_l = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    const float a_i = p.modulation_row[bh * p.Tq + i], alpha = p.alpha, keep = 1.0f - p.alpha;
+    const float* b = p.modulation_col + bh * p.Tk + j0;
+#pragma omp simd reduction(+ : row_l)
+    for (std::int64_t c = c_lo; c < c_hi; ++c) {
+      const float pij = vexp(srow[c] - m_new);
+      row_l += pij;
+      wrow[c] = pij * (alpha * vsigmoid((a_i + b[c]) * p.inv_tau) + keep);
+    }
+  }
+  return {row_l, T(0), T(0)};
+}
+
+// Modulated weights, the general case: w = P·M with M = αG + 1 − α, plus the gate's moments, the
+// modulation entropy and the row-entropy sums where asked for.
+template <class T>
+GATTN_ATTN_STEP TileRowSums<T> modulated_weights(const FlashAttentionParams<T>& p, const FlashForwardOutputs<T>& o,
+                                                 bool want_entropy, std::int64_t bh, std::int64_t i, std::int64_t j0,
+                                                 const T* srow, T* wrow, std::int64_t c_lo, std::int64_t c_hi, T m_new,
+                                                 ops::GateMoments& moments, T& mod_ent) {
+  T row_l = 0, row_e1 = 0, row_e0 = 0;
+  for (std::int64_t c = c_lo; c < c_hi; ++c) {
+    const T pij = vexp(srow[c] - m_new);
+    row_l += pij;
+    const T u = modulation_logit(p, bh, i, j0 + c);
+    const T G = sigmoid(u), Gv = applied_gate(p, G);
+    const T M = p.alpha * Gv + (T(1) - p.alpha);
+    if (o.modulation_moments) moments.add(static_cast<double>(Gv));
+    if (o.modulation_entropy) mod_ent += binary_entropy_from_logit(u, G);
+    const T w = pij * M;
+    wrow[c] = w;
+    if (want_entropy && w > T(0)) {  // 0·ln 0 = 0: an entry with no weight adds nothing
+      row_e0 += w;
+      row_e1 += w * ((srow[c] - m_new) + std::log(M));  // ln A = (S − m) − ln l + ln M
+    }
+  }
+  return {row_l, row_e1, row_e0};
+}
+
+// Moves row r's running sums and accumulator from max m_old to m_new (corr = e^(m_old − m_new)) and
+// adds this tile's sums. e1 is kept relative to the running max: moving the max from m to m'
+// rescales by corr and shifts each (S − m) by (m − m'), i.e. adds (m − m')·e0 before rescaling.
+template <class T>
+GATTN_ATTN_STEP void online_softmax_update(ForwardScratch<T>& ws, std::int64_t r, std::int64_t d, T corr, T m_old,
+                                           T m_new, const TileRowSums<T>& sums) {
+  if (corr != T(0)) ws.e1[r] = corr * (ws.e1[r] + (m_old - m_new) * ws.e0[r]);
+  ws.e1[r] += sums.e1;
+  ws.e0[r] = ws.e0[r] * corr + sums.e0;
+  ws.l[r] = ws.l[r] * corr + sums.l;
+  if (corr != T(1))
+    for (std::int64_t x = 0; x < d; ++x) ws.acc[r * d + x] *= corr;
+}
+
+// Row r (query i) against key tile [j0, j0 + cols), whose logits are in S: its weights into W and
+// the online-softmax update of its state.
+template <class T>
+GATTN_ATTN_STEP void forward_row_on_key_tile(const FlashAttentionParams<T>& p, const FlashForwardOutputs<T>& o,
+                                             const ForwardMode& mode, std::int64_t bh, std::int64_t r, std::int64_t i,
+                                             std::int64_t j0, std::int64_t cols, ForwardScratch<T>& ws,
+                                             ops::GateMoments& moments, T& mod_ent) {
+  const std::int64_t c_lo = std::max<std::int64_t>(first_key(p, i) - j0, 0);
+  const std::int64_t c_hi = std::min<std::int64_t>(end_key(p, i) - j0, cols);
+  const T* srow = ws.S.data() + r * kAttnTileK;
+  T* wrow = ws.W.data() + r * kAttnTileK;
+  if (c_lo >= c_hi) {  // no visible key of this row in this tile
+    std::fill(wrow, wrow + cols, T(0));
+    return;
+  }
+  const T tile_max = visible_max(srow, c_lo, c_hi);
+  const T m_new = std::max(ws.m[r], tile_max);
+  const T m_old = ws.m[r];
+  const T corr = std::exp(m_old - m_new);  // 0 on the row's first tile (m = −inf)
+  ws.m[r] = m_new;
+  std::fill(wrow, wrow + c_lo, T(0));
+  TileRowSums<T> sums;
+  if (!mode.modulated)
+    sums = softmax_weights(srow, wrow, c_lo, c_hi, m_new, mode.want_entropy);
+  else if (mode.fast_modulation)
+    sums = fast_modulated_weights(p, bh, i, j0, srow, wrow, c_lo, c_hi, m_new);
+  else
+    sums = modulated_weights(p, o, mode.want_entropy, bh, i, j0, srow, wrow, c_lo, c_hi, m_new, moments, mod_ent);
+  if (j0 == 0 && c_lo == 0) {  // key 0 is visible: remember its logit and modulation for the sink
+    ws.s0[r] = srow[0];
+    ws.M0[r] =
+        mode.modulated ? p.alpha * applied_gate(p, sigmoid(modulation_logit(p, bh, i, 0))) + (T(1) - p.alpha) : T(1);
+  }
+  std::fill(wrow + c_hi, wrow + cols, T(0));
+  online_softmax_update(ws, r, p.d, corr, m_old, m_new, sums);
+}
+
+// Row r (query i) after the last key tile: out = acc / l, the log-sum-exp, the row entropy and the
+// sink ratio.
+template <class T>
+GATTN_ATTN_STEP void finish_row(const FlashAttentionParams<T>& p, const FlashForwardOutputs<T>& o, bool want_entropy,
+                                std::int64_t bh, std::int64_t r, std::int64_t i, const ForwardScratch<T>& ws) {
+  const std::int64_t d = p.d, base = bh * p.Tq;
+  const T log_l = std::log(ws.l[r]);
+  const T L = ws.m[r] + log_l;
+  const T inv_l = T(1) / ws.l[r];
+  T* out_row = o.out + (base + i) * d;
+  for (std::int64_t x = 0; x < d; ++x) out_row[x] = ws.acc[r * d + x] * inv_l;
+  o.lse[base + i] = L;
+  if (want_entropy) {
+    const T asum = ws.e0[r] * inv_l;
+    o.row_entropy[base + i] = log_l * asum - ws.e1[r] * inv_l;
+    if (o.row_asum) o.row_asum[base + i] = asum;
+  }
+  if (o.row_sink)
+    o.row_sink[base + i] = ws.s0[r] == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(ws.s0[r] - L) * ws.M0[r];
+}
+
+// One (head, query tile) task of the forward. `mod_ent` receives the tile's modulation-entropy sum.
+template <class T>
+GATTN_ATTN_STEP void forward_query_tile(const FlashAttentionParams<T>& p, const FlashForwardOutputs<T>& o,
+                                        const ForwardMode& mode, std::int64_t bh, std::int64_t qt, std::int64_t n_qt,
+                                        ForwardScratch<T>& ws, T& mod_ent) {
+  const std::int64_t Tn = p.Tq, Tk = p.Tk, d = p.d;
+  const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0), base = bh * Tn, kbase = bh * Tk;
+  const std::int64_t rows = active_rows(p, bh, i0, tile_rows, ws.pos.data());
+  const T* q_rows = p.q + (base + i0) * d;
+  if (rows < tile_rows) {
+    zero_skipped_rows(p, o, bh, i0, tile_rows);
+    if (rows == 0) {
+      if (o.modulation_moments) o.modulation_moments[bh * n_qt + qt] = ops::GateMoments{};
+      return;  // the partial entropy sum stays 0
+    }
+    q_rows = gather_rows(p.q + base * d, ws.pos.data(), rows, d, ws.q_compact);
+  }
+  start_tile_state(ws, rows, d);
+  ops::GateMoments moments;
+  // Keys [j_lo, j_hi) cover every active row's visible keys.
+  const std::int64_t j_lo = first_key(p, ws.pos[0]), j_hi = end_key(p, ws.pos[static_cast<std::size_t>(rows - 1)]);
+  for (std::int64_t j0 = j_lo / kAttnTileK * kAttnTileK; j0 < j_hi; j0 += kAttnTileK) {
+    const std::int64_t cols = std::min(kAttnTileK, Tk - j0);
+    tile_logits(p, bh, q_rows, ws.pos.data(), rows, j0, cols, ws.S.data());
+    for (std::int64_t r = 0; r < rows; ++r)
+      forward_row_on_key_tile(p, o, mode, bh, r, ws.pos[static_cast<std::size_t>(r)], j0, cols, ws, moments, mod_ent);
+    // acc += W · V for this key tile.
+    blas_gemm<T>({.M = rows,
+                  .N = d,
+                  .K = cols,
+                  .A = ws.W.data(),
+                  .lda = kAttnTileK,
+                  .B = p.v + (kbase + j0) * d,
+                  .ldb = d,
+                  .beta = T(1),
+                  .C = ws.acc.data(),
+                  .ldc = d});
+  }
+  for (std::int64_t r = 0; r < rows; ++r)
+    finish_row(p, o, mode.want_entropy, bh, r, ws.pos[static_cast<std::size_t>(r)], ws);
+  if (o.modulation_moments) o.modulation_moments[bh * n_qt + qt] = moments;
+}
+
+// ---- Backward steps -------------------------------------------------------------------------------
+
+// One thread's working memory for a head: the tiles S, A, dA, dS; D_i per query; scratch for the
+// q, k, v gradients that are not wanted; the head's active rows (positions, where each query
+// tile's run starts and how long it is) and for partly active tiles the compact q, dO and dq rows
+// (indexed like `pos`).
+template <class T>
+struct BackwardScratch {
+  BackwardScratch(std::int64_t Tn, std::int64_t n_qt)
+      : S(kAttnTileQ * kAttnTileK),
+        A(kAttnTileQ * kAttnTileK),
+        dA(kAttnTileQ * kAttnTileK),
+        dS(kAttnTileQ * kAttnTileK),
+        D(static_cast<std::size_t>(Tn)),
+        pos(static_cast<std::size_t>(Tn)),
+        tile_off(static_cast<std::size_t>(n_qt)),
+        tile_n(static_cast<std::size_t>(n_qt)) {}
+  std::vector<T> S, A, dA, dS;
+  std::vector<T> D;
+  std::vector<T> dq_local, dk_local, dv_local;
+  std::vector<std::int64_t> pos, tile_off, tile_n;
+  std::vector<T> q_compact, do_compact, dq_compact;
+};
+
+// One head's place in the tensors and where its q, k, v gradients go.
+template <class T>
+struct HeadGradients {
+  std::int64_t bh = 0, base = 0, kbase = 0;  // base = bh·Tq (query rows), kbase = bh·Tk (key rows)
+  T* dq = nullptr;
+  T* dk = nullptr;
+  T* dv = nullptr;
+  T dE = 0;       // dL/d(modulation entropy) of this head
+  T d_alpha = 0;  // this head's dL/dα, summed over its tiles
+};
+
+// Which of the backward's row loops runs (as the forward's ForwardMode).
+struct BackwardMode {
+  bool modulated = false;
+  bool fast_modulation = false;  // and, per row, no dH
+};
+
+// Where the gradient of n elements from row `rows_base` goes: the output zeroed when wanted, else
+// zeroed scratch (the other terms still need dS).
+template <class T>
+GATTN_ATTN_STEP T* zeroed_gradient(T* out, std::vector<T>& local, std::int64_t rows_base, std::int64_t n,
+                                   std::int64_t d) {
+  if (out) {
+    std::fill(out + rows_base * d, out + rows_base * d + n, T(0));
+    return out + rows_base * d;
+  }
+  local.assign(static_cast<std::size_t>(n), T(0));
+  return local.data();
+}
+
+// Zeroes head bh's gradients and returns where they go.
+template <class T>
+GATTN_ATTN_STEP HeadGradients<T> start_head_gradients(const FlashAttentionParams<T>& p,
+                                                      const FlashBackwardInputs<T>& in,
+                                                      const FlashBackwardOutputs<T>& g, std::int64_t bh,
+                                                      BackwardScratch<T>& ws) {
+  const std::int64_t Tn = p.Tq, Tk = p.Tk, d = p.d;
+  HeadGradients<T> h;
+  h.bh = bh;
+  h.base = bh * Tn;
+  h.kbase = bh * Tk;
+  h.dq = zeroed_gradient(g.dq, ws.dq_local, h.base, Tn * d, d);
+  h.dk = zeroed_gradient(g.dk, ws.dk_local, h.kbase, Tk * d, d);
+  h.dv = zeroed_gradient(g.dv, ws.dv_local, h.kbase, Tk * d, d);
+  if (g.d_row_bias) std::fill(g.d_row_bias + h.base, g.d_row_bias + h.base + Tn, T(0));
+  if (g.d_col_bias) std::fill(g.d_col_bias + h.kbase, g.d_col_bias + h.kbase + Tk, T(0));
+  if (g.d_modulation_row) std::fill(g.d_modulation_row + h.base, g.d_modulation_row + h.base + Tn, T(0));
+  if (g.d_modulation_col) std::fill(g.d_modulation_col + h.kbase, g.d_modulation_col + h.kbase + Tk, T(0));
+  h.dE = in.d_modulation_entropy ? in.d_modulation_entropy[bh] : T(0);
+  return h;
+}
+
+// Finds head bh's active rows per query tile (ws.pos, ws.tile_off, ws.tile_n); returns how many
+// there are, and sets any_partial when some tile has some but not all rows active.
+template <class T>
+GATTN_ATTN_STEP std::int64_t find_active_rows(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t n_qt,
+                                              BackwardScratch<T>& ws, bool& any_partial) {
+  std::int64_t n_active = 0;
+  any_partial = false;
+  for (std::int64_t qt = 0; qt < n_qt; ++qt) {
+    const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, p.Tq - i0);
+    ws.tile_off[static_cast<std::size_t>(qt)] = n_active;
+    const std::int64_t n = active_rows(p, bh, i0, tile_rows, ws.pos.data() + n_active);
+    ws.tile_n[static_cast<std::size_t>(qt)] = n;
+    n_active += n;
+    any_partial = any_partial || (n > 0 && n < tile_rows);
+  }
+  return n_active;
+}
+
+// The compact q and dO of the head's active rows, and their dq zeroed.
+template <class T>
+GATTN_ATTN_STEP void gather_active_rows(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
+                                        std::int64_t base, std::int64_t n_active, BackwardScratch<T>& ws) {
+  const std::int64_t d = p.d;
+  ws.q_compact.resize(static_cast<std::size_t>(n_active * d));
+  ws.dq_compact.assign(static_cast<std::size_t>(n_active * d), T(0));
+  if (in.d_out) ws.do_compact.resize(static_cast<std::size_t>(n_active * d));
+  for (std::int64_t a = 0; a < n_active; ++a) {
+    const std::int64_t i = ws.pos[static_cast<std::size_t>(a)];
+    std::copy_n(p.q + (base + i) * d, d, ws.q_compact.data() + a * d);
+    if (in.d_out) std::copy_n(in.d_out + (base + i) * d, d, ws.do_compact.data() + a * d);
+  }
+}
+
+// D_i = rowsum(dO ∘ O)_i + dH_i (H_i − Σ_j A_ij) for every active row.
+template <class T>
+GATTN_ATTN_STEP void row_dots(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in, std::int64_t base,
+                              std::int64_t n_active, BackwardScratch<T>& ws) {
+  const std::int64_t d = p.d;
+  for (std::int64_t a = 0; a < n_active; ++a) {
+    const std::int64_t i = ws.pos[static_cast<std::size_t>(a)];
+    T dot = 0;
+    if (in.d_out)
+      for (std::int64_t x = 0; x < d; ++x) dot += in.d_out[(base + i) * d + x] * in.out[(base + i) * d + x];
+    if (in.d_row_entropy) dot += in.d_row_entropy[base + i] * (in.row_entropy[base + i] - in.row_asum[base + i]);
+    ws.D[static_cast<std::size_t>(i)] = dot;
+  }
+}
+
+// The two sums one row's gradients add to its row terms: Σ_j dS_ij (d row_bias) and Σ_j du_ij
+// (d modulation_row).
+template <class T>
+struct RowGradSums {
+  T ds = 0, du = 0;
+};
+
+// One row's A and dS without modulation, branch-free so it vectorises. Where P underflows to 0, dS
+// is 0 whatever dA is.
+template <class T>
+GATTN_ATTN_STEP RowGradSums<T> softmax_row_grads(const T* srow, T* arow, const T* darow, T* dsrow, std::int64_t c_lo,
+                                                 std::int64_t c_hi, T L, T dH, T Di) {
+  T ds_row = 0;
+#pragma omp simd reduction(+ : ds_row)
+  for (std::int64_t c = c_lo; c < c_hi; ++c) {
+    const T pij = vexp(srow[c] - L);
+    const T da = darow[c] - dH * ((srow[c] - L) + T(1));
+    arow[c] = pij;
+    const T ds = pij * (da - Di);
+    dsrow[c] = ds;
+    ds_row += ds;
+  }
+  return {ds_row, T(0)};
+}
+
+// One row's A, dS and du with modulation for f32 without noise or a row-entropy gradient:
+// branch-free so it vectorises (see the forward); d_alpha is summed per row, so its rounding differs
+// from the general loop below. du overwrites dA's row, which is read here for the last time.
+template <class T>
+GATTN_ATTN_STEP RowGradSums<T> fast_modulated_row_grads(const FlashAttentionParams<T>& p,
+                                                        const FlashBackwardOutputs<T>& g, HeadGradients<T>& h,
+                                                        std::int64_t i, std::int64_t j0, const T* srow, T* arow,
+                                                        T* darow, T* dsrow, std::int64_t c_lo, std::int64_t c_hi, T L,
+                                                        T Di) {
+  T ds_row = 0, d_row = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    const float a_i = p.modulation_row[h.base + i], alpha = p.alpha, keep = 1.0f - p.alpha;
+    const float* b = p.modulation_col + h.kbase + j0;
+    float* dcol = g.d_modulation_col ? g.d_modulation_col + h.kbase + j0 : nullptr;
+    float* du_row = darow;
+    const float dE = h.dE;
+    float row_alpha = 0;
+#pragma omp simd reduction(+ : ds_row, d_row, row_alpha)
+    for (std::int64_t c = c_lo; c < c_hi; ++c) {
+      const float pij = vexp(srow[c] - L);
+      const float u = (a_i + b[c]) * p.inv_tau;
+      const float G = vsigmoid(u);
+      const float M = alpha * G + keep;
+      const float da = darow[c];
+      arow[c] = pij * M;
+      const float ds = pij * (da * M - Di);
+      dsrow[c] = ds;
+      ds_row += ds;
+      const float dM = da * pij;
+      row_alpha += dM * (G - 1.0f);
+      const float du = (alpha * dM - dE * u) * G * (1.0f - G) * p.inv_tau;
+      d_row += du;
+      du_row[c] = du;
+    }
+    h.d_alpha += row_alpha;
+    if (dcol)
+      for (std::int64_t c = c_lo; c < c_hi; ++c) dcol[c] += du_row[c];
+  }
+  return {ds_row, d_row};
+}
+
+// One row's A, dS and du with modulation, the general case (noise, hard gates, a row-entropy
+// gradient, f64).
+template <class T>
+GATTN_ATTN_STEP RowGradSums<T> modulated_row_grads(const FlashAttentionParams<T>& p, const FlashBackwardOutputs<T>& g,
+                                                   HeadGradients<T>& h, std::int64_t i, std::int64_t j0, const T* srow,
+                                                   T* arow, const T* darow, T* dsrow, std::int64_t c_lo,
+                                                   std::int64_t c_hi, T L, T dH, T Di) {
+  T ds_row = 0, d_row = 0;
+  for (std::int64_t c = c_lo; c < c_hi; ++c) {
+    const std::int64_t j = j0 + c;
+    const T pij = vexp(srow[c] - L);
+    const T u = modulation_logit(p, h.bh, i, j);
+    const T G = sigmoid(u), Gv = applied_gate(p, G);
+    const T M = p.alpha * Gv + (T(1) - p.alpha);
+    const T a = pij * M;
+    T da = darow[c];
+    if (dH != T(0) && a > T(0)) da -= dH * ((srow[c] - L) + std::log(M) + T(1));
+    arow[c] = a;
+    const T ds = pij * (da * M - Di);
+    dsrow[c] = ds;
+    ds_row += ds;
+    const T dM = da * pij;
+    h.d_alpha += dM * (Gv - T(1));
+    const T du = (p.alpha * dM - h.dE * u) * G * (T(1) - G) * p.inv_tau;
+    d_row += du;
+    if (g.d_modulation_col) g.d_modulation_col[h.kbase + j] += du;
+  }
+  return {ds_row, d_row};
+}
+
+// Row r (query i) of a (key tile, query tile) pair, whose S and dA are computed: its A and dS rows
+// (zero outside the visible keys), and its sums into the row and column terms. Returns whether it
+// sees any key of the tile.
+template <class T>
+GATTN_ATTN_STEP bool backward_row(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
+                                  const FlashBackwardOutputs<T>& g, const BackwardMode& mode, HeadGradients<T>& h,
+                                  std::int64_t r, std::int64_t i, std::int64_t j0, std::int64_t cols,
+                                  BackwardScratch<T>& ws) {
+  const std::int64_t base = h.base, kbase = h.kbase;
+  const T L = in.lse[base + i];
+  const T dH = in.d_row_entropy ? in.d_row_entropy[base + i] : T(0);
+  const T Di = ws.D[static_cast<std::size_t>(i)];
+  T* srow = ws.S.data() + r * kAttnTileK;
+  T* arow = ws.A.data() + r * kAttnTileK;
+  T* darow = ws.dA.data() + r * kAttnTileK;
+  T* dsrow = ws.dS.data() + r * kAttnTileK;
+  // Visible keys of query i in this tile: columns [c_lo, c_hi); the rest contribute 0.
+  const std::int64_t c_lo = std::max<std::int64_t>(first_key(p, i) - j0, 0);
+  const std::int64_t c_hi = std::min<std::int64_t>(end_key(p, i) - j0, cols);
+  if (c_lo >= c_hi) {
+    std::fill(arow, arow + cols, T(0));
+    std::fill(dsrow, dsrow + cols, T(0));
+    return false;
+  }
+  std::fill(arow, arow + c_lo, T(0));
+  std::fill(dsrow, dsrow + c_lo, T(0));
+  std::fill(arow + c_hi, arow + cols, T(0));
+  std::fill(dsrow + c_hi, dsrow + cols, T(0));
+  RowGradSums<T> sums;
+  if (!mode.modulated)
+    sums = softmax_row_grads(srow, arow, darow, dsrow, c_lo, c_hi, L, dH, Di);
+  else if (mode.fast_modulation && dH == T(0))
+    sums = fast_modulated_row_grads(p, g, h, i, j0, srow, arow, darow, dsrow, c_lo, c_hi, L, Di);
+  else
+    sums = modulated_row_grads(p, g, h, i, j0, srow, arow, darow, dsrow, c_lo, c_hi, L, dH, Di);
+  if (g.d_col_bias)
+    for (std::int64_t c = c_lo; c < c_hi; ++c) g.d_col_bias[kbase + j0 + c] += dsrow[c];
+  if (g.d_modulation_row) g.d_modulation_row[base + i] += sums.du;
+  if (g.d_row_bias) g.d_row_bias[base + i] += sums.ds;
+  return true;
+}
+
+// Key tile [j0, j0 + cols) against query tile qt: recompute S and A, form dA = dO·Vᵀ and dS, and
+// accumulate dv += Aᵀ dO, dq += scale dS k, dk += scale dSᵀ q.
+template <class T>
+GATTN_ATTN_STEP void backward_tile_pair(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
+                                        const FlashBackwardOutputs<T>& g, const BackwardMode& mode, HeadGradients<T>& h,
+                                        std::int64_t j0, std::int64_t cols, std::int64_t i0, BackwardScratch<T>& ws) {
+  const std::int64_t d = p.d, base = h.base, kbase = h.kbase;
+  const std::int64_t qt = i0 / kAttnTileQ, tile_rows = std::min(kAttnTileQ, p.Tq - i0);
+  const std::int64_t rows = ws.tile_n[static_cast<std::size_t>(qt)], off = ws.tile_off[static_cast<std::size_t>(qt)];
+  if (rows == 0) return;
+  // The tile's own rows when all are active, else their compact copies.
+  const bool whole = rows == tile_rows;
+  const std::int64_t* rpos = ws.pos.data() + off;
+  const T* q_rows = whole ? p.q + (base + i0) * d : ws.q_compact.data() + off * d;
+  const T* do_rows = !in.d_out ? nullptr : whole ? in.d_out + (base + i0) * d : ws.do_compact.data() + off * d;
+  T* dq_rows = whole ? h.dq + i0 * d : ws.dq_compact.data() + off * d;
+  tile_logits(p, h.bh, q_rows, rpos, rows, j0, cols, ws.S.data());
+  if (do_rows)
+    blas_gemm<T>({.trans_b = true,
+                  .M = rows,
+                  .N = cols,
+                  .K = d,
+                  .A = do_rows,
+                  .lda = d,
+                  .B = p.v + (kbase + j0) * d,
+                  .ldb = d,
+                  .C = ws.dA.data(),
+                  .ldc = kAttnTileK});
+  else
+    std::fill(ws.dA.begin(), ws.dA.end(), T(0));
+  bool any = false;
+  for (std::int64_t r = 0; r < rows; ++r)
+    if (backward_row(p, in, g, mode, h, r, rpos[r], j0, cols, ws)) any = true;
+  if (!any) return;
+  // dv += Aᵀ dO; dq += scale dS k; dk += scale dSᵀ q.
+  if (do_rows)
+    blas_gemm<T>({.trans_a = true,
+                  .M = cols,
+                  .N = d,
+                  .K = rows,
+                  .A = ws.A.data(),
+                  .lda = kAttnTileK,
+                  .B = do_rows,
+                  .ldb = d,
+                  .beta = T(1),
+                  .C = h.dv + j0 * d,
+                  .ldc = d});
+  blas_gemm<T>({.M = rows,
+                .N = d,
+                .K = cols,
+                .alpha = p.scale,
+                .A = ws.dS.data(),
+                .lda = kAttnTileK,
+                .B = p.k + (kbase + j0) * d,
+                .ldb = d,
+                .beta = T(1),
+                .C = dq_rows,
+                .ldc = d});
+  blas_gemm<T>({.trans_a = true,
+                .M = cols,
+                .N = d,
+                .K = rows,
+                .alpha = p.scale,
+                .A = ws.dS.data(),
+                .lda = kAttnTileK,
+                .B = q_rows,
+                .ldb = d,
+                .beta = T(1),
+                .C = h.dk + j0 * d,
+                .ldc = d});
+}
+
+// Key tile kt against every query tile that can see one of its keys: causal, i ≥ j0 and
+// i − w < j0 + cols; else all.
+template <class T>
+GATTN_ATTN_STEP void backward_key_tile(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
+                                       const FlashBackwardOutputs<T>& g, const BackwardMode& mode, HeadGradients<T>& h,
+                                       std::int64_t kt, BackwardScratch<T>& ws) {
+  const std::int64_t Tn = p.Tq;
+  const std::int64_t j0 = kt * kAttnTileK, cols = std::min(kAttnTileK, p.Tk - j0);
+  const std::int64_t i_lo = p.causal ? j0 / kAttnTileQ * kAttnTileQ : 0;
+  const std::int64_t i_hi = !p.causal || p.window == 0 ? Tn : std::min(Tn, j0 + cols - 1 + p.window);
+  for (std::int64_t i0 = i_lo; i0 < i_hi; i0 += kAttnTileQ) backward_tile_pair(p, in, g, mode, h, j0, cols, i0, ws);
+}
+
+// The compact dq rows of partly active tiles back to their places (whole tiles accumulated in place).
+template <class T>
+GATTN_ATTN_STEP void scatter_compact_dq(const FlashAttentionParams<T>& p, std::int64_t n_qt,
+                                        const BackwardScratch<T>& ws, T* dq) {
+  const std::int64_t d = p.d;
+  for (std::int64_t qt = 0; qt < n_qt; ++qt) {
+    const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, p.Tq - i0);
+    const std::int64_t n = ws.tile_n[static_cast<std::size_t>(qt)], off = ws.tile_off[static_cast<std::size_t>(qt)];
+    if (n == 0 || n == tile_rows) continue;
+    for (std::int64_t a = off; a < off + n; ++a)
+      std::copy_n(ws.dq_compact.data() + a * d, d, dq + ws.pos[static_cast<std::size_t>(a)] * d);
+  }
+}
+
+// The whole backward of head bh.
+template <class T>
+GATTN_ATTN_STEP void backward_head(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
+                                   const FlashBackwardOutputs<T>& g, const BackwardMode& mode, std::int64_t bh,
+                                   BackwardScratch<T>& ws) {
+  const std::int64_t n_kt = (p.Tk + kAttnTileK - 1) / kAttnTileK;
+  const std::int64_t n_qt = (p.Tq + kAttnTileQ - 1) / kAttnTileQ;
+  HeadGradients<T> h = start_head_gradients(p, in, g, bh, ws);
+  bool any_partial = false;
+  const std::int64_t n_active = find_active_rows(p, bh, n_qt, ws, any_partial);
+  if (n_active == 0) {
+    if (g.d_alpha_partial) g.d_alpha_partial[bh] = 0;
+    return;
+  }
+  if (any_partial) gather_active_rows(p, in, h.base, n_active, ws);
+  row_dots(p, in, h.base, n_active, ws);
+  for (std::int64_t kt = 0; kt < n_kt; ++kt) backward_key_tile(p, in, g, mode, h, kt, ws);
+  if (any_partial) scatter_compact_dq(p, n_qt, ws, h.dq);
+  if (g.d_alpha_partial) g.d_alpha_partial[bh] = h.d_alpha;
+}
+
+#undef GATTN_ATTN_STEP
+
 }  // namespace attn_detail
 
 // Forward. Each (head, query tile) task works on the tile's active rows only: all of them take the
@@ -186,12 +855,12 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
   using namespace attn_detail;
   const std::int64_t Tn = p.Tq, Tk = p.Tk, d = p.d, BH = p.B * p.H;
   const std::int64_t n_qt = (Tn + kAttnTileQ - 1) / kAttnTileQ;
-  const bool modulated = p.modulation_row != nullptr;
-  const bool want_entropy = o.row_entropy != nullptr;
+  ForwardMode mode;
+  mode.modulated = p.modulation_row != nullptr;
+  mode.want_entropy = o.row_entropy != nullptr;
   // The modulated case that training steps take (no noise, no statistics): its vectorised loop.
-  const bool fast_modulation = std::is_same_v<T, float> && modulated && !p.noise && !p.hard && !o.modulation_moments &&
-                               !o.modulation_entropy && !want_entropy;
-  const T neg_inf = -std::numeric_limits<T>::infinity();
+  mode.fast_modulation = std::is_same_v<T, float> && mode.modulated && !p.noise && !p.hard && !o.modulation_moments &&
+                         !o.modulation_entropy && !mode.want_entropy;
   // Per-task partial modulation-entropy sums, added per head in task order (deterministic).
   std::vector<T> mod_entropy_partial(o.modulation_entropy ? static_cast<std::size_t>(BH * n_qt) : 0, T(0));
 
@@ -199,150 +868,12 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
   const bool parallel_fwd = BH * n_qt > 1 && worth_parallel(BH * Tn * Tk * d / (p.causal ? 2 : 1));
 #pragma omp parallel if (parallel_fwd)
   {
-    std::vector<T> S(kAttnTileQ * kAttnTileK), W(kAttnTileQ * kAttnTileK), acc(kAttnTileQ * d);
-    std::vector<T> m(kAttnTileQ), l(kAttnTileQ), e1(kAttnTileQ), e0(kAttnTileQ), s0(kAttnTileQ), M0(kAttnTileQ);
-    std::vector<std::int64_t> pos(kAttnTileQ);
-    std::vector<T> q_compact;  // the active rows of a partly active tile
+    ForwardScratch<T> ws(d);
 #pragma omp for collapse(2) schedule(dynamic)
     for (std::int64_t bh = 0; bh < BH; ++bh) {
       for (std::int64_t qt = 0; qt < n_qt; ++qt) {
-        const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0), base = bh * Tn,
-                           kbase = bh * Tk;
-        const std::int64_t rows = active_rows(p, bh, i0, tile_rows, pos.data());
-        const T* q_rows = p.q + (base + i0) * d;
-        if (rows < tile_rows) {
-          // Skipped rows: zero output and statistics, no work.
-          for (std::int64_t i = i0; i < i0 + tile_rows; ++i) {
-            if (row_active(p, bh, i)) continue;
-            std::fill(o.out + (base + i) * d, o.out + (base + i + 1) * d, T(0));
-            o.lse[base + i] = 0;
-            if (o.row_entropy) o.row_entropy[base + i] = 0;
-            if (o.row_asum) o.row_asum[base + i] = 0;
-            if (o.row_sink) o.row_sink[base + i] = 0;
-          }
-          if (rows == 0) {
-            if (o.modulation_moments) o.modulation_moments[bh * n_qt + qt] = ops::GateMoments{};
-            continue;  // the partial entropy sum stays 0
-          }
-          q_compact.resize(static_cast<std::size_t>(rows * d));
-          for (std::int64_t r = 0; r < rows; ++r)
-            std::copy_n(p.q + (base + pos[static_cast<std::size_t>(r)]) * d, d, q_compact.data() + r * d);
-          q_rows = q_compact.data();
-        }
-        std::fill(m.begin(), m.end(), neg_inf);
-        std::fill(l.begin(), l.end(), T(0));
-        std::fill(e1.begin(), e1.end(), T(0));
-        std::fill(e0.begin(), e0.end(), T(0));
-        std::fill(s0.begin(), s0.end(), neg_inf);
-        std::fill(M0.begin(), M0.end(), T(1));
-        std::fill(acc.begin(), acc.begin() + rows * d, T(0));
-        ops::GateMoments moments;
         T mod_ent = 0;
-        // Keys [j_lo, j_hi) cover every active row's visible keys.
-        const std::int64_t j_lo = first_key(p, pos[0]), j_hi = end_key(p, pos[static_cast<std::size_t>(rows - 1)]);
-        for (std::int64_t j0 = j_lo / kAttnTileK * kAttnTileK; j0 < j_hi; j0 += kAttnTileK) {
-          const std::int64_t cols = std::min(kAttnTileK, Tk - j0);
-          tile_logits(p, bh, q_rows, pos.data(), rows, j0, cols, S.data());
-          for (std::int64_t r = 0; r < rows; ++r) {
-            const std::int64_t i = pos[static_cast<std::size_t>(r)];
-            const std::int64_t c_lo = std::max<std::int64_t>(first_key(p, i) - j0, 0);
-            const std::int64_t c_hi = std::min<std::int64_t>(end_key(p, i) - j0, cols);
-            T* srow = S.data() + r * kAttnTileK;
-            T* wrow = W.data() + r * kAttnTileK;
-            if (c_lo >= c_hi) {  // no visible key of this row in this tile
-              std::fill(wrow, wrow + cols, T(0));
-              continue;
-            }
-            T tile_max = neg_inf;
-#pragma omp simd reduction(max : tile_max)
-            for (std::int64_t c = c_lo; c < c_hi; ++c) tile_max = std::max(tile_max, srow[c]);
-            const T m_new = std::max(m[r], tile_max);
-            const T m_old = m[r];
-            const T corr = std::exp(m_old - m_new);  // 0 on the row's first tile (m = −inf)
-            m[r] = m_new;
-            T row_l = 0, row_e1 = 0, row_e0 = 0;
-            std::fill(wrow, wrow + c_lo, T(0));
-            if (!modulated) {
-              // The common case, branch-free so it vectorises: w = P up to the row's scale.
-#pragma omp simd reduction(+ : row_l)
-              for (std::int64_t c = c_lo; c < c_hi; ++c) {
-                const T w = vexp(srow[c] - m_new);
-                wrow[c] = w;
-                row_l += w;
-              }
-              if (want_entropy) {
-                // ln A = (S − m) − ln l; S − m stays small, so f32 keeps its precision, and the
-                // − ln l part is applied at the end with the final l. (S is finite: w·(S − m) = 0
-                // where w underflows.)
-#pragma omp simd reduction(+ : row_e1)
-                for (std::int64_t c = c_lo; c < c_hi; ++c) row_e1 += wrow[c] * (srow[c] - m_new);
-                row_e0 = row_l;
-              }
-            } else if (fast_modulation) {
-              // f32 without noise, statistics or entropies: the modulation branch-free so it
-              // vectorises (σ through fast_exp; the general loop below uses std::exp).
-              if constexpr (std::is_same_v<T, float>) {
-                const float a_i = p.modulation_row[base + i], alpha = p.alpha, keep = 1.0f - p.alpha;
-                const float* b = p.modulation_col + kbase + j0;
-#pragma omp simd reduction(+ : row_l)
-                for (std::int64_t c = c_lo; c < c_hi; ++c) {
-                  const float pij = vexp(srow[c] - m_new);
-                  row_l += pij;
-                  wrow[c] = pij * (alpha * vsigmoid((a_i + b[c]) * p.inv_tau) + keep);
-                }
-              }
-            } else {
-              for (std::int64_t c = c_lo; c < c_hi; ++c) {
-                const T pij = vexp(srow[c] - m_new);
-                row_l += pij;
-                const T u = modulation_logit(p, bh, i, j0 + c);
-                const T G = sigmoid(u), Gv = applied_gate(p, G);
-                const T M = p.alpha * Gv + (T(1) - p.alpha);
-                if (o.modulation_moments) moments.add(static_cast<double>(Gv));
-                if (o.modulation_entropy) mod_ent += binary_entropy_from_logit(u, G);
-                const T w = pij * M;
-                wrow[c] = w;
-                if (want_entropy && w > T(0)) {  // 0·ln 0 = 0: an entry with no weight adds nothing
-                  row_e0 += w;
-                  row_e1 += w * ((srow[c] - m_new) + std::log(M));  // ln A = (S − m) − ln l + ln M
-                }
-              }
-            }
-            if (j0 == 0 && c_lo == 0) {  // key 0 is visible: remember its logit and modulation for the sink
-              s0[r] = srow[0];
-              M0[r] = modulated ? p.alpha * applied_gate(p, sigmoid(modulation_logit(p, bh, i, 0))) + (T(1) - p.alpha)
-                                : T(1);
-            }
-            std::fill(wrow + c_hi, wrow + cols, T(0));
-            // e1 is kept relative to the running max: moving the max from m to m' rescales by corr
-            // and shifts each (S − m) by (m − m'), i.e. adds (m − m')·e0 before rescaling.
-            if (corr != T(0)) e1[r] = corr * (e1[r] + (m_old - m_new) * e0[r]);
-            e1[r] += row_e1;
-            e0[r] = e0[r] * corr + row_e0;
-            l[r] = l[r] * corr + row_l;
-            if (corr != T(1))
-              for (std::int64_t x = 0; x < d; ++x) acc[r * d + x] *= corr;
-          }
-          // acc += W · V for this key tile.
-          blas_gemm<T>(false, false, rows, d, cols, T(1), W.data(), kAttnTileK, p.v + (kbase + j0) * d, d, T(1),
-                       acc.data(), d);
-        }
-        for (std::int64_t r = 0; r < rows; ++r) {
-          const std::int64_t i = pos[static_cast<std::size_t>(r)];
-          const T log_l = std::log(l[r]);
-          const T L = m[r] + log_l;
-          const T inv_l = T(1) / l[r];
-          T* out_row = o.out + (base + i) * d;
-          for (std::int64_t x = 0; x < d; ++x) out_row[x] = acc[r * d + x] * inv_l;
-          o.lse[base + i] = L;
-          if (want_entropy) {
-            const T asum = e0[r] * inv_l;
-            o.row_entropy[base + i] = log_l * asum - e1[r] * inv_l;
-            if (o.row_asum) o.row_asum[base + i] = asum;
-          }
-          if (o.row_sink) o.row_sink[base + i] = s0[r] == neg_inf ? T(0) : std::exp(s0[r] - L) * M0[r];
-        }
-        if (o.modulation_moments) o.modulation_moments[bh * n_qt + qt] = moments;
+        forward_query_tile(p, o, mode, bh, qt, n_qt, ws, mod_ent);
         if (o.modulation_entropy) mod_entropy_partial[static_cast<std::size_t>(bh * n_qt + qt)] = mod_ent;
       }
     }
@@ -375,213 +906,17 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
                               const FlashBackwardOutputs<T>& g) {
   using namespace attn_detail;
   const std::int64_t Tn = p.Tq, Tk = p.Tk, d = p.d, BH = p.B * p.H;
-  const bool modulated = p.modulation_row != nullptr;
-  const bool fast_modulation = std::is_same_v<T, float> && modulated && !p.noise && !p.hard;  // and no dH (per row)
-  const std::int64_t n_kt = (Tk + kAttnTileK - 1) / kAttnTileK;
+  BackwardMode mode;
+  mode.modulated = p.modulation_row != nullptr;
+  mode.fast_modulation = std::is_same_v<T, float> && mode.modulated && !p.noise && !p.hard;
   const std::int64_t n_qt = (Tn + kAttnTileQ - 1) / kAttnTileQ;
 
   const bool parallel_bwd = BH > 1 && worth_parallel(BH * Tn * Tk * d);
 #pragma omp parallel if (parallel_bwd)
   {
-    std::vector<T> S(kAttnTileQ * kAttnTileK), A(kAttnTileQ * kAttnTileK);
-    std::vector<T> dA(kAttnTileQ * kAttnTileK), dS(kAttnTileQ * kAttnTileK);
-    std::vector<T> D(static_cast<std::size_t>(Tn));
-    std::vector<T> dq_local, dk_local, dv_local;
-    // This head's active rows: positions, where each query tile's run starts and how long it is,
-    // and for partly active tiles the compact q, dO and dq rows (indexed like `pos`).
-    std::vector<std::int64_t> pos(static_cast<std::size_t>(Tn)), tile_off(static_cast<std::size_t>(n_qt)),
-        tile_n(static_cast<std::size_t>(n_qt));
-    std::vector<T> q_compact, do_compact, dq_compact;
+    BackwardScratch<T> ws(Tn, n_qt);
 #pragma omp for schedule(dynamic)
-    for (std::int64_t bh = 0; bh < BH; ++bh) {
-      const std::int64_t base = bh * Tn, kbase = bh * Tk;
-      // Gradients of q, k, v are written to the outputs when wanted, else to scratch (the other
-      // terms still need dS).
-      // `rows_base` is the head's first row (bh·Tq for dq, bh·Tk for dk and dv).
-      auto target = [&](T* out, std::vector<T>& local, std::int64_t rows_base, std::int64_t n) -> T* {
-        if (out) {
-          std::fill(out + rows_base * d, out + rows_base * d + n, T(0));
-          return out + rows_base * d;
-        }
-        local.assign(static_cast<std::size_t>(n), T(0));
-        return local.data();
-      };
-      T* dq = target(g.dq, dq_local, base, Tn * d);
-      T* dk = target(g.dk, dk_local, kbase, Tk * d);
-      T* dv = target(g.dv, dv_local, kbase, Tk * d);
-      if (g.d_row_bias) std::fill(g.d_row_bias + base, g.d_row_bias + base + Tn, T(0));
-      if (g.d_col_bias) std::fill(g.d_col_bias + kbase, g.d_col_bias + kbase + Tk, T(0));
-      if (g.d_modulation_row) std::fill(g.d_modulation_row + base, g.d_modulation_row + base + Tn, T(0));
-      if (g.d_modulation_col) std::fill(g.d_modulation_col + kbase, g.d_modulation_col + kbase + Tk, T(0));
-      T d_alpha = 0;
-      const T dE = in.d_modulation_entropy ? in.d_modulation_entropy[bh] : T(0);
-
-      std::int64_t n_active = 0;
-      bool any_partial = false;
-      for (std::int64_t qt = 0; qt < n_qt; ++qt) {
-        const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0);
-        tile_off[static_cast<std::size_t>(qt)] = n_active;
-        const std::int64_t n = active_rows(p, bh, i0, tile_rows, pos.data() + n_active);
-        tile_n[static_cast<std::size_t>(qt)] = n;
-        n_active += n;
-        any_partial = any_partial || (n > 0 && n < tile_rows);
-      }
-      if (n_active == 0) {
-        if (g.d_alpha_partial) g.d_alpha_partial[bh] = 0;
-        continue;
-      }
-      if (any_partial) {
-        q_compact.resize(static_cast<std::size_t>(n_active * d));
-        dq_compact.assign(static_cast<std::size_t>(n_active * d), T(0));
-        if (in.d_out) do_compact.resize(static_cast<std::size_t>(n_active * d));
-        for (std::int64_t a = 0; a < n_active; ++a) {
-          const std::int64_t i = pos[static_cast<std::size_t>(a)];
-          std::copy_n(p.q + (base + i) * d, d, q_compact.data() + a * d);
-          if (in.d_out) std::copy_n(in.d_out + (base + i) * d, d, do_compact.data() + a * d);
-        }
-      }
-
-      for (std::int64_t a = 0; a < n_active; ++a) {
-        const std::int64_t i = pos[static_cast<std::size_t>(a)];
-        T dot = 0;
-        if (in.d_out)
-          for (std::int64_t x = 0; x < d; ++x) dot += in.d_out[(base + i) * d + x] * in.out[(base + i) * d + x];
-        if (in.d_row_entropy) dot += in.d_row_entropy[base + i] * (in.row_entropy[base + i] - in.row_asum[base + i]);
-        D[static_cast<std::size_t>(i)] = dot;
-      }
-
-      for (std::int64_t kt = 0; kt < n_kt; ++kt) {
-        const std::int64_t j0 = kt * kAttnTileK, cols = std::min(kAttnTileK, Tk - j0);
-        // Queries that can see some key of this tile: causal, i ≥ j0 and i − w < j0 + cols; else all.
-        const std::int64_t i_lo = p.causal ? j0 / kAttnTileQ * kAttnTileQ : 0;
-        const std::int64_t i_hi = !p.causal || p.window == 0 ? Tn : std::min(Tn, j0 + cols - 1 + p.window);
-        for (std::int64_t i0 = i_lo; i0 < i_hi; i0 += kAttnTileQ) {
-          const std::int64_t qt = i0 / kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0);
-          const std::int64_t rows = tile_n[static_cast<std::size_t>(qt)], off = tile_off[static_cast<std::size_t>(qt)];
-          if (rows == 0) continue;
-          // The tile's own rows when all are active, else their compact copies.
-          const bool whole = rows == tile_rows;
-          const std::int64_t* rpos = pos.data() + off;
-          const T* q_rows = whole ? p.q + (base + i0) * d : q_compact.data() + off * d;
-          const T* do_rows = !in.d_out ? nullptr : whole ? in.d_out + (base + i0) * d : do_compact.data() + off * d;
-          T* dq_rows = whole ? dq + i0 * d : dq_compact.data() + off * d;
-          tile_logits(p, bh, q_rows, rpos, rows, j0, cols, S.data());
-          if (do_rows)
-            blas_gemm<T>(false, true, rows, cols, d, T(1), do_rows, d, p.v + (kbase + j0) * d, d, T(0), dA.data(),
-                         kAttnTileK);
-          else
-            std::fill(dA.begin(), dA.end(), T(0));
-          bool any = false;
-          for (std::int64_t r = 0; r < rows; ++r) {
-            const std::int64_t i = rpos[r];
-            const T L = in.lse[base + i];
-            const T dH = in.d_row_entropy ? in.d_row_entropy[base + i] : T(0);
-            const T Di = D[static_cast<std::size_t>(i)];
-            T* srow = S.data() + r * kAttnTileK;
-            T* arow = A.data() + r * kAttnTileK;
-            T* darow = dA.data() + r * kAttnTileK;
-            T* dsrow = dS.data() + r * kAttnTileK;
-            T d_row = 0;  // Σ_j du_ij for the modulation's row term
-            T ds_row = 0;
-            // Visible keys of query i in this tile: columns [c_lo, c_hi); the rest contribute 0.
-            const std::int64_t c_lo = std::max<std::int64_t>(first_key(p, i) - j0, 0);
-            const std::int64_t c_hi = std::min<std::int64_t>(end_key(p, i) - j0, cols);
-            if (c_lo >= c_hi) {
-              std::fill(arow, arow + cols, T(0));
-              std::fill(dsrow, dsrow + cols, T(0));
-              continue;
-            }
-            any = true;
-            std::fill(arow, arow + c_lo, T(0));
-            std::fill(dsrow, dsrow + c_lo, T(0));
-            std::fill(arow + c_hi, arow + cols, T(0));
-            std::fill(dsrow + c_hi, dsrow + cols, T(0));
-            if (!modulated) {
-              // Branch-free so it vectorises. Where P underflows to 0, dS is 0 whatever dA is.
-#pragma omp simd reduction(+ : ds_row)
-              for (std::int64_t c = c_lo; c < c_hi; ++c) {
-                const T pij = vexp(srow[c] - L);
-                const T da = darow[c] - dH * ((srow[c] - L) + T(1));
-                arow[c] = pij;
-                const T ds = pij * (da - Di);
-                dsrow[c] = ds;
-                ds_row += ds;
-              }
-            } else if (fast_modulation && dH == T(0)) {
-              // f32 without noise or a row-entropy gradient: branch-free so it vectorises (see the
-              // forward); d_alpha is summed per row, so its rounding differs from the loop below.
-              if constexpr (std::is_same_v<T, float>) {
-                const float a_i = p.modulation_row[base + i], alpha = p.alpha, keep = 1.0f - p.alpha;
-                const float* b = p.modulation_col + kbase + j0;
-                float* dcol = g.d_modulation_col ? g.d_modulation_col + kbase + j0 : nullptr;
-                float* du_row = dA.data() + r * kAttnTileK;  // dA's row is read here for the last time
-                float row_alpha = 0;
-#pragma omp simd reduction(+ : ds_row, d_row, row_alpha)
-                for (std::int64_t c = c_lo; c < c_hi; ++c) {
-                  const float pij = vexp(srow[c] - L);
-                  const float u = (a_i + b[c]) * p.inv_tau;
-                  const float G = vsigmoid(u);
-                  const float M = alpha * G + keep;
-                  const float da = darow[c];
-                  arow[c] = pij * M;
-                  const float ds = pij * (da * M - Di);
-                  dsrow[c] = ds;
-                  ds_row += ds;
-                  const float dM = da * pij;
-                  row_alpha += dM * (G - 1.0f);
-                  const float du = (alpha * dM - dE * u) * G * (1.0f - G) * p.inv_tau;
-                  d_row += du;
-                  du_row[c] = du;
-                }
-                d_alpha += row_alpha;
-                if (dcol)
-                  for (std::int64_t c = c_lo; c < c_hi; ++c) dcol[c] += du_row[c];
-              }
-            } else {
-              for (std::int64_t c = c_lo; c < c_hi; ++c) {
-                const std::int64_t j = j0 + c;
-                const T pij = vexp(srow[c] - L);
-                const T u = modulation_logit(p, bh, i, j);
-                const T G = sigmoid(u), Gv = applied_gate(p, G);
-                const T M = p.alpha * Gv + (T(1) - p.alpha);
-                const T a = pij * M;
-                T da = darow[c];
-                if (dH != T(0) && a > T(0)) da -= dH * ((srow[c] - L) + std::log(M) + T(1));
-                arow[c] = a;
-                const T ds = pij * (da * M - Di);
-                dsrow[c] = ds;
-                ds_row += ds;
-                const T dM = da * pij;
-                d_alpha += dM * (Gv - T(1));
-                const T du = (p.alpha * dM - dE * u) * G * (T(1) - G) * p.inv_tau;
-                d_row += du;
-                if (g.d_modulation_col) g.d_modulation_col[kbase + j] += du;
-              }
-            }
-            if (g.d_col_bias)
-              for (std::int64_t c = c_lo; c < c_hi; ++c) g.d_col_bias[kbase + j0 + c] += dsrow[c];
-            if (g.d_modulation_row) g.d_modulation_row[base + i] += d_row;
-            if (g.d_row_bias) g.d_row_bias[base + i] += ds_row;
-          }
-          if (!any) continue;
-          // dv += Aᵀ dO; dq += scale dS k; dk += scale dSᵀ q.
-          if (do_rows)
-            blas_gemm<T>(true, false, cols, d, rows, T(1), A.data(), kAttnTileK, do_rows, d, T(1), dv + j0 * d, d);
-          blas_gemm<T>(false, false, rows, d, cols, p.scale, dS.data(), kAttnTileK, p.k + (kbase + j0) * d, d, T(1),
-                       dq_rows, d);
-          blas_gemm<T>(true, false, cols, d, rows, p.scale, dS.data(), kAttnTileK, q_rows, d, T(1), dk + j0 * d, d);
-        }
-      }
-      if (any_partial)
-        for (std::int64_t qt = 0; qt < n_qt; ++qt) {
-          const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0);
-          const std::int64_t n = tile_n[static_cast<std::size_t>(qt)], off = tile_off[static_cast<std::size_t>(qt)];
-          if (n == 0 || n == tile_rows) continue;  // whole tiles accumulated in place
-          for (std::int64_t a = off; a < off + n; ++a)
-            std::copy_n(dq_compact.data() + a * d, d, dq + pos[static_cast<std::size_t>(a)] * d);
-        }
-      if (g.d_alpha_partial) g.d_alpha_partial[bh] = d_alpha;
-    }
+    for (std::int64_t bh = 0; bh < BH; ++bh) backward_head(p, in, g, mode, bh, ws);
   }
 }
 

@@ -62,6 +62,34 @@ __global__ void flash_bwd_rowdot_kernel(const In* out, const In* d_out, FlashBac
   }
 }
 
+// The two products that open every inner tile of both kernels, sharing their steps over D: for this
+// warp's 16 rows of the shared tiles X and Y (rows of D elements) and the kNT·8 rows of P and R,
+// xp = X_w·Pᵀ and yr = Y_w·Rᵀ (16 × kNT·8 each, in accumulator layout; overwritten). The dK/dV
+// kernel passes K, V, Q, dO (Sᵀ = K·Qᵀ and dAᵀ = V·dOᵀ), the dQ kernel Q, dO, K, V (S and dA).
+template <int D, int kNT>
+__device__ __forceinline__ void warp_logits_and_dA(const std::uint16_t* sX, const std::uint16_t* sY,
+                                                   const std::uint16_t* sP, const std::uint16_t* sR, int warp, int lane,
+                                                   float (&xp)[kNT][4], float (&yr)[kNT][4]) {
+  constexpr int kStride = D + kPad;
+#pragma unroll
+  for (int t = 0; t < kNT; ++t)
+    for (int c = 0; c < 4; ++c) xp[t][c] = yr[t][c] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    std::uint32_t ax[4], ay[4];
+    load_a(sX, kStride, warp * 16, kk * 16, lane, ax);
+    load_a(sY, kStride, warp * 16, kk * 16, lane, ay);
+#pragma unroll
+    for (int t = 0; t < kNT; ++t) {
+      std::uint32_t b[2];
+      load_b_nk(sP, kStride, t * 8, kk * 16, lane, b);
+      mma_bf16(xp[t], ax, b);
+      load_b_nk(sR, kStride, t * 8, kk * 16, lane, b);
+      mma_bf16(yr[t], ay, b);
+    }
+  }
+}
+
 template <int D, class In>
 __global__ void __launch_bounds__(kThreads)
     flash_bwd_dkdv_kernel(FlashParams p, FlashBackwardInputs in, FlashBackwardOutputs g, const float* Drow) {
@@ -132,23 +160,7 @@ __global__ void __launch_bounds__(kThreads)
 
     // Sᵀ = K_w·Qᵀ and dAᵀ = V_w·dOᵀ (16 keys × kQ queries per warp).
     float st[kNT][4], dat[kNT][4];
-#pragma unroll
-    for (int t = 0; t < kNT; ++t)
-      for (int c = 0; c < 4; ++c) st[t][c] = dat[t][c] = 0.0f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      std::uint32_t ak[4], av[4];
-      load_a(sK, kStride, warp * 16, kk * 16, lane, ak);
-      load_a(sV, kStride, warp * 16, kk * 16, lane, av);
-#pragma unroll
-      for (int t = 0; t < kNT; ++t) {
-        std::uint32_t b[2];
-        load_b_nk(sQ, kStride, t * 8, kk * 16, lane, b);
-        mma_bf16(st[t], ak, b);
-        load_b_nk(sdO, kStride, t * 8, kk * 16, lane, b);
-        mma_bf16(dat[t], av, b);
-      }
-    }
+    warp_logits_and_dA<D, kNT>(sK, sV, sQ, sdO, warp, lane, st, dat);
     // Elementwise: st ← Aᵀ (for dV), dat ← dSᵀ (for dK); column sums per key.
 #pragma unroll
     for (int t = 0; t < kNT; ++t)
@@ -304,23 +316,7 @@ __global__ void __launch_bounds__(kThreads)
 
     // S = Q_w·Kᵀ and dA = dO_w·Vᵀ (16 queries × kK keys per warp).
     float s[kNT][4], da[kNT][4];
-#pragma unroll
-    for (int t = 0; t < kNT; ++t)
-      for (int c = 0; c < 4; ++c) s[t][c] = da[t][c] = 0.0f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      std::uint32_t aq[4], ao[4];
-      load_a(sQ, kStride, warp * 16, kk * 16, lane, aq);
-      load_a(sdO, kStride, warp * 16, kk * 16, lane, ao);
-#pragma unroll
-      for (int t = 0; t < kNT; ++t) {
-        std::uint32_t b[2];
-        load_b_nk(sK, kStride, t * 8, kk * 16, lane, b);
-        mma_bf16(s[t], aq, b);
-        load_b_nk(sV, kStride, t * 8, kk * 16, lane, b);
-        mma_bf16(da[t], ao, b);
-      }
-    }
+    warp_logits_and_dA<D, kNT>(sQ, sdO, sK, sV, warp, lane, s, da);
 #pragma unroll
     for (int t = 0; t < kNT; ++t)
 #pragma unroll
