@@ -71,6 +71,7 @@ int run_cli(int argc, char** argv) {
   add(gattn::recipes::add_bench);
   add(gattn::recipes::add_gates);
   add(gattn::recipes::add_tokenize);
+  add(gattn::recipes::add_config);
 
   try {
     app.parse(argc, argv);

@@ -222,14 +222,14 @@ std::string joined(const std::vector<std::string>& items, const std::string& sep
   return out;
 }
 
-// The kinds that read a key, as a doc's prefix: "" when every kind does, "a, b: " when at most
-// half do, else "all but c: ".
+// The kinds that read a key, as a doc's prefix: "" when every kind does, "all but c: " when one
+// does not, else "a, b: ".
 std::string readers_prefix(const std::function<bool(const GateKindSpec&)>& reads) {
   std::vector<std::string> in, out;
   for (const GateKindSpec* k : gate_kinds()) (reads(*k) ? in : out).push_back(k->name);
   if (out.empty()) return "";
-  if (in.size() <= out.size()) return joined(in) + ": ";
-  return "all but " + joined(out) + ": ";
+  if (out.size() == 1 && in.size() > 1) return "all but " + out[0] + ": ";
+  return joined(in) + ": ";
 }
 
 // Entry and common keys: what GateConfig holds as typed fields (models/config.h).
@@ -259,16 +259,18 @@ std::vector<config::KeySpec> typed_entry_keys() {
                                 "sigmoid | gumbel_sigmoid (logistic noise while training) | softplus | "
                                 "tanh_magnitude (tanh(Wx)·σ(Vx)); the last two for " +
                                 joined(any_activation)));
-  keys.push_back(num_key("temperature", 1.0, reads("temperature") + "τ: the gate is act(z/τ); where a schedule starts")
-                     .greater_than(0));
+  keys.push_back(
+      num_key("temperature", 1.0, reads("temperature") + "τ (> 0): the gate is act(z/τ); where a schedule starts")
+          .greater_than(0));
   keys.push_back(
       num_key("init_bias", std::nullopt,
               reads("init_bias") + "initial gate bias (null = the kind's default: " + joined(init_bias_defaults) + ")")
           .allow_null());
   keys.push_back(choice_key("init_weight", "normal", {"zero", "normal"},
                             reads("init_weight") + "initial gate weights: zero | normal (std init_std)"));
-  keys.push_back(num_key("init_std", 0.02, reads("init_std") + "standard deviation of the normal initial gate weights")
-                     .greater_than(0));
+  keys.push_back(
+      num_key("init_std", 0.02, reads("init_std") + "standard deviation of the normal initial gate weights (> 0)")
+          .greater_than(0));
   return keys;
 }
 

@@ -18,5 +18,6 @@ Action add_report(CLI::App& app);
 Action add_bench(CLI::App& app);
 Action add_gates(CLI::App& app);
 Action add_tokenize(CLI::App& app);
+Action add_config(CLI::App& app);
 
 }  // namespace gattn::recipes
