@@ -29,22 +29,12 @@ std::string num(double v) {
 
 }  // namespace
 
-KeySpec int_key(std::string key, std::int64_t def, std::optional<double> min, std::string doc, bool min_excl) {
-  KeySpec s = base_key(std::move(key), KeyType::integer, def, std::move(doc));
-  s.min = min;
-  s.min_exclusive = min_excl;
-  return s;
+KeySpec int_key(std::string key, std::int64_t def, std::string doc) {
+  return base_key(std::move(key), KeyType::integer, def, std::move(doc));
 }
 
-KeySpec pos_int(std::string key, std::int64_t def, std::string doc) {
-  return int_key(std::move(key), def, 0.0, std::move(doc), /*min_excl=*/true);
-}
-
-KeySpec num_key(std::string key, std::optional<double> def, std::optional<double> min, bool min_excl, std::string doc) {
-  KeySpec s = base_key(std::move(key), KeyType::number, def ? json(*def) : json(nullptr), std::move(doc));
-  s.min = min;
-  s.min_exclusive = min_excl;
-  return s;
+KeySpec num_key(std::string key, std::optional<double> def, std::string doc) {
+  return base_key(std::move(key), KeyType::number, def ? json(*def) : json(nullptr), std::move(doc));
 }
 
 KeySpec bool_key(std::string key, bool def, std::string doc) {
@@ -61,22 +51,17 @@ KeySpec str_key(std::string key, std::string def, std::string doc) {
   return base_key(std::move(key), KeyType::string, std::move(def), std::move(doc));
 }
 
-KeySpec int_list_key(std::string key, std::vector<std::int64_t> def, std::optional<double> min, std::string doc) {
-  KeySpec s = base_key(std::move(key), KeyType::int_list, def, std::move(doc));
-  s.min = min;
-  return s;
+KeySpec int_list_key(std::string key, std::vector<std::int64_t> def, std::string doc) {
+  return base_key(std::move(key), KeyType::int_list, def, std::move(doc));
 }
 
-KeySpec num_list_key(std::string key, std::vector<double> def, std::optional<double> min, std::string doc) {
-  KeySpec s = base_key(std::move(key), KeyType::number_list, def, std::move(doc));
-  s.min = min;
-  return s;
+KeySpec num_list_key(std::string key, std::vector<double> def, std::string doc) {
+  return base_key(std::move(key), KeyType::number_list, def, std::move(doc));
 }
 
-KeySpec all_or_int_list_key(std::string key, std::string entries, std::optional<double> min, std::string doc) {
+KeySpec all_or_int_list_key(std::string key, std::string entries, std::string doc) {
   KeySpec s = base_key(std::move(key), KeyType::all_or_int_list, "all", std::move(doc));
   s.entries = std::move(entries);
-  s.min = min;
   return s;
 }
 
@@ -91,20 +76,65 @@ KeySpec map_list_key(std::string key, std::string entries, std::string entry_for
   return s;
 }
 
-KeySpec at_most(KeySpec spec, double max, bool exclusive) {
-  spec.max = max;
-  spec.max_exclusive = exclusive;
-  return spec;
+namespace {
+
+// The modifiers' places in their one order.
+enum Stage { kLower = 1, kUpper, kNull, kLength, kExample };
+
+}  // namespace
+
+void KeySpec::advance(int stage) {
+  if (stage <= stage_)
+    throw std::logic_error("config schema: key '" + key +
+                           "': modifiers go in the order lower bound, upper bound, allow_null, exact_length, "
+                           "with_example, each once");
+  stage_ = stage;
 }
 
-KeySpec with_length(KeySpec spec, std::size_t length) {
-  spec.length = length;
-  return spec;
+KeySpec& KeySpec::at_least(double v) {
+  advance(kLower);
+  min = v;
+  min_exclusive = false;
+  return *this;
 }
 
-KeySpec nullable(KeySpec spec) {
-  spec.nullable = true;
-  return spec;
+KeySpec& KeySpec::greater_than(double v) {
+  advance(kLower);
+  min = v;
+  min_exclusive = true;
+  return *this;
+}
+
+KeySpec& KeySpec::at_most(double v) {
+  advance(kUpper);
+  max = v;
+  max_exclusive = false;
+  return *this;
+}
+
+KeySpec& KeySpec::below(double v) {
+  advance(kUpper);
+  max = v;
+  max_exclusive = true;
+  return *this;
+}
+
+KeySpec& KeySpec::allow_null() {
+  advance(kNull);
+  nullable = true;
+  return *this;
+}
+
+KeySpec& KeySpec::exact_length(std::size_t n) {
+  advance(kLength);
+  length = n;
+  return *this;
+}
+
+KeySpec& KeySpec::with_example(std::string yaml_lines) {
+  advance(kExample);
+  example = std::move(yaml_lines);
+  return *this;
 }
 
 Schema::Schema(std::vector<KeySpec> keys) : keys_(std::move(keys)) {

@@ -30,7 +30,7 @@ struct KeySpec {
   std::string key;  // dotted path, e.g. "optim.lr"
   KeyType type = KeyType::integer;
   nlohmann::json default_value;  // already in the stored form (numbers as double for `number`)
-  std::string doc;               // one line for users
+  std::string doc;               // one line for users: the annotated example's comment, the key table's text
   // Bounds on a number or on every element of a list.
   std::optional<double> min;
   bool min_exclusive = false;
@@ -43,26 +43,41 @@ struct KeySpec {
   // indices"), and the form of a `map_list` item ("{kind: ..., ...}").
   std::string entries;
   std::string entry_form;
+  // A value worth showing that the default is not (a list's entries): YAML lines under the key,
+  // which the annotated example writes commented out below it.
+  std::string example;
+
+  // Modifiers, chained after the builder in one order: lower bound, upper bound, allow_null,
+  // exact_length, with_example. A call out of that order throws std::logic_error, so every table
+  // reads the same way.
+  KeySpec& at_least(double v);      // >= v
+  KeySpec& greater_than(double v);  // > v
+  KeySpec& at_most(double v);       // <= v
+  KeySpec& below(double v);         // < v
+  KeySpec& allow_null();
+  KeySpec& exact_length(std::size_t n);
+  KeySpec& with_example(std::string yaml_lines);
+
+ private:
+  void advance(int stage);
+  int stage_ = 0;  // the last modifier's place in the order
 };
 
-// Builders, so an application's table is one line per key.
-KeySpec int_key(std::string key, std::int64_t def, std::optional<double> min, std::string doc, bool min_excl = false);
-KeySpec pos_int(std::string key, std::int64_t def, std::string doc);  // an integer > 0
-KeySpec num_key(std::string key, std::optional<double> def, std::optional<double> min, bool min_excl, std::string doc);
+// Builders: the key, its default, what its type needs (choices, how messages name its entries),
+// then its doc; bounds and the rest are the modifiers above.
+KeySpec int_key(std::string key, std::int64_t def, std::string doc);
+// A null default (std::nullopt) needs allow_null().
+KeySpec num_key(std::string key, std::optional<double> def, std::string doc);
 KeySpec bool_key(std::string key, bool def, std::string doc);
 KeySpec choice_key(std::string key, std::string def, std::vector<std::string> choices, std::string doc);
 KeySpec str_key(std::string key, std::string def, std::string doc);
-KeySpec int_list_key(std::string key, std::vector<std::int64_t> def, std::optional<double> min, std::string doc);
-KeySpec num_list_key(std::string key, std::vector<double> def, std::optional<double> min, std::string doc);
+KeySpec int_list_key(std::string key, std::vector<std::int64_t> def, std::string doc);
+KeySpec num_list_key(std::string key, std::vector<double> def, std::string doc);
 // Defaults to "all".
-KeySpec all_or_int_list_key(std::string key, std::string entries, std::optional<double> min, std::string doc);
+KeySpec all_or_int_list_key(std::string key, std::string entries, std::string doc);
 // Both default to the empty list.
 KeySpec param_groups_key(std::string key, std::string doc);
 KeySpec map_list_key(std::string key, std::string entries, std::string entry_form, std::string doc);
-// Modifiers of a built key, for the few keys that need more than a builder says.
-KeySpec at_most(KeySpec spec, double max, bool exclusive = false);
-KeySpec with_length(KeySpec spec, std::size_t length);
-KeySpec nullable(KeySpec spec);
 
 // An application's keys, grouped by section in the order Settings::to_yaml writes them. Schemas are
 // long-lived (a function-local static): Settings keep a pointer to theirs.

@@ -113,22 +113,24 @@ GATTN_GATE_KIND(pair) {
   s.parameter_doc =
       "`wq` [H, d], `wk` [H, d] (or `weight` [H, d] with shared_projection), `bias` [H/groups], `alpha` [1] "
       "(log(α₀/(1−α₀)), α₀ = `alpha_init`)";
-  GateOptionSpec alpha_init;
-  alpha_init.key = "alpha_init";
-  alpha_init.default_value = 0.5;
-  alpha_init.doc = "the initial α, in (0, 1): alpha starts at log(α/(1−α))";
-  alpha_init.check = [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
-    if (!v.is_number() || !(v.get<double>() > 0.0 && v.get<double>() < 1.0))
-      throw ValueError(key + ": must be a number in (0, 1), got " + v.dump());
-  };
-  GateOptionSpec shared_projection;
-  shared_projection.key = "shared_projection";
-  shared_projection.default_value = false;
-  shared_projection.doc = "one projection w per head for q and k: G_ij = σ(w·(q_i + k_j) + b)";
-  shared_projection.check = [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
-    if (!v.is_boolean()) throw ValueError(key + ": expected true or false, got " + v.dump());
-  };
+  GateOptionSpec alpha_init =
+      gate_option(config::num_key("alpha_init", 0.5, "the initial α, in (0, 1): alpha starts at log(α/(1−α))")
+                      .greater_than(0)
+                      .below(1),
+                  [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
+                    if (!v.is_number() || !(v.get<double>() > 0.0 && v.get<double>() < 1.0))
+                      throw ValueError(key + ": must be a number in (0, 1), got " + v.dump());
+                  });
+  GateOptionSpec shared_projection =
+      gate_option(config::bool_key("shared_projection", false,
+                                   "one projection w per head for q and k: G_ij = σ(w·(q_i + k_j) + b)"),
+                  [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
+                    if (!v.is_boolean()) throw ValueError(key + ": expected true or false, got " + v.dump());
+                  });
   s.options = {alpha_init, shared_projection};
+  // gate_l1 would need the fused kernels to return Σ G and its gradient (docs/gates.md).
+  s.gate_l1_refusal = "the pair gate's values live inside the fused attention, which does not sum them";
+  s.logged_parameters = {{"pair_alpha", "alpha", [](double a) { return 1.0 / (1.0 + std::exp(-a)); }}};
   // hard is a term of the fused kernels (CPU and CUDA), groups the same row and column terms for a
   // group's heads; dropout and heads would act on G inside the kernels and are not built
   // (docs/gates.md).

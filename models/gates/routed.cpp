@@ -276,29 +276,29 @@ GATTN_GATE_KIND(routed) {
       "experts, r = softmax(h·Wᵀ + b); top_k 1: r̃ = r (Switch), top_k ≥ 2: renormalised";
   s.reference = "[GateAttn-Guide] §3.3, the third paradigm (多路Attention路由); Fedus et al. 2022, Switch Transformers";
   s.common_keys = {"init_weight", "init_std"};
-  GateOptionSpec windows;
-  windows.key = "windows";
-  windows.default_value = {0, 32};
-  windows.doc = "expert attention spans: span w lets query i see keys i−w < j ≤ i, 0 = full causal";
-  windows.check = [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
-    if (!v.is_array() || v.empty())
-      throw ValueError(key + ": needs a list of at least one expert span, got " + v.dump());
-    for (const auto& w : v)
-      if (!w.is_number_integer() || w.get<std::int64_t>() < 0)
-        throw ValueError(key + ": spans must be integers >= 0 (0 = full causal), got " + v.dump());
-  };
-  GateOptionSpec top_k;
-  top_k.key = "top_k";
-  top_k.default_value = 1;
-  top_k.doc = "experts per token (1: weighted by its router probability; ≥ 2: renormalised)";
-  top_k.check = [](const nlohmann::json& v, const std::string& key, const GateConfig& g, const ModelConfig&) {
-    const nlohmann::json windows = g.option("windows");
-    const auto experts = static_cast<std::int64_t>(windows.is_array() ? windows.size() : 0);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > experts)
-      throw ValueError(key + ": must be an integer in [1, " + std::to_string(experts) + "] (the number of " + g.where +
-                       ".windows), got " + v.dump());
-  };
+  GateOptionSpec windows = gate_option(
+      config::int_list_key("windows", {0, 32},
+                           "expert attention spans: span w lets query i see keys i−w < j ≤ i, 0 = full causal")
+          .at_least(0),
+      [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
+        if (!v.is_array() || v.empty())
+          throw ValueError(key + ": needs a list of at least one expert span, got " + v.dump());
+        for (const auto& w : v)
+          if (!w.is_number_integer() || w.get<std::int64_t>() < 0)
+            throw ValueError(key + ": spans must be integers >= 0 (0 = full causal), got " + v.dump());
+      });
+  GateOptionSpec top_k = gate_option(
+      config::int_key("top_k", 1, "experts per token (1: weighted by its router probability; ≥ 2: renormalised)")
+          .at_least(1),
+      [](const nlohmann::json& v, const std::string& key, const GateConfig& g, const ModelConfig&) {
+        const nlohmann::json windows = g.option("windows");
+        const auto experts = static_cast<std::int64_t>(windows.is_array() ? windows.size() : 0);
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > experts)
+          throw ValueError(key + ": must be an integer in [1, " + std::to_string(experts) + "] (the number of " +
+                           g.where + ".windows), got " + v.dump());
+      });
   s.options = {windows, top_k};
+  s.gate_l1_refusal = "the router's weights are a softmax (their mean is fixed)";
   s.module_name = "router";
   s.gate_values = "the kept router weights r̃ (top_k per token)";
   s.parameter_doc = "`attn.router.weight` [E, C], `attn.router.bias` [E] (bias 0)";

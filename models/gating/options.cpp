@@ -20,12 +20,8 @@ namespace {
 
 using Check = std::function<void(const nlohmann::json&, const std::string&, const GateConfig&, const ModelConfig&)>;
 
-GateOptionSpec spec(const char* key, nlohmann::json default_value, const char* doc, Check check) {
-  GateOptionSpec s;
-  s.key = key;
-  s.default_value = std::move(default_value);
-  s.doc = doc;
-  s.check = std::move(check);
+GateOptionSpec spec(config::KeySpec key, Check check) {
+  GateOptionSpec s = gate_option(std::move(key), std::move(check));
   s.shared = true;
   return s;
 }
@@ -55,7 +51,10 @@ const std::map<std::string, GateOptionSpec>& shared_specs() {
   static const std::map<std::string, GateOptionSpec> specs = [] {
     std::map<std::string, GateOptionSpec> m;
     auto add = [&](GateOptionSpec s) { m.emplace(s.key, std::move(s)); };
-    add(spec("temperature_final", nullptr, "τ after temperature_steps steps (null = temperature: constant)",
+    add(spec(config::num_key("temperature_final", std::nullopt,
+                             "τ after temperature_steps steps, linear in between (null = temperature: constant)")
+                 .greater_than(0)
+                 .allow_null(),
              [](const nlohmann::json& v, const std::string& key, const GateConfig& g, const ModelConfig&) {
                if (v.is_null()) return;
                if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
@@ -63,68 +62,79 @@ const std::map<std::string, GateOptionSpec>& shared_specs() {
                if (read(g, "temperature_steps").get<std::int64_t>() == 0 && v.get<double>() != g.temperature)
                  bad(key, "needs temperature_steps > 0 (the steps over which τ goes from temperature to it)");
              }));
-    add(spec("temperature_steps", 0, "optimizer steps over which τ goes linearly from temperature to temperature_final",
+    add(spec(config::int_key("temperature_steps", 0,
+                             "optimizer steps over which τ goes linearly from temperature to temperature_final")
+                 .at_least(0),
              [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
                need_int(v, key, 0);
              }));
-    add(spec("hard", false, "forward uses 1[g > hard_threshold], backward the soft gate's gradient (straight-through)",
+    add(spec(config::bool_key("hard", false,
+                              "forward 1[g > hard_threshold], backward the soft gate's gradient (straight-through)"),
              [](const nlohmann::json& v, const std::string& key, const GateConfig& g, const ModelConfig&) {
                need_bool(v, key);
                if (v.get<bool>() && g.activation == "tanh_magnitude")
                  bad(key, "means nothing with activation 'tanh_magnitude' (its values are signed, not an opening)");
              }));
-    add(spec("hard_threshold", 0.5, "the hard gate's threshold θ (only with hard: true)",
+    add(spec(config::num_key("hard_threshold", 0.5, "the hard gate's threshold θ (only with hard: true)"),
              [](const nlohmann::json& v, const std::string& key, const GateConfig& g, const ModelConfig&) {
                if (!v.is_number() || !std::isfinite(v.get<double>()))
                  bad(key, "must be a finite number, got " + v.dump());
                if (!read(g, "hard").get<bool>() && v.get<double>() != 0.5) bad(key, "means nothing without hard: true");
              }));
-    add(spec("groups", 1, "G consecutive heads share one gate (1 = a gate per head); must divide n_head",
+    add(spec(config::int_key("groups", 1, "G consecutive heads share one gate (1 = a gate per head); divides n_head")
+                 .greater_than(0),
              [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig& m) {
                const std::int64_t g = need_int(v, key, 1);
                if (m.n_head % g != 0)
                  bad(key, "must divide model.n_head=" + std::to_string(m.n_head) + ", got " + std::to_string(g));
              }));
-    add(spec("heads", "all", "the head indices that carry the gate (all, or a list; other heads are ungated)",
-             [](const nlohmann::json& v, const std::string& key, const GateConfig& g, const ModelConfig& m) {
-               if (v.is_string()) {
-                 if (v.get<std::string>() != "all")
-                   bad(key, "expected 'all' or a list of head indices, got " + v.dump());
-                 return;
-               }
-               if (!v.is_array() || v.empty())
-                 bad(key, "expected 'all' or a non-empty list of head indices, got " + v.dump());
-               std::set<std::int64_t> seen;
-               for (const auto& e : v) {
-                 if (!e.is_number_integer()) bad(key, "expected a list of head indices, got " + v.dump());
-                 const std::int64_t h = e.get<std::int64_t>();
-                 if (h < 0 || h >= m.n_head)
-                   bad(key, "head " + std::to_string(h) + " out of range [0, " + std::to_string(m.n_head) +
-                                ") for model.n_head=" + std::to_string(m.n_head));
-                 if (!seen.insert(h).second) bad(key, "head " + std::to_string(h) + " listed twice");
-               }
-               const std::int64_t groups = read(g, "groups").get<std::int64_t>();
-               if (groups > 1 && m.n_head % groups == 0)
-                 for (std::int64_t h : seen)
-                   for (std::int64_t o = h - h % groups; o < h - h % groups + groups; ++o)
-                     if (!seen.count(o))
-                       bad(key, "lists head " + std::to_string(h) + " but not head " + std::to_string(o) +
-                                    " of its group (groups " + std::to_string(groups) + "): list whole groups");
-             }));
-    add(spec("input_norm", false, "LayerNorm (no affine, eps 1e-5) on the gate's input",
+    add(spec(
+        config::all_or_int_list_key("heads", "head indices",
+                                    "heads that carry the gate: all, or a list like [0, 1] (the others are ungated)")
+            .at_least(0),
+        [](const nlohmann::json& v, const std::string& key, const GateConfig& g, const ModelConfig& m) {
+          if (v.is_string()) {
+            if (v.get<std::string>() != "all") bad(key, "expected 'all' or a list of head indices, got " + v.dump());
+            return;
+          }
+          if (!v.is_array() || v.empty())
+            bad(key, "expected 'all' or a non-empty list of head indices, got " + v.dump());
+          std::set<std::int64_t> seen;
+          for (const auto& e : v) {
+            if (!e.is_number_integer()) bad(key, "expected a list of head indices, got " + v.dump());
+            const std::int64_t h = e.get<std::int64_t>();
+            if (h < 0 || h >= m.n_head)
+              bad(key, "head " + std::to_string(h) + " out of range [0, " + std::to_string(m.n_head) +
+                           ") for model.n_head=" + std::to_string(m.n_head));
+            if (!seen.insert(h).second) bad(key, "head " + std::to_string(h) + " listed twice");
+          }
+          const std::int64_t groups = read(g, "groups").get<std::int64_t>();
+          if (groups > 1 && m.n_head % groups == 0)
+            for (std::int64_t h : seen)
+              for (std::int64_t o = h - h % groups; o < h - h % groups + groups; ++o)
+                if (!seen.count(o))
+                  bad(key, "lists head " + std::to_string(h) + " but not head " + std::to_string(o) +
+                               " of its group (groups " + std::to_string(groups) + "): list whole groups");
+        }));
+    add(spec(config::bool_key("input_norm", false, "LayerNorm (no affine, eps 1e-5) on the gate's input"),
              [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
                need_bool(v, key);
              }));
-    add(spec("dropout", 0.0, "while training, each gate value is replaced by 1 (dropped) with this probability",
+    add(spec(config::num_key("dropout", 0.0,
+                             "while training, each gate value is replaced by 1 (dropped) with this probability")
+                 .at_least(0)
+                 .below(1),
              [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
                if (!v.is_number() || !(v.get<double>() >= 0.0 && v.get<double>() < 1.0))
                  bad(key, "must be a number in [0, 1), got " + v.dump());
              }));
-    add(spec("ramp_start", 0, "the step from which the gate's effect ramps in (g_eff = 1 − r·(1 − g))",
+    add(spec(config::int_key("ramp_start", 0, "the step from which the gate's effect ramps in: g_eff = 1 − r·(1 − g)")
+                 .at_least(0),
              [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
                need_int(v, key, 0);
              }));
-    add(spec("ramp_steps", 0, "steps over which r goes from 0 to 1 (0: no ramp after ramp_start)",
+    add(spec(config::int_key("ramp_steps", 0, "steps over which r goes from 0 to 1 (0 = no ramp: on from ramp_start)")
+                 .at_least(0),
              [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
                need_int(v, key, 0);
              }));
@@ -144,6 +154,13 @@ nlohmann::json read(const GateConfig& gate, const std::string& key) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& shared_gate_option_keys() {
+  static const std::vector<std::string> keys = {
+      "temperature_final", "temperature_steps", "hard",       "hard_threshold", "groups", "heads",
+      "input_norm",        "dropout",           "ramp_start", "ramp_steps"};
+  return keys;
+}
 
 std::vector<GateOptionSpec> shared_gate_options(std::initializer_list<const char*> keys) {
   std::vector<GateOptionSpec> out;

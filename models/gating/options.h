@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "core/tensor/tensor.h"
@@ -17,6 +18,8 @@ namespace gattn::models {
 // hard_threshold, groups, heads, input_norm, dropout, ramp_start, ramp_steps), for a kind's
 // GateKindSpec::options. Every kind that reads a key registers the same default and check.
 std::vector<GateOptionSpec> shared_gate_options(std::initializer_list<const char*> keys);
+// Every shared option key, in the order the run's config writes them.
+const std::vector<std::string>& shared_gate_option_keys();
 
 // An entry's shared options, read once when the gate is built; a key the kind does not register
 // reads as its default (the option is off).

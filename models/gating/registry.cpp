@@ -10,6 +10,7 @@
 
 #include "core/tensor/error.h"
 #include "framework/config/schema.h"
+#include "models/gating/options.h"
 
 namespace gattn::models {
 
@@ -189,13 +190,18 @@ std::string gate_kinds_markdown() {
   return out;
 }
 
+GateOptionSpec gate_option(
+    config::KeySpec key,
+    std::function<void(const nlohmann::json&, const std::string&, const GateConfig&, const ModelConfig&)> check) {
+  GateOptionSpec o;
+  static_cast<config::KeySpec&>(o) = std::move(key);
+  o.check = std::move(check);
+  return o;
+}
+
 GateOptionSpec choice_option(std::string key, std::string default_value, std::vector<std::string> choices,
                              std::string doc) {
-  GateOptionSpec o;
-  o.key = std::move(key);
-  o.default_value = std::move(default_value);
-  o.doc = std::move(doc);
-  o.check = [choices](const nlohmann::json& v, const std::string& key_path, const GateConfig&, const ModelConfig&) {
+  auto check = [choices](const nlohmann::json& v, const std::string& key_path, const GateConfig&, const ModelConfig&) {
     std::string list;
     for (const std::string& c : choices) {
       if (v.is_string() && v.get<std::string>() == c) return;
@@ -203,7 +209,107 @@ GateOptionSpec choice_option(std::string key, std::string default_value, std::ve
     }
     bad(key_path, "expected one of " + list + ", got " + v.dump());
   };
-  return o;
+  return gate_option(config::choice_key(std::move(key), std::move(default_value), std::move(choices), std::move(doc)),
+                     std::move(check));
+}
+
+namespace {
+
+// "a, b, c".
+std::string joined(const std::vector<std::string>& items, const std::string& sep = ", ") {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+// The kinds that read a key, as a doc's prefix: "" when every kind does, "all but c: " when one
+// does not, else "a, b: ".
+std::string readers_prefix(const std::function<bool(const GateKindSpec&)>& reads) {
+  std::vector<std::string> in, out;
+  for (const GateKindSpec* k : gate_kinds()) (reads(*k) ? in : out).push_back(k->name);
+  if (out.empty()) return "";
+  if (out.size() == 1 && in.size() > 1) return "all but " + out[0] + ": ";
+  return joined(in) + ": ";
+}
+
+// Entry and common keys: what GateConfig holds as typed fields (models/config.h).
+std::vector<config::KeySpec> typed_entry_keys() {
+  using namespace config;
+  std::vector<std::string> kinds{kNoGate};
+  for (const GateKindSpec* k : gate_kinds()) kinds.push_back(k->name);
+  std::vector<std::string> any_activation, init_bias_defaults;
+  for (const GateKindSpec* k : gate_kinds()) {
+    if (contains(k->activations, "tanh_magnitude")) any_activation.push_back(k->name);
+    if (k->default_init_bias != 0) init_bias_defaults.push_back(num(k->default_init_bias) + " for " + k->name);
+  }
+  init_bias_defaults.push_back("else 0");
+  auto reads = [](const std::string& key) {
+    return readers_prefix([key](const GateKindSpec& k) { return contains(k.common_keys, key); });
+  };
+  std::vector<KeySpec> keys;
+  keys.push_back(str_key("kind", kNoGate, joined(kinds, " | ") + " (`gattn gates`; docs/gates.md)"));
+  keys.push_back(
+      all_or_int_list_key("layers", "block indices", "blocks with a gate: all, or a list of block indices like [0, 2]")
+          .at_least(0));
+  keys.push_back(choice_key("where", kSiteSelf, {kSiteSelf, kSiteEncoder, kSiteCross},
+                            "the attention gated: self | encoder (the encoder's self-attention) | cross (the "
+                            "decoder's cross-attention); the last two need arch encoder_decoder"));
+  keys.push_back(choice_key("activation", "sigmoid", {"sigmoid", "gumbel_sigmoid", "softplus", "tanh_magnitude"},
+                            reads("activation") +
+                                "sigmoid | gumbel_sigmoid (logistic noise while training) | softplus | "
+                                "tanh_magnitude (tanh(Wx)·σ(Vx)); the last two for " +
+                                joined(any_activation)));
+  keys.push_back(
+      num_key("temperature", 1.0, reads("temperature") + "τ (> 0): the gate is act(z/τ); where a schedule starts")
+          .greater_than(0));
+  keys.push_back(
+      num_key("init_bias", std::nullopt,
+              reads("init_bias") + "initial gate bias (null = the kind's default: " + joined(init_bias_defaults) + ")")
+          .allow_null());
+  keys.push_back(choice_key("init_weight", "normal", {"zero", "normal"},
+                            reads("init_weight") + "initial gate weights: zero | normal (std init_std)"));
+  keys.push_back(
+      num_key("init_std", 0.02, reads("init_std") + "standard deviation of the normal initial gate weights (> 0)")
+          .greater_than(0));
+  return keys;
+}
+
+bool same_type(const config::KeySpec& a, const config::KeySpec& b) {
+  return a.type == b.type && a.default_value == b.default_value && a.min == b.min &&
+         a.min_exclusive == b.min_exclusive && a.max == b.max && a.max_exclusive == b.max_exclusive &&
+         a.choices == b.choices && a.nullable == b.nullable && a.length == b.length;
+}
+
+}  // namespace
+
+std::vector<config::KeySpec> gate_entry_keys() {
+  std::vector<config::KeySpec> keys = typed_entry_keys();
+  // The options: the shared ones in their own order, then each kind's own in the kinds' order.
+  std::vector<std::string> order = shared_gate_option_keys();
+  for (const GateKindSpec* k : gate_kinds())
+    for (const GateOptionSpec& o : k->options)
+      if (!contains(order, o.key)) order.push_back(o.key);
+  for (const std::string& key : order) {
+    const GateOptionSpec* first = nullptr;
+    for (const GateKindSpec* k : gate_kinds())
+      for (const GateOptionSpec& o : k->options) {
+        if (o.key != key) continue;
+        if (!first) first = &o;
+        // The shorthand has one type per key, so every kind that reads it must read it the same way.
+        if (!same_type(*first, o))
+          throw std::logic_error("gate registry: kinds register option '" + key + "' with different types or defaults");
+      }
+    if (!first) continue;  // a shared option no kind reads
+    config::KeySpec spec = *first;
+    spec.doc = readers_prefix([&key](const GateKindSpec& k) {
+                 for (const GateOptionSpec& o : k.options)
+                   if (o.key == key) return true;
+                 return false;
+               }) +
+               spec.doc;
+    keys.push_back(std::move(spec));
+  }
+  return keys;
 }
 
 }  // namespace gattn::models

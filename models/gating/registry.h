@@ -1,8 +1,10 @@
 // The gate registry: everything about a gate kind, registered by the kind's own file
 // (models/gates/<kind>.cpp) and read by everything else — config validation and its messages, the
-// model's construction and FLOP count, benchmarks, tests and the docs table. Adding a kind that
-// needs no new fused term is one file in models/gates/ plus its test: the build lists the files of
-// that folder (cmake/generated_lists.cmake) and the registry links each one in.
+// run schema's model.gate.<key> keys, the model's construction and FLOP count, the train line,
+// benchmarks, tests and the generated docs. Adding a kind that needs no new fused term is one file
+// in models/gates/, its test and its term in tests/unit/gate_reference.h (docs/gates.md "Adding a
+// kind"): the build lists the files of that folder (cmake/generated_lists.cmake) and the registry links
+// each one in.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -13,22 +15,31 @@
 
 #include "core/tensor/random.h"
 #include "core/tensor/tensor.h"
+#include "framework/config/schema.h"
 #include "models/config.h"
 
 namespace gattn::models {
 
 class Gate;
 
-// A kind-specific config key (beyond kind, layers and the common keys below).
-struct GateOptionSpec {
-  std::string key;
-  nlohmann::json default_value;
-  std::string doc;      // one line: what it does and its values
+// A kind-specific config key (beyond kind, layers and the common keys below): the key as a config
+// schema types it (its leaf name, default, bounds, doc), which the run's model.gate.<key> shorthand
+// is made from, and the check of a value in any gate entry (a model.gates item has no schema types).
+struct GateOptionSpec : config::KeySpec {
   bool shared = false;  // one of the options several kinds share (models/gating/options.h)
   // Throws ValueError("<key path>: ...") for a bad value; `key_path` is e.g. "model.gates[1].top_k".
   std::function<void(const nlohmann::json& value, const std::string& key_path, const GateConfig& gate,
                      const ModelConfig& model)>
       check;
+};
+
+// A scalar parameter of the kind that the train line of metrics.jsonl logs per layer (e.g. the pair
+// gate's mixing weight α): "<metric>_by_layer" (null for a layer without the kind) and "<metric>",
+// the mean over the layers that have it.
+struct GateLoggedParameter {
+  std::string metric;                   // e.g. "pair_alpha"
+  std::string parameter;                // its name under the gate's prefix, e.g. "alpha"
+  std::function<double(double)> value;  // the logged value of the parameter's one element
 };
 
 struct GateParameterSpec {
@@ -39,7 +50,7 @@ struct GateParameterSpec {
 struct GateKindSpec {
   std::string name;
   std::string summary;    // the math in one line (docs table, `gattn gates`)
-  std::string reference;  // where the kind comes from: a label of docs/gates.md#references and a title
+  std::string reference;  // where the kind comes from: a paper or article title
   // Which of the common keys (activation, temperature, init_bias, init_weight, init_std) the kind reads.
   std::vector<std::string> common_keys;
   // The activations it accepts (when it reads `activation`): a gate on the logits needs log σ.
@@ -65,6 +76,10 @@ struct GateKindSpec {
   // block's one causal attention call as it is. `mean_keys(w)` is one call's mean at span w.
   std::function<double(const GateConfig&, std::int64_t T, const std::function<double(std::int64_t)>& mean_keys)>
       attention_keys;
+  // Why regularization.gate_l1 (the mean of the soft gate values) means nothing for the kind, or ""
+  // when it can penalise its values.
+  std::string gate_l1_refusal;
+  std::vector<GateLoggedParameter> logged_parameters;
 };
 
 // Every registered kind (not "none"), in the order of application.
@@ -80,6 +95,11 @@ std::string gate_kind_list();
 bool is_entry_key(const std::string& key);
 // The keys every kind may read (activation, temperature, init_bias, init_weight, init_std).
 const std::vector<std::string>& common_gate_keys();
+// Every key a gate entry may hold, typed as a config schema key under its leaf name: kind, layers,
+// where, the common keys, the shared options, then each kind's own options (a key two kinds register
+// appears once; they must agree on its type and default). Defaults are the registry's; a doc names
+// the kinds that read the key when not all do. The run's model.gate.<key> shorthand is these keys.
+std::vector<config::KeySpec> gate_entry_keys();
 
 // Checks one gate entry against its kind: the kind exists, every key in set_keys means something
 // for it, the common and kind-specific values are valid. Throws ValueError naming the key.
@@ -89,6 +109,10 @@ void validate_gate_entry(const GateConfig& gate, const ModelConfig& model);
 // docs/gates.md holds this table verbatim and a test keeps the two equal.
 std::string gate_kinds_markdown();
 
+// An option typed by `key` (a config::KeySpec builder's result) with its check.
+GateOptionSpec gate_option(
+    config::KeySpec key,
+    std::function<void(const nlohmann::json&, const std::string&, const GateConfig&, const ModelConfig&)> check);
 // An option whose value is one of `choices` (a string).
 GateOptionSpec choice_option(std::string key, std::string default_value, std::vector<std::string> choices,
                              std::string doc);

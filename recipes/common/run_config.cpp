@@ -3,9 +3,10 @@
 // gates (model.gate, model.gates; docs/config.md).
 #include "recipes/common/run_config.h"
 
+#include <algorithm>
 #include <limits>
-#include <set>
 
+#include "models/gating/registry.h"
 #include "recipes/common/run_schema.h"
 
 namespace gattn {
@@ -40,12 +41,12 @@ models::ModelConfig model_config_of(const config::Settings& cfg) {
   g.init_weight = cfg.get_string("model.gate.init_weight");
   g.init_std = cfg.get_double("model.gate.init_std");
   g.site = cfg.get_string("model.gate.where");
-  static const std::set<std::string> typed = {"kind",        "layers",    "where",       "activation",
-                                              "temperature", "init_bias", "init_weight", "init_std"};
+  const std::vector<std::string>& common = models::common_gate_keys();
   for (const config::KeySpec& s : cfg.schema().keys()) {
     if (s.key.rfind(kGatePrefix, 0) != 0) continue;
     const std::string leaf = s.key.substr(std::string(kGatePrefix).size());
-    if (!typed.count(leaf)) g.options[leaf] = cfg.value(s.key);
+    const bool typed = models::is_entry_key(leaf) || std::find(common.begin(), common.end(), leaf) != common.end();
+    if (!typed) g.options[leaf] = cfg.value(s.key);
     // A key written at its default changes nothing, so it cannot mislead (the annotated example
     // writes them all); a key set to anything else must mean something for the kind.
     if (cfg.set_by_user(s.key) && cfg.value(s.key) != s.default_value) g.set_keys.push_back(leaf);
@@ -77,14 +78,12 @@ void check_run_name(const config::Settings& cfg) {
 // Cross-key rules that the per-key schema cannot express: ModelConfig::validate's (shape and gate
 // rules; its ValueError starts with the key, which Settings turns into the line) and the run's.
 // regularization.gate_l1 is the mean of gate values in [0, ∞): a gate whose values are signed
-// (tanh_magnitude), a router's softmax (sums to 1) or the pair gate's G (inside the fused kernels,
-// which do not return its sum) has nothing it could penalise.
+// (tanh_magnitude) has nothing it could penalise, nor has a kind whose spec says why not.
 void check_gate_l1(const config::Settings& cfg, const models::ModelConfig& model) {
   if (cfg.get_double("regularization.gate_l1") == 0.0) return;
   for (const models::GateConfig& g : model.gate_entries()) {
     std::string why;
-    if (g.kind == "pair") why = "the pair gate's values live inside the fused attention, which does not sum them";
-    if (g.kind == "routed") why = "the router's weights are a softmax (their mean is fixed)";
+    if (const models::GateKindSpec* kind = models::find_gate_kind(g.kind)) why = kind->gate_l1_refusal;
     if (g.activation == "tanh_magnitude") why = "activation tanh_magnitude gives signed values";
     if (!why.empty())
       throw ConfigError(cfg.where("regularization.gate_l1") + ": regularization.gate_l1 means nothing for " + g.where +

@@ -1,6 +1,7 @@
 // The run schema: every key a gattn config accepts (run.*, model.*, data.*, train.*, eval.*,
 // checkpoint.*, optim.*, regularization.*, dist.*) with its default, bounds and one line of doc.
-// docs/config.md explains them; configs/example_full.yaml lists every one at its default.
+// `gattn config example` (configs/example_full.yaml) and `gattn config keys` (docs/config.md's key
+// table) are generated from it.
 #pragma once
 #include "framework/config/schema.h"
 

@@ -1,5 +1,6 @@
 // The train line of metrics.jsonl: step, loss, learning rate, gradient norm, throughput, time, the
-// gate and attention statistics, the pair gates' α, and every regulariser the model computed.
+// gate and attention statistics, the parameters gate kinds log (the pair gates' α), and every
+// regulariser the model computed.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -20,19 +21,21 @@ struct TrainLine {
   // Encoder–decoder models: the cross-attention's stats per decoder block and the encoder's per
   // block (empty for a decoder, or when not collected).
   std::vector<models::LayerStats> cross_stats, encoder_stats;
-  std::map<std::string, double> regularizers;     // name -> mean over the step's micro-batches
-  std::vector<std::optional<double>> pair_alpha;  // per layer: σ(alpha) of its pair gate; empty without one
+  std::map<std::string, double> regularizers;  // name -> mean over the step's micro-batches
+  // Metric name (a kind's GateLoggedParameter, e.g. pair_alpha) -> its value per layer, nullopt in a
+  // layer without the kind.
+  std::map<std::string, std::vector<std::optional<double>>> gate_parameters;
 };
 
-// Per layer, α = σ(alpha) of the block's pair gate as the weights hold it now (nullopt for a block
-// without one); empty when no block has a pair gate. The parameter is the pair gate's `alpha` under
-// models::gate_parameter_prefix.
-std::vector<std::optional<double>> pair_alpha_by_layer(models::GPT& model);
+// Every parameter the model's gate kinds log (models::GateKindSpec::logged_parameters), per layer as
+// the weights hold it now, under its metric name; a kind no block has is absent. The parameter is
+// the kind's under models::gate_parameter_prefix.
+std::map<std::string, std::vector<std::optional<double>>> gate_parameters_by_layer(models::GPT& model);
 
 // The line's JSON. A regulariser goes under its name, or <name>_reg where a statistic already has
-// that name (attn_entropy). With pair gates: pair_alpha_by_layer (null for a layer without one) and
-// pair_alpha, their mean. An encoder–decoder adds cross_attn_entropy and encoder_attn_entropy (means
-// over their layers).
+// that name (attn_entropy). Each logged gate parameter: <metric>_by_layer (null for a layer without
+// its kind) and <metric>, their mean (e.g. pair_alpha). An encoder–decoder adds cross_attn_entropy
+// and encoder_attn_entropy (means over their layers).
 nlohmann::json train_metrics_line(const TrainLine& t);
 
 }  // namespace gattn::recipes

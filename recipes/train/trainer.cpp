@@ -393,7 +393,7 @@ void Trainer::log_train(std::int64_t step, const StepResult& r, double loss, dou
   t.stats = r.stats.stats;
   t.cross_stats = r.stats.cross;
   t.encoder_stats = r.stats.encoder;
-  t.pair_alpha = pair_alpha_by_layer(*run_.model);  // after the optimizer step this line reports
+  t.gate_parameters = gate_parameters_by_layer(*run_.model);  // after the optimizer step this line reports
   for (const auto& [name, sum] : r.regularizers) t.regularizers[name] = sum / static_cast<double>(grad_accum_);
   const nlohmann::json line = train_metrics_line(t);
   metrics_->write(line);

@@ -401,8 +401,9 @@ TEST(ConfigModel, ModelConfigMatches) {
   EXPECT_DOUBLE_EQ(m.gate.init_bias, -1.5);
   EXPECT_EQ(m.gate.init_weight, "zero");
   EXPECT_EQ(m.gate.string_option("granularity"), "headwise");
-  EXPECT_EQ(m.gate.set_keys, (std::vector<std::string>{"kind", "granularity", "layers", "activation", "temperature",
-                                                       "init_bias", "init_weight"}));
+  // In the schema's order: the entry and common keys, then the kinds' options (models::gate_entry_keys).
+  EXPECT_EQ(m.gate.set_keys, (std::vector<std::string>{"kind", "layers", "activation", "temperature", "init_bias",
+                                                       "init_weight", "granularity"}));
   EXPECT_NO_THROW(m.validate());
   // The JSON of the model section is what models/config.cpp writes.
   EXPECT_EQ(models::to_json(m), c.to_json()["model"]);

@@ -180,7 +180,7 @@ TEST(GateMetrics, PairAlphaPerLayerFromTheNamedParameters) {
   models::GPT model(c, 1);
   model.parameter("blocks.0.attn.gate.alpha").copy_from(Tensor::from({0.5}, {1}, DType::f32));
   model.parameter("blocks.1.attn.gate.pair.alpha").copy_from(Tensor::from({-1.25}, {1}, DType::f32));
-  const std::vector<std::optional<double>> alpha = recipes::pair_alpha_by_layer(model);
+  const std::vector<std::optional<double>> alpha = recipes::gate_parameters_by_layer(model).at("pair_alpha");
   ASSERT_EQ(alpha.size(), 3u);
   ASSERT_TRUE(alpha[0] && alpha[1]);
   EXPECT_NEAR(*alpha[0], 1 / (1 + std::exp(-0.5)), 1e-7);
@@ -188,7 +188,7 @@ TEST(GateMetrics, PairAlphaPerLayerFromTheNamedParameters) {
   EXPECT_FALSE(alpha[2]);
 
   recipes::TrainLine t;
-  t.pair_alpha = alpha;
+  t.gate_parameters["pair_alpha"] = alpha;
   const nlohmann::json line = recipes::train_metrics_line(t);
   ASSERT_EQ(line["pair_alpha_by_layer"].size(), 3u);
   EXPECT_DOUBLE_EQ(line["pair_alpha_by_layer"][1].get<double>(), *alpha[1]);
@@ -197,7 +197,7 @@ TEST(GateMetrics, PairAlphaPerLayerFromTheNamedParameters) {
 
   // Without a pair gate: no α, no keys.
   models::GPT plain(test::tiny_config("output", DType::f32), 1);
-  EXPECT_TRUE(recipes::pair_alpha_by_layer(plain).empty());
+  EXPECT_TRUE(recipes::gate_parameters_by_layer(plain).empty());
   recipes::TrainLine none;
   EXPECT_FALSE(recipes::train_metrics_line(none).contains("pair_alpha_by_layer"));
   EXPECT_FALSE(recipes::train_metrics_line(none).contains("pair_alpha"));

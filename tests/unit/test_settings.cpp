@@ -19,10 +19,10 @@ using config::Settings;
 
 const Schema& toy_schema() {
   static const Schema schema({
-      config::pos_int("size", 4, "a size"),
-      config::int_key("shape.width", 2, 1.0, "a width"),
+      config::int_key("size", 4, "a size").greater_than(0),
+      config::int_key("shape.width", 2, "a width").at_least(1),
       config::choice_key("shape.one.mode", "a", {"a", "b"}, "one shape's mode"),
-      config::int_key("shape.one.count", 1, 0.0, "one shape's count"),
+      config::int_key("shape.one.count", 1, "one shape's count").at_least(0),
       config::map_list_key("shape.many", "shape entries", "{mode: ...}", "several shapes"),
   });
   return schema;
@@ -60,8 +60,8 @@ TEST(ConfigSchemaClass, LooksUpKeysAndSections) {
 }
 
 TEST(ConfigSchemaClass, RefusesAnAmbiguousTable) {
-  EXPECT_THROW(Schema({config::pos_int("a", 1, ""), config::pos_int("a", 2, "")}), std::invalid_argument);
-  EXPECT_THROW(Schema({config::pos_int("a", 1, ""), config::pos_int("a.b", 2, "")}), std::invalid_argument);
+  EXPECT_THROW(Schema({config::int_key("a", 1, ""), config::int_key("a", 2, "")}), std::invalid_argument);
+  EXPECT_THROW(Schema({config::int_key("a", 1, ""), config::int_key("a.b", 2, "")}), std::invalid_argument);
 }
 
 TEST(ConfigSettings, ExclusiveFormsAreGenericRules) {
