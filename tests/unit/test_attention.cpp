@@ -836,48 +836,56 @@ double non_finite_fill(std::int64_t i) {
 
 TEST(AttentionActiveQueries, NonFiniteSkippedRowsReachNoGradient) {
   // Padding rows may hold anything: NaN and ±Inf in a skipped row's q, row terms (row_bias,
-  // modulation_row) and d_out must leave every gradient finite and bitwise the same as zeros there
-  // (a product that reads such a row and relies on a 0 factor gives 0·NaN = NaN).
+  // modulation_row) and d_out must leave the outputs and every gradient finite and bitwise the same
+  // as zeros there (a product that reads such a row and relies on a 0 factor gives 0·NaN = NaN), in
+  // the fused op and in the composed one (the CUDA fallback).
+  using Op = ops::AttentionResult (*)(const Tensor&, const Tensor&, const Tensor&, const ops::AttentionTerms&,
+                                      const ops::AttentionOptions&);
   const Dims s{2, 2, 140, 16};
   const Inputs base = make_inputs(s, kAll, 11750);
   const Tensor active = tiled_active(s.B, s.T, 11751);
   const std::vector<double> act = active.to_vector();
-  for (DType dtype : {DType::f64, DType::f32})
-    for (std::int64_t w : {0, 20}) {
-      SCOPED_TRACE(std::string(dtype == DType::f64 ? "f64" : "f32") + " window " + std::to_string(w));
-      auto grads_with = [&](double (*fill)(std::int64_t)) {
-        Inputs in;
-        for (auto [dst, src] : {std::pair{&in.k, &base.k},
-                                {&in.v, &base.v},
-                                {&in.col_bias, &base.col_bias},
-                                {&in.mod_col, &base.mod_col},
-                                {&in.mod_alpha, &base.mod_alpha}}) {
-          *dst = src->detach().to(dtype);
-          dst->set_requires_grad(true);
+  for (const auto& [op_name, op] : {std::pair<const char*, Op>{"fused", ops::flash_attention},
+                                    std::pair<const char*, Op>{"composed", test::reference_attention}})
+    for (DType dtype : {DType::f64, DType::f32})
+      for (std::int64_t w : {0, 20}) {
+        SCOPED_TRACE(std::string(op_name) + (dtype == DType::f64 ? " f64" : " f32") + " window " + std::to_string(w));
+        auto grads_with = [&](double (*fill)(std::int64_t)) {
+          Inputs in;
+          for (auto [dst, src] : {std::pair{&in.k, &base.k},
+                                  {&in.v, &base.v},
+                                  {&in.col_bias, &base.col_bias},
+                                  {&in.mod_col, &base.mod_col},
+                                  {&in.mod_alpha, &base.mod_alpha}}) {
+            *dst = src->detach().to(dtype);
+            dst->set_requires_grad(true);
+          }
+          in.tau = base.tau;
+          in.q = with_skipped_rows(base.q, act, s.H, s.T, dtype, fill);
+          in.row_bias = with_skipped_rows(base.row_bias, act, s.H, s.T, dtype, fill);
+          in.mod_row = with_skipped_rows(base.mod_row, act, s.H, s.T, dtype, fill);
+          ops::AttentionOptions opt = options_for(in, w);
+          opt.active_queries = active;
+          const ops::AttentionResult r = op(in.q, in.k, in.v, in.terms(), opt);
+          const Tensor g_out = with_skipped_rows(test::randn({s.B, s.H, s.T, s.d}, 3), act, s.H, s.T, dtype, fill);
+          const Tensor g_ent = with_skipped_rows(test::randn({s.B, s.H, s.T}, 4), act, s.H, s.T, dtype, fill);
+          // The loss value is NaN when poisoned; only the gradients it sends into the op matter.
+          (ops::sum(r.out * g_out.detach()) + ops::sum(r.row_entropy * g_ent.detach()) + ops::sum(r.modulation_entropy))
+              .backward();
+          std::vector<Tensor> grads{r.out.detach(), r.row_entropy.detach(), r.modulation_entropy.detach()};
+          for (const Tensor& t : in.leaves()) grads.push_back(t.grad());
+          return grads;
+        };
+        // The outputs first, then the leaves' gradients.
+        const char* const names[] = {"out",        "row_entropy", "modulation_entropy", "dq",        "dk",         "dv",
+                                     "d_row_bias", "d_col_bias",  "d_mod_row",          "d_mod_col", "d_mod_alpha"};
+        const std::vector<Tensor> clean = grads_with(zero_fill), poisoned = grads_with(non_finite_fill);
+        for (std::size_t i = 0; i < clean.size(); ++i) {
+          ASSERT_TRUE(poisoned[i].defined()) << names[i];
+          for (double x : poisoned[i].to_vector()) ASSERT_TRUE(std::isfinite(x)) << names[i];
+          EXPECT_TRUE(test::all_close(poisoned[i], clean[i], 0, 0)) << names[i];
         }
-        in.tau = base.tau;
-        in.q = with_skipped_rows(base.q, act, s.H, s.T, dtype, fill);
-        in.row_bias = with_skipped_rows(base.row_bias, act, s.H, s.T, dtype, fill);
-        in.mod_row = with_skipped_rows(base.mod_row, act, s.H, s.T, dtype, fill);
-        ops::AttentionOptions opt = options_for(in, w);
-        opt.active_queries = active;
-        const ops::AttentionResult r = ops::flash_attention(in.q, in.k, in.v, in.terms(), opt);
-        const Tensor g_out = with_skipped_rows(test::randn({s.B, s.H, s.T, s.d}, 3), act, s.H, s.T, dtype, fill);
-        const Tensor g_ent = with_skipped_rows(test::randn({s.B, s.H, s.T}, 4), act, s.H, s.T, dtype, fill);
-        // The loss value is NaN when poisoned; only the gradients it sends into the op matter.
-        (ops::sum(r.out * g_out.detach()) + ops::sum(r.row_entropy * g_ent.detach()) + ops::sum(r.modulation_entropy))
-            .backward();
-        std::vector<Tensor> grads;
-        for (const Tensor& t : in.leaves()) grads.push_back(t.grad());
-        return grads;
-      };
-      const std::vector<Tensor> clean = grads_with(zero_fill), poisoned = grads_with(non_finite_fill);
-      for (std::size_t i = 0; i < clean.size(); ++i) {
-        ASSERT_TRUE(poisoned[i].defined()) << "d" << kLeafNames[i];
-        for (double x : poisoned[i].to_vector()) ASSERT_TRUE(std::isfinite(x)) << "d" << kLeafNames[i];
-        EXPECT_TRUE(test::all_close(poisoned[i], clean[i], 0, 0)) << "d" << kLeafNames[i];
       }
-    }
 }
 
 TEST(AttentionActiveQueries, ComplementaryMasksPartitionTheRows) {
