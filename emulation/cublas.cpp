@@ -32,6 +32,7 @@ cublasStatus_t strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t
   if (!h) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, std::string(call) + ": null handle");
   if (!gattn::emu::valid_stream(h->stream))
     return refuse(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": the handle's stream is gone");
+  gattn::emu::queue_work(h->stream);
   gattn::emu::GemmProblem p;
   if (!compute_ok(compute, p.tf32))
     return refuse(CUBLAS_STATUS_NOT_SUPPORTED, std::string(call) + ": compute type not emulated");

@@ -161,6 +161,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
                               const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t stream) {
   if (!h) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "null handle");
   if (!gattn::emu::valid_stream(stream)) return refuse(CUBLAS_STATUS_INVALID_VALUE, "invalid or destroyed stream");
+  gattn::emu::queue_work(stream);
   const MatmulDesc& m = *desc(d);
   const Layout &a = *layout(Al), &b = *layout(Bl), &c = *layout(Cl), &dl = *layout(Dl);
   if (m.scale != CUDA_R_32F) return refuse(CUBLAS_STATUS_NOT_SUPPORTED, "scale type not emulated");

@@ -2,8 +2,23 @@
 // a stream runs at once on the calling thread, which is one valid order of the asynchronous
 // semantics; what emulation adds is checking: copy directions and bounds against the allocations,
 // stream and event handles, launch limits, and host access to device memory.
+//
+// Errors follow the runtime's per-thread model: every call that returns a status other than
+// cudaSuccess also leaves it as the thread's last error, which cudaGetLastError returns and clears
+// and cudaPeekAtLastError returns. That includes cudaErrorNotReady from a poll, so a caller that
+// polls must clear it, or the next launch check (cudaGetLastError after a launch) reports it.
+//
+// Polls see work in flight although it has already run: work queued on a stream (a copy, a memset,
+// a kernel, a collective, an event record) is pending until the host synchronizes with it or polls
+// it once. The first cudaStreamQuery of a stream with pending work, and the first cudaEventQuery
+// after a cudaEventRecord, answer cudaErrorNotReady; the next answers cudaSuccess (the work has
+// finished by then). cudaStreamSynchronize finishes the stream's work and the events recorded on
+// it, cudaEventSynchronize its event, cudaDeviceSynchronize everything. A GPU may answer either way
+// to any single poll; this is the order that finds code that only works when the first answer is
+// "ready".
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,11 +33,14 @@
 
 struct CUstream_st {
   unsigned flags = 0;
+  std::atomic<bool> pending{false};  // work queued and neither synchronized nor polled since
 };
 
 struct CUevent_st {
   unsigned flags = 0;
   bool recorded = false;
+  std::atomic<bool> pending{false};  // recorded and neither synchronized nor polled since
+  cudaStream_t stream = nullptr;     // where it was last recorded
   std::chrono::steady_clock::time_point at;
 };
 
@@ -44,6 +62,8 @@ RuntimeState& state() {
   static auto* s = new RuntimeState;  // never destroyed: streams outlive static destructors
   return *s;
 }
+
+std::atomic<bool> g_default_stream_pending{false};  // the legacy default stream (handle null)
 
 thread_local cudaError_t g_last_error = cudaSuccess;
 thread_local cudaError_t g_detail_code = cudaSuccess;
@@ -142,6 +162,13 @@ cudaError_t fail(cudaError_t e, const std::string& detail) {
   return e;
 }
 
+cudaError_t not_ready() {
+  g_last_error = cudaErrorNotReady;  // a status like any other: the thread's last error until cleared
+  return cudaErrorNotReady;
+}
+
+void queue_work(cudaStream_t s) { (s ? s->pending : g_default_stream_pending).store(true); }
+
 bool valid_stream(cudaStream_t s) {
   if (s == nullptr) return true;
   RuntimeState& st = state();
@@ -180,7 +207,14 @@ cudaError_t cudaSetDevice(int device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+  auto& st = gattn::emu::state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  gattn::emu::g_default_stream_pending = false;
+  for (cudaStream_t s : st.streams) s->pending = false;
+  for (cudaEvent_t e : st.events) e->pending = false;
+  return cudaSuccess;
+}
 
 cudaError_t cudaRuntimeGetVersion(int* v) {
   *v = CUDART_VERSION;
@@ -333,13 +367,16 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
   if (const cudaError_t e = gattn::emu::check_copy(dst, src, count, count, kind, stream, "cudaMemcpyAsync");
       e != cudaSuccess)
     return e;
+  gattn::emu::queue_work(stream);
   gattn::emu::DeviceAccess access;
   if (count) std::memmove(dst, src, count);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
-  return cudaMemcpyAsync(dst, src, count, kind, nullptr);
+  const cudaError_t e = cudaMemcpyAsync(dst, src, count, kind, nullptr);
+  if (e == cudaSuccess) gattn::emu::g_default_stream_pending = false;  // returns when the copy has finished
+  return e;
 }
 
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
@@ -355,6 +392,7 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
   if (const cudaError_t e = gattn::emu::check_copy(dst, src, dst_span, src_span, kind, stream, "cudaMemcpy2DAsync");
       e != cudaSuccess)
     return e;
+  gattn::emu::queue_work(stream);
   gattn::emu::DeviceAccess access;
   for (size_t r = 0; r < height; ++r)
     std::memmove(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
@@ -367,6 +405,7 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t count, cudaStream_t strea
   std::string why;
   if (count && !gattn::emu::device_accessible_range(p, count, why))
     return fail(cudaErrorInvalidValue, "cudaMemsetAsync: " + why);
+  gattn::emu::queue_work(stream);
   gattn::emu::DeviceAccess access;
   if (count) std::memset(p, value, count);
   return cudaSuccess;
@@ -392,6 +431,18 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   if (!gattn::emu::valid_stream(s))
     return fail(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize: invalid or destroyed stream");
+  (s ? s->pending : gattn::emu::g_default_stream_pending) = false;
+  auto& st = gattn::emu::state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  for (cudaEvent_t e : st.events)
+    if (e->stream == s) e->pending = false;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+  if (!gattn::emu::valid_stream(s))
+    return fail(cudaErrorInvalidResourceHandle, "cudaStreamQuery: invalid or destroyed stream");
+  if ((s ? s->pending : gattn::emu::g_default_stream_pending).exchange(false)) return gattn::emu::not_ready();
   return cudaSuccess;
 }
 
@@ -421,6 +472,9 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   if (!gattn::emu::valid_event(e) || !gattn::emu::valid_stream(s))
     return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord: invalid event or stream");
   e->recorded = true;
+  e->stream = s;
+  e->pending = true;
+  gattn::emu::queue_work(s);
   e->at = std::chrono::steady_clock::now();
   return cudaSuccess;
 }
@@ -428,11 +482,13 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   if (!gattn::emu::valid_event(e))
     return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: not a live event");
+  e->pending = false;
   return cudaSuccess;
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t e) {
   if (!gattn::emu::valid_event(e)) return fail(cudaErrorInvalidResourceHandle, "cudaEventQuery: not a live event");
+  if (e->pending.exchange(false)) return gattn::emu::not_ready();
   return cudaSuccess;
 }
 

@@ -49,6 +49,7 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shared_byte
     fail(cudaErrorInvalidResourceHandle, "kernel launch on an invalid or destroyed stream");
     return;
   }
+  queue_work(stream);
   // The arguments converted to the parameter types once, as the launch does; each thread copies them.
   using Params = std::tuple<std::decay_t<P>...>;
   Params params(std::forward<A>(args)...);

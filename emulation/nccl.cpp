@@ -49,6 +49,7 @@ ncclResult_t copy(const void* send, void* recv, std::size_t bytes, ncclComm_t co
   if (!comm) return refuse(ncclInvalidArgument, std::string(call) + ": null communicator");
   if (!gattn::emu::valid_stream(stream))
     return refuse(ncclInvalidArgument, std::string(call) + ": invalid or destroyed stream");
+  gattn::emu::queue_work(stream);
   std::string why;
   if (bytes && (!gattn::emu::device_accessible_range(send, bytes, why) ||
                 !gattn::emu::device_accessible_range(recv, bytes, why)))

@@ -12,6 +12,14 @@ namespace gattn::emu {
 // status), and returns e.
 cudaError_t fail(cudaError_t e, const std::string& detail);
 
+// Returns cudaErrorNotReady, left as the thread's last error like any status but not printed: a
+// poll answering "not ready" is no finding.
+cudaError_t not_ready();
+
+// Marks work queued on stream `s` (null: the default stream): its next cudaStreamQuery answers
+// cudaErrorNotReady unless the host synchronizes first (see cuda_runtime.cpp).
+void queue_work(cudaStream_t s);
+
 // Whether `s` is the default stream or a stream created and not yet destroyed.
 bool valid_stream(cudaStream_t s);
 

@@ -48,9 +48,11 @@ void use_device(int ordinal) {
                       std::to_string(device_count()) + " visible)");
 #ifdef GATTN_WITH_CUDA
   const cudaError_t status = cudaSetDevice(ordinal);
-  if (status != cudaSuccess)
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // reported here: the next launch check must not report it again
     throw DeviceError("use_device: cudaSetDevice(" + std::to_string(ordinal) +
                       ") failed: " + cudaGetErrorString(status));
+  }
 #endif
 }
 

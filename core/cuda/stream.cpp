@@ -63,7 +63,13 @@ void Event::synchronize() const { GATTN_CUDA_CHECK(cudaEventSynchronize(handle_)
 
 bool Event::query() const {
   const cudaError_t e = cudaEventQuery(handle_);
-  if (e == cudaErrorNotReady) return false;
+  if (e == cudaErrorNotReady) {
+    // "Not ready" is an answer, not a failure, but the runtime keeps it as the thread's last error
+    // all the same: cleared here (as PyTorch's event query does), or the launch check after the next
+    // kernel, which reads cudaGetLastError, would throw it.
+    cudaGetLastError();
+    return false;
+  }
   GATTN_CUDA_CHECK(e);
   return true;
 }

@@ -109,16 +109,26 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
       "composed_attention",
       {q, k, v, terms.row_bias, terms.col_bias, terms.modulation_row, terms.modulation_col, terms.modulation_alpha});
   const Tensor hidden = attention_hidden_mask(T, Tk, options.window, options.causal, device);
-  // 1 on active query rows, 0 on skipped ones, [B, 1, T, 1] in q's dtype (undefined: all active).
-  Tensor keep;
-  if (options.active_queries.defined())
-    keep = ops::masked_fill(Tensor::zeros({B, 1, T, 1}, q.dtype(), device), options.active_queries.alias({B, 1, T, 1}),
-                            1.0);
+  // i32 [B, 1, T, 1]: 1 on skipped query rows (undefined: all active). A skipped row's q, row terms
+  // and output gradient may be anything, NaN and Inf included (padding), and 0·NaN is NaN: so its
+  // inputs and outputs are filled with 0 (masked_fill, whose gradient is 0 there too), never
+  // multiplied by 0.
+  Tensor skipped, skipped_row;  // [B, 1, T, 1] and [B, 1, T]
+  if (options.active_queries.defined()) {
+    skipped =
+        ops::masked_fill(Tensor::ones({B, 1, T, 1}, q.dtype(), device), options.active_queries.alias({B, 1, T, 1}), 0.0)
+            .to(DType::i32);
+    skipped_row = skipped.alias({B, 1, T});
+  }
+  auto zero_skipped = [&](const Tensor& t, const Tensor& mask) {
+    return skipped.defined() && t.defined() ? ops::masked_fill(t, mask, 0.0) : t;
+  };
 
   // S = q kᵀ/√d + c_j + r_i, hidden entries −∞.
-  Tensor S = ops::mul_scalar(ops::matmul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(d)));
+  Tensor S =
+      ops::mul_scalar(ops::matmul(zero_skipped(q, skipped), k, false, true), 1.0 / std::sqrt(static_cast<double>(d)));
   if (terms.col_bias.defined()) S = S + ops::unsqueeze(terms.col_bias, 2);
-  if (terms.row_bias.defined()) S = S + ops::unsqueeze(terms.row_bias, 3);
+  if (terms.row_bias.defined()) S = S + ops::unsqueeze(zero_skipped(terms.row_bias, skipped_row), 3);
   S = ops::masked_fill(S, hidden, -std::numeric_limits<double>::infinity());
   const Tensor P = ops::softmax(S);
 
@@ -126,7 +136,7 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
   // Gv = 1[G > θ] + (G − stop_gradient(G)): the threshold forward, G's gradient backward.
   Tensor A = P, u, G, Gv, M;
   if (modulated) {
-    u = ops::unsqueeze(terms.modulation_row, 3) + ops::unsqueeze(terms.modulation_col, 2);
+    u = ops::unsqueeze(zero_skipped(terms.modulation_row, skipped_row), 3) + ops::unsqueeze(terms.modulation_col, 2);
     if (terms.modulation_noise)
       u = u + logistic_noise(*terms.modulation_noise, B * H, T, Tk, u.shape(), q.dtype(), device);
     u = ops::mul_scalar(u, 1.0 / terms.modulation_temperature);
@@ -140,7 +150,7 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
 
   AttentionResult result;
   result.out = ops::matmul(A, v);
-  if (keep.defined()) result.out = result.out * keep;
+  result.out = zero_skipped(result.out, skipped);
 
   // H_i = −Σ_j A_ij ln A_ij with ln A = log_softmax(S) + ln M, zeroed where hidden before the
   // product (there A = 0 and ln A = −∞, whose product would be NaN, value and gradient).
@@ -150,7 +160,7 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
     if (modulated) log_A = log_A + ops::log(M);
     log_A = ops::masked_fill(log_A, hidden, 0.0);
     row_entropy = -ops::sum(A * log_A, {-1});
-    if (keep.defined()) row_entropy = row_entropy * ops::reshape(keep, {B, 1, T});
+    row_entropy = zero_skipped(row_entropy, skipped_row);
     if (options.entropy_output) result.row_entropy = row_entropy;
   }
 
@@ -158,7 +168,7 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
   if (options.modulation_entropy) {
     const Tensor one_minus_G = ops::add_scalar(-G, 1.0);
     Tensor h = ops::masked_fill(-(G * ops::log_sigmoid(u) + one_minus_G * ops::log_sigmoid(-u)), hidden, 0.0);
-    if (keep.defined()) h = h * keep;
+    h = zero_skipped(h, skipped);
     result.modulation_entropy = ops::sum(h, {2, 3});
   }
 
@@ -183,7 +193,7 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
     st.entropy_sum = ops::sum(row_entropy).item();
     st.entropy_count = H * rows;
     if (T > first_sink_row) {  // A_i0 over those active queries; 0 where key 0 is hidden (outside the window)
-      const Tensor A_kept = keep.defined() ? A * keep : A;
+      const Tensor A_kept = zero_skipped(A, skipped);
       st.sink_sum = ops::sum(ops::slice(ops::slice(A_kept, 2, first_sink_row, T), 3, 0, 1)).item();
       st.sink_count = H * sink_rows;
     }

@@ -112,6 +112,63 @@ TEST(CudaEmulation, CopiesCheckTheirDirectionAndStayInsideTheirAllocations) {
   cudaFree(d);
 }
 
+// The runtime's per-thread last error: every failing call sets it, cudaPeekAtLastError reads it,
+// cudaGetLastError reads and clears it.
+TEST(CudaEmulation, EveryFailingCallLeavesTheThreadsLastError) {
+  cudaGetLastError();
+  EXPECT_EQ(cudaSetDevice(9999), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaPeekAtLastError(), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaPeekAtLastError(), cudaErrorInvalidDevice);  // peeking does not clear
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
+}
+
+// Polls answer "not ready" once for work queued since the last synchronize or poll (see
+// emulation/cuda_runtime.cpp), and that answer is the thread's last error like any other status.
+TEST(CudaEmulation, PollsAnswerNotReadyOnceForQueuedWork) {
+  cudaGetLastError();
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  cudaEvent_t e = nullptr;
+  ASSERT_EQ(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), cudaSuccess);
+  float* d = device_array<float>(64);
+  EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);  // nothing queued
+  EXPECT_EQ(cudaEventQuery(e), cudaSuccess);   // never recorded
+
+  ASSERT_EQ(cudaMemsetAsync(d, 0, 64 * sizeof(float), s), cudaSuccess);
+  EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady);
+  EXPECT_EQ(cudaPeekAtLastError(), cudaErrorNotReady);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorNotReady);
+  EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);
+  emu::launch(write_kernel, dim3(1), dim3(32), 0, s, d);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady);
+  EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);
+
+  ASSERT_EQ(cudaEventRecord(e, s), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(e), cudaErrorNotReady);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorNotReady);
+  EXPECT_EQ(cudaEventQuery(e), cudaSuccess);
+  // Synchronizing finishes the work: the polls after it succeed at once.
+  ASSERT_EQ(cudaEventRecord(e, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(e), cudaSuccess);
+  EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(e, s), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(e), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(e), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(e, s), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(e), cudaSuccess);
+  EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+
+  cudaFree(d);
+  cudaEventDestroy(e);
+  cudaStreamDestroy(s);
+}
+
 TEST(CudaEmulation, FreshDeviceMemoryReadsAsNaNNotZeros) {
   float* d = device_array<float>(8);
   std::vector<float> host(8, 0.0f);

@@ -428,6 +428,54 @@ TEST(CudaFlashAttention, SkippedQueryRowsMatchTheCpuOp) {
         }
 }
 
+// Padding rows may hold anything: NaN and ±Inf in a skipped row's q, row terms (row_bias,
+// modulation_row) and d_out must leave every gradient of the fused kernels finite and bitwise the
+// same as zeros there. The kernels stage whole tiles of q and dO for their products, and a 0 factor
+// does not cancel a non-finite operand (0·NaN = NaN): a skipped row's values must be staged as
+// zeros, not just given dS = 0.
+TEST(CudaFlashAttention, NonFiniteSkippedRowsReachNoGradient) {
+  GATTN_REQUIRE_DEVICE();
+  const std::int64_t B = 2, H = 2, T = 130;
+  std::uint64_t seed = 13000;
+  for (std::int64_t d : {32, 128})
+    for (const Kind& c : {kKinds[2], kKinds[6]})
+      for (int pattern : {0, 1}) {
+        SCOPED_TRACE(std::string(c.name) + " d=" + std::to_string(d) + " mask " + std::to_string(pattern));
+        const Inputs base = make_inputs(c, B, H, T, d, seed += 10);
+        const Tensor active = active_mask(pattern, B, T, seed + 7);
+        const std::vector<double> act = active.to_vector();
+        // `t` ([B, H, T, …]) with the skipped rows' entries NaN, +Inf and −Inf in turn (or 0).
+        auto fill_skipped = [&](const Tensor& t, bool poison) {
+          if (!t.defined()) return t;
+          std::vector<double> v = t.to_vector();
+          const std::int64_t width = static_cast<std::int64_t>(v.size()) / (B * H * T);
+          const double bad[] = {NAN, INFINITY, -INFINITY};
+          for (std::int64_t r = 0; r < B * H * T; ++r) {
+            const std::int64_t bh = r / T, i = r % T;
+            if (act[static_cast<std::size_t>((bh / H) * T + i)] == 0.0)
+              std::fill_n(v.begin() + r * width, width, poison ? bad[i % 3] : 0.0);
+          }
+          return Tensor::from(v, t.shape(), t.dtype());
+        };
+        const Tensor d_out = frand({B, H, T, d}, seed + 8);
+        std::vector<Tensor> grads[2];
+        for (bool poison : {false, true}) {
+          Inputs in = base;
+          in.q = fill_skipped(base.q, poison);
+          in.row_bias = fill_skipped(base.row_bias, poison);
+          in.mod_row = fill_skipped(base.mod_row, poison);
+          grads[poison ? 1 : 0] = run_case(c, leaves(in, DType::bf16, DType::f32, Device::cuda),
+                                           fill_skipped(d_out, poison).to(DType::bf16), 5, active)
+                                      .grads;
+        }
+        for (std::size_t i = 0; i < grads[0].size(); ++i) {
+          if (!grads[1][i].defined()) continue;
+          for (double x : grads[1][i].to_vector()) ASSERT_TRUE(std::isfinite(x)) << kGradNames[i];
+          EXPECT_TRUE(test::same_bits(grads[1][i], grads[0][i])) << kGradNames[i];
+        }
+      }
+}
+
 // Not causal: every query sees all Tk keys (the tail key tile masked), with query and key lengths
 // of their own (separate strides, grids and d_alpha partials per key block). Output, statistics
 // (the sink counts query 0 too) and every gradient with the bounds above; then the row-entropy

@@ -104,9 +104,43 @@ TEST(CudaGpt, RopeMatchesTheCpu) {
   }
 }
 
+// A hard gate is 1[G > θ]: where G lies within rounding of θ the two devices may disagree (the
+// GPU's expf differs from glibc's by up to 2 ulp, and its products sum in another order), and one
+// flipped gate moves the loss by far more than the tolerance. So a test of hard gates must keep
+// every G clear of θ. Moving θ by kThresholdMargin either way flips every G within that distance on
+// the CPU; when neither move changes a bit of the CPU loss, no G is that close, and the margin is
+// some hundred times the devices' difference in G (~1e-7).
+constexpr double kThresholdMargin = 1e-5;
+
+// The CPU loss of ModelPair's model for config `c` with its hard threshold moved by `shift`.
+double cpu_loss_with_threshold_shift(models::ModelConfig c, double shift, const Tensor& x, const Tensor& y,
+                                     const models::ForwardOptions& fo) {
+  c.gate.options["hard_threshold"] = c.gate.option("hard_threshold").get<double>() + shift;
+  c.validate();
+  models::GPT m(c, 5);
+  test::perturb_gate_parameters(m, 9);
+  m.train();
+  m.set_step(2);
+  return m.forward(x, y, fo).loss.item();
+}
+
+::testing::AssertionResult gates_clear_of_threshold(const models::ModelConfig& c, const Tensor& x, const Tensor& y,
+                                                    const models::ForwardOptions& fo) {
+  const double at = cpu_loss_with_threshold_shift(c, 0.0, x, y, fo);
+  for (double shift : {-kThresholdMargin, kThresholdMargin}) {
+    const double moved = cpu_loss_with_threshold_shift(c, shift, x, y, fo);
+    if (moved != at)
+      return ::testing::AssertionFailure()
+             << "a gate value lies within " << kThresholdMargin << " of the hard threshold (moving it by " << shift
+             << " changes the loss " << at << " to " << moved << "): choose other inputs";
+  }
+  return ::testing::AssertionSuccess();
+}
+
 TEST(CudaGpt, GateOptionsMatchTheCpuInTraining) {
   // The shared gate options on both devices in training mode (dropout draws the same Philox mask
-  // on both), at a step inside the schedules: loss, gate_l1 and every parameter gradient.
+  // on both), at a step inside the schedules: loss, gate_l1 and every parameter gradient. The hard
+  // gates' inputs are checked to stay clear of the threshold (see gates_clear_of_threshold).
   GATTN_REQUIRE_DEVICE();
   ExactF32 exact;
   const std::vector<std::pair<std::string, nlohmann::json>> cases = {
@@ -143,6 +177,9 @@ TEST(CudaGpt, GateOptionsMatchTheCpuInTraining) {
     const Tensor x = test::tokens(3, 13, 11, 1), y = test::tokens(3, 13, 11, 2);
     models::ForwardOptions fo;
     if (kind != "pair") fo.regularizers = {"gate_l1"};
+    if (c.gate.option("hard").get<bool>()) {
+      ASSERT_TRUE(gates_clear_of_threshold(c, x, y, fo));
+    }
     models::ForwardResult rc = m.cpu->forward(x, y, fo);
     models::ForwardResult rg = m.gpu->forward(x.to(Device::cuda), y.to(Device::cuda), fo);
     EXPECT_TRUE(close(rg.loss.item(), rc.loss.item(), 1e-5, "loss"));

@@ -135,6 +135,30 @@ TEST(CudaMemory, EventsOrderAndTimeTheComputeStream) {
   EXPECT_GE(stop.elapsed_ms_since(start), 0.0f);
 }
 
+// A poll that answers "not ready" is an answer, not an error: the runtime still keeps
+// cudaErrorNotReady as the thread's last error, and the launch check after the next kernel reads
+// that error, so Event::query must clear it. The NCCL trainer polls its collective's event and then
+// launches the bucket scale. The emulation build answers "not ready" to the first poll after a
+// record, so this runs the not-ready path every time there; a GPU takes it while work is running.
+TEST(CudaMemory, AnEventNotYetReadyLeavesNoErrorForTheNextLaunch) {
+  GATTN_REQUIRE_DEVICE();
+  Tensor t = Tensor::zeros({1 << 20}, DType::f32, Device::cuda);
+  cuda::Event done;
+  done.record(cuda::compute_stream());
+  const bool ready = done.query();
+#ifdef GATTN_CUDA_EMULATE
+  EXPECT_FALSE(ready) << "the emulated runtime answers the first poll after a record with not ready";
+#else
+  (void)ready;
+#endif
+  EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
+  Tensor u;
+  ASSERT_NO_THROW(u = Tensor::ones({1 << 10}, DType::f32, Device::cuda));  // a fill kernel and its launch check
+  done.synchronize();
+  EXPECT_TRUE(done.query());
+  EXPECT_EQ(u.to(Device::cpu).at(0), 1.0);
+}
+
 // Only a CUDA build is needed: without a device or driver the runtime call fails all the same.
 TEST(CudaErrors, AFailingRuntimeCallThrowsCudaErrorNamingTheCall) {
   try {

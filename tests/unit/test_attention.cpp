@@ -811,6 +811,83 @@ TEST(AttentionActiveQueries, SkippedRowsAreZeroAndTheirGradientInputsDoNotMatter
   EXPECT_GT(checked, 64);
 }
 
+// A copy of `t` ([B, H, T, …] or [B, H, T]) whose entries on skipped rows are `fill(row)` (`act`:
+// the [B, T] mask as values), a leaf of its own in `dtype`.
+Tensor with_skipped_rows(const Tensor& t, const std::vector<double>& act, std::int64_t H, std::int64_t T, DType dtype,
+                         double (*fill)(std::int64_t)) {
+  std::vector<double> v = t.to_vector();
+  const std::int64_t rows = t.size(0) * H * T, width = static_cast<std::int64_t>(v.size()) / rows;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t bh = r / T, i = r % T;
+    if (act[static_cast<std::size_t>((bh / H) * T + i)] == 0.0) std::fill_n(v.begin() + r * width, width, fill(i));
+  }
+  Tensor out = Tensor::from(v, t.shape(), dtype);
+  out.set_requires_grad(true);
+  return out;
+}
+
+double zero_fill(std::int64_t) { return 0.0; }
+// NaN, +Inf and −Inf in turn: 0·x is NaN for each of them.
+double non_finite_fill(std::int64_t i) {
+  const double v[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                      -std::numeric_limits<double>::infinity()};
+  return v[i % 3];
+}
+
+TEST(AttentionActiveQueries, NonFiniteSkippedRowsReachNoGradient) {
+  // Padding rows may hold anything: NaN and ±Inf in a skipped row's q, row terms (row_bias,
+  // modulation_row) and d_out must leave the outputs and every gradient finite and bitwise the same
+  // as zeros there (a product that reads such a row and relies on a 0 factor gives 0·NaN = NaN), in
+  // the fused op and in the composed one (the CUDA fallback).
+  using Op = ops::AttentionResult (*)(const Tensor&, const Tensor&, const Tensor&, const ops::AttentionTerms&,
+                                      const ops::AttentionOptions&);
+  const Dims s{2, 2, 140, 16};
+  const Inputs base = make_inputs(s, kAll, 11750);
+  const Tensor active = tiled_active(s.B, s.T, 11751);
+  const std::vector<double> act = active.to_vector();
+  for (const auto& [op_name, op] : {std::pair<const char*, Op>{"fused", ops::flash_attention},
+                                    std::pair<const char*, Op>{"composed", test::reference_attention}})
+    for (DType dtype : {DType::f64, DType::f32})
+      for (std::int64_t w : {0, 20}) {
+        SCOPED_TRACE(std::string(op_name) + (dtype == DType::f64 ? " f64" : " f32") + " window " + std::to_string(w));
+        auto grads_with = [&](double (*fill)(std::int64_t)) {
+          Inputs in;
+          for (auto [dst, src] : {std::pair{&in.k, &base.k},
+                                  {&in.v, &base.v},
+                                  {&in.col_bias, &base.col_bias},
+                                  {&in.mod_col, &base.mod_col},
+                                  {&in.mod_alpha, &base.mod_alpha}}) {
+            *dst = src->detach().to(dtype);
+            dst->set_requires_grad(true);
+          }
+          in.tau = base.tau;
+          in.q = with_skipped_rows(base.q, act, s.H, s.T, dtype, fill);
+          in.row_bias = with_skipped_rows(base.row_bias, act, s.H, s.T, dtype, fill);
+          in.mod_row = with_skipped_rows(base.mod_row, act, s.H, s.T, dtype, fill);
+          ops::AttentionOptions opt = options_for(in, w);
+          opt.active_queries = active;
+          const ops::AttentionResult r = op(in.q, in.k, in.v, in.terms(), opt);
+          const Tensor g_out = with_skipped_rows(test::randn({s.B, s.H, s.T, s.d}, 3), act, s.H, s.T, dtype, fill);
+          const Tensor g_ent = with_skipped_rows(test::randn({s.B, s.H, s.T}, 4), act, s.H, s.T, dtype, fill);
+          // The loss value is NaN when poisoned; only the gradients it sends into the op matter.
+          (ops::sum(r.out * g_out.detach()) + ops::sum(r.row_entropy * g_ent.detach()) + ops::sum(r.modulation_entropy))
+              .backward();
+          std::vector<Tensor> grads{r.out.detach(), r.row_entropy.detach(), r.modulation_entropy.detach()};
+          for (const Tensor& t : in.leaves()) grads.push_back(t.grad());
+          return grads;
+        };
+        // The outputs first, then the leaves' gradients.
+        const char* const names[] = {"out",        "row_entropy", "modulation_entropy", "dq",        "dk",         "dv",
+                                     "d_row_bias", "d_col_bias",  "d_mod_row",          "d_mod_col", "d_mod_alpha"};
+        const std::vector<Tensor> clean = grads_with(zero_fill), poisoned = grads_with(non_finite_fill);
+        for (std::size_t i = 0; i < clean.size(); ++i) {
+          ASSERT_TRUE(poisoned[i].defined()) << names[i];
+          for (double x : poisoned[i].to_vector()) ASSERT_TRUE(std::isfinite(x)) << names[i];
+          EXPECT_TRUE(test::all_close(poisoned[i], clean[i], 0, 0)) << names[i];
+        }
+      }
+}
+
 TEST(AttentionActiveQueries, ComplementaryMasksPartitionTheRows) {
   // Two experts that share q, k, v and split the rows between them add up to the unmasked op.
   const Dims s{2, 2, 130, 32};

@@ -8,7 +8,8 @@
 //  3. flash_bwd_dq: one block per (64-query block, head), each warp owning 16 queries; recomputes
 //     S and P, accumulates dQ = scale·dS·K and the per-query (row) sums: d row_bias_i = Σ_j dS_ij,
 //     d modulation_row_i = Σ_j du_ij.
-// Skipped query rows (FlashParams::active) take no part: their dO is staged as zeros and their
+// Skipped query rows (FlashParams::active) take no part: their dO is staged as zeros (in kernel 2
+// their q too, which dK = dSᵀ·Q sums over: a padding row may hold NaN, and 0·NaN is NaN), their
 // entries are invisible (A = dS = 0), query tiles without an active row are passed over in kernel
 // 2, and kernel 3's blocks of skipped rows write zeros and return.
 // The math is ops/attention/cpu/flash_attention.h's backward, with the row-entropy output and without the
@@ -118,7 +119,7 @@ __global__ void __launch_bounds__(kThreads)
   const long long j0 = static_cast<long long>(blockIdx.x) * kBlockRows;  // block 0 (the most queries) first
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool modulated = p.modulation_row != nullptr;
-  // The sequence's row flags, for staging dO as zeros on skipped rows (null: every row active).
+  // The sequence's row flags, for staging q and dO as zeros on skipped rows (null: every row active).
   const std::int32_t* keep = p.active ? p.active + (bh / p.H) * T : nullptr;
 
   stage_rows<kBlockRows, D, In>(sK, k + kbase * D, j0, Tk);
@@ -144,7 +145,9 @@ __global__ void __launch_bounds__(kThreads)
       !p.causal || p.window == 0 ? T : (j0 + kBlockRows - 1 + p.window < T ? j0 + kBlockRows - 1 + p.window : T);
   for (long long i0 = i_first; i0 < i_end; i0 += kQ) {
     if (!block_has_active_row(p, bh, i0, kQ)) continue;  // a barrier too: the previous tile is no longer read
-    stage_rows<kQ, D, In>(sQ, q + base * D, i0, T);
+    // Both staged as zeros on skipped rows: their dS is 0, but dK = dSᵀ·Q sums over the tile's
+    // rows, and 0 times a padding row's NaN or Inf is NaN.
+    stage_rows<kQ, D, In>(sQ, q + base * D, i0, T, keep);
     stage_rows<kQ, D, In>(sdO, d_out + base * D, i0, T, keep);
     for (int t = threadIdx.x; t < kQ; t += kThreads) {
       const long long i = i0 + t;
