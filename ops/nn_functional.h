@@ -14,6 +14,12 @@ Tensor log_softmax(const Tensor& x);
 // LayerNorm over the last axis: y = (x − μ)/√(σ² + eps) ⊙ w + b; w, b: [C]. Saves μ and 1/σ per row.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
 
+// RMSNorm over the last axis: y = (x / √(mean(x²) + eps)) ⊙ s, with s = w, or 1 + w when `offset`
+// (the zero-centred weight of Qwen3-Next); weight [C] may be undefined (s = 1, no parameter).
+// Hugging Face's LlamaRMSNorm order of operations in f32. Saves 1/rms per row; the backward gives
+// dx and dweight in one pass over the rows (dweight summed in a fixed order).
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps = 1e-6, bool offset = false);
+
 // Rows of weight [V, C] picked by i32 indices of any shape: [..., C]. An index outside [0, V) is a
 // ValueError naming it. Backward scatters g into a [V, C] gradient (deterministic order).
 Tensor embedding(const Tensor& weight, const Tensor& indices);

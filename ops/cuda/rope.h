@@ -1,7 +1,8 @@
 // Host entries of the CUDA rotary position embedding (ops/cuda/rope.cu), the twin of ops/cpu/rope.h:
-// y = x with each row t of the `outer` [rows, d] blocks rotated pairwise (x[k], x[k+d/2]) by the
-// angle p_t·base^(−2k/d) (inverse: its negative), angles and products in double. positions is i32
-// [rows] on the device; x == y is fine. CUDA builds only.
+// y = x with the first rd elements of each row t of the `outer` [rows, d] blocks rotated pairwise
+// (x[k], x[k+rd/2]) by the angle p_t·base^(−2k/rd) (inverse: its negative), angles and products in
+// double, and elements rd … d−1 copied. positions is i32 [rows] on the device; x == y is fine; rd is
+// even, 0 < rd ≤ d. CUDA builds only.
 #pragma once
 #include <cstdint>
 
@@ -10,8 +11,8 @@ struct CUstream_st;
 namespace gattn::cuda {
 
 void rope_rows_f32(const float* x, float* y, const std::int32_t* positions, long long outer, long long rows,
-                   long long d, double base, bool inverse, CUstream_st* stream);
+                   long long d, long long rd, double base, bool inverse, CUstream_st* stream);
 void rope_rows_f64(const double* x, double* y, const std::int32_t* positions, long long outer, long long rows,
-                   long long d, double base, bool inverse, CUstream_st* stream);
+                   long long d, long long rd, double base, bool inverse, CUstream_st* stream);
 
 }  // namespace gattn::cuda

@@ -111,6 +111,100 @@ TEST(Rope, Gradcheck) {
   EXPECT_TRUE(test::grads_ok(scores, {test::randn({2, 3, 4}, 41), test::randn({2, 3, 4}, 42)}));
 }
 
+TEST(Rope, FractionOneGivesTheSameBits) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    Tensor x = test::randn({2, 3, 5, 8}, 43, 1.0, dt);
+    Tensor pos = positions_of({0, 3, -7, 1000, 123456});
+    Tensor y = ops::rope(x, pos), y1 = ops::rope(x, pos, ops::kRopeBase, 1.0);
+    EXPECT_EQ(y.to_vector(), y1.to_vector()) << dtype_name(dt);
+  }
+}
+
+TEST(Rope, QuarterFractionRotatesTheFirstQuarterOnly) {
+  // d = 8, fraction 0.25: rd = 2, one pair (x0, x1) at θ_0 = 1; x2 … x7 pass through.
+  Tensor x = Tensor::from({1, 2, 3, 4, 5, 6, 7, 8}, {1, 8}, DType::f64);
+  std::vector<double> y = ops::rope(x, positions_of({3}), ops::kRopeBase, 0.25).to_vector();
+  EXPECT_NEAR(y[0], 1 * std::cos(3.0) - 2 * std::sin(3.0), 1e-15);
+  EXPECT_NEAR(y[1], 2 * std::cos(3.0) + 1 * std::sin(3.0), 1e-15);
+  for (std::size_t j = 2; j < 8; ++j) EXPECT_EQ(y[j], static_cast<double>(j + 1));
+  // d = 16, fraction 0.25: rd = 4, pairs (x0, x2) at θ = 1 and (x1, x3) at base^(−2/4) = 0.01 (base
+  // 10⁴), i.e. the frequencies of a 4-wide head, not of a 16-wide one.
+  Tensor x16 = test::randn({1, 16}, 44);
+  std::vector<double> v = x16.to_vector(), z = ops::rope(x16, positions_of({5}), ops::kRopeBase, 0.25).to_vector();
+  const double a0 = 5.0, a1 = 0.05;
+  EXPECT_NEAR(z[0], v[0] * std::cos(a0) - v[2] * std::sin(a0), 1e-15);
+  EXPECT_NEAR(z[2], v[2] * std::cos(a0) + v[0] * std::sin(a0), 1e-15);
+  EXPECT_NEAR(z[1], v[1] * std::cos(a1) - v[3] * std::sin(a1), 1e-15);
+  EXPECT_NEAR(z[3], v[3] * std::cos(a1) + v[1] * std::sin(a1), 1e-15);
+  for (std::size_t j = 4; j < 16; ++j) EXPECT_EQ(z[j], v[j]);
+}
+
+TEST(Rope, PartialMatchesFullRopeOfTheRotatedSlice) {
+  // rope(x, fraction) = [rope(x[..., :rd]), x[..., rd:]] with the other base too, in both dtypes.
+  for (DType dt : {DType::f32, DType::f64}) {
+    const std::int64_t d = 12, rd = 6;  // fraction 0.5
+    Tensor x = test::randn({2, 3, 4, d}, 45, 1.0, dt);
+    std::vector<std::int32_t> p{0, 9, -4, 70000};
+    std::vector<double> v = x.to_vector(), got = ops::rope(x, positions_of(p), 500.0, 0.5).to_vector();
+    std::vector<double> head;
+    for (std::size_t r = 0; r < v.size() / d; ++r)
+      for (std::int64_t j = 0; j < rd; ++j) head.push_back(v[r * d + static_cast<std::size_t>(j)]);
+    std::vector<double> rot = naive_rope(Tensor::from(head, {2, 3, 4, rd}, DType::f64), p, 500.0);
+    const double tol = dt == DType::f64 ? 1e-13 : 1e-6;
+    for (std::size_t r = 0; r < v.size() / d; ++r)
+      for (std::int64_t j = 0; j < d; ++j) {
+        const std::size_t i = r * d + static_cast<std::size_t>(j);
+        if (j < rd)
+          EXPECT_NEAR(got[i], rot[r * rd + static_cast<std::size_t>(j)], tol) << i;
+        else
+          EXPECT_EQ(got[i], v[i]) << i;
+      }
+  }
+}
+
+TEST(Rope, PartialFractionTruncatesAsHuggingFace) {
+  // ⌊0.3 · 20⌋ = 6 rotated elements (the rest pass through); an odd d is fine when rd is even.
+  Tensor x = test::randn({2, 20}, 46);
+  std::vector<double> v = x.to_vector(), y = ops::rope(x, positions_of({1, 2}), ops::kRopeBase, 0.3).to_vector();
+  for (std::size_t r = 0; r < 2; ++r)
+    for (std::size_t j = 6; j < 20; ++j) EXPECT_EQ(y[r * 20 + j], v[r * 20 + j]);
+  EXPECT_NE(y[0], v[0]);
+  Tensor odd = test::randn({2, 9}, 47);
+  EXPECT_EQ(ops::rope(odd, positions_of({1, 2}), ops::kRopeBase, 0.5).to_vector()[8], odd.to_vector()[8]);
+}
+
+TEST(Rope, PartialGradcheckAndInverse) {
+  for (double fraction : {0.25, 0.5, 0.75}) {
+    auto f = [fraction](const std::vector<Tensor>& in) {
+      return ops::rope(in[0], positions_of({2, -5, 30000}), ops::kRopeBase, fraction);
+    };
+    EXPECT_TRUE(test::grads_ok(f, {test::randn({2, 3, 8}, 48)})) << fraction;
+    EXPECT_TRUE(test::grads_ok(f, {test::randn({1, 1, 3, 8}, 49)})) << fraction;
+  }
+  EXPECT_TRUE(
+      test::grads_ok([](const std::vector<Tensor>& in) { return ops::rope(in[0], positions_of({7}), 100.0, 0.5); },
+                     {test::randn({1, 1, 1, 4}, 50)}));
+  Tensor x = test::randn({2, 4, 12}, 51);
+  Tensor back =
+      ops::rope(ops::rope(x, positions_of({1, 2, 3, 4}), 50.0, 0.5), positions_of({-1, -2, -3, -4}), 50.0, 0.5);
+  EXPECT_TRUE(test::all_close(back, x, 1e-12, 0));
+}
+
+TEST(Rope, BadFractionsAreValueErrorsNamingTheOp) {
+  Tensor x = Tensor::zeros({2, 3, 8}, DType::f64);
+  Tensor p = positions_of({0, 1, 2});
+  for (double fraction : {0.0, -0.5, 1.5, std::nan("")}) {
+    const std::string msg = test::error_of([&] { ops::rope(x, p, ops::kRopeBase, fraction); });
+    EXPECT_NE(msg.find("rope: fraction must be in (0, 1]"), std::string::npos) << msg;
+    EXPECT_THROW(ops::rope(x, p, ops::kRopeBase, fraction), ValueError);
+  }
+  // 0.1 · 8 rotates 0 elements, 0.375 · 8 three: neither is a rotation of pairs.
+  EXPECT_THROW(ops::rope(x, p, ops::kRopeBase, 0.1), ValueError);
+  const std::string msg = test::error_of([&] { ops::rope(x, p, ops::kRopeBase, 0.375); });
+  EXPECT_NE(msg.find("rope: fraction 0.375 of d = 8 rotates 3 elements"), std::string::npos) << msg;
+  EXPECT_THROW(ops::rope(x, p, ops::kRopeBase, 0.375), ValueError);
+}
+
 TEST(Rope, ConsecutivePositions) {
   EXPECT_EQ(ops::position_ids(5, 3).to_vector(), (std::vector<double>{5, 6, 7}));
   EXPECT_EQ(ops::position_ids(0, 0).numel(), 0);
