@@ -7,7 +7,7 @@ set -u
 gattn="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-regenerate="regenerate them with: scripts/update_config_docs.sh $gattn"
+regenerate="regenerate them with: scripts/update_generated_docs.sh $gattn"
 
 "$gattn" config example >"$tmp/example.yaml" || fail "gattn config example exited $?"
 "$gattn" config keys >"$tmp/keys.md" || fail "gattn config keys exited $?"
