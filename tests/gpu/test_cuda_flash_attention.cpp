@@ -1,4 +1,4 @@
-// The fused flash-attention CUDA kernels (ops/cuda/flash_attention_*.cu, reached through
+// The fused flash-attention CUDA kernels (ops/attention/cuda/flash_attention_*.cu, reached through
 // ops::flash_attention on bf16 CUDA tensors or f32 ones under autocast) against the CPU fused op in
 // f64 on the same bf16-rounded inputs: output, statistics and every gradient, for the terms the gate
 // kinds give (none; a column bias, score; row and column biases of a prefix sum, forget; the
