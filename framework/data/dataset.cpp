@@ -174,8 +174,8 @@ Dataset::ExactMatch Dataset::exact_match_counts(const Tensor& logits, const Batc
 std::unique_ptr<Dataset> make_dataset(const DataOptions& options, std::int64_t block_size) {
   // Only pairs read text through a tokenizer of the config's choosing (token shards bring their own).
   if (!options.tokenizer.empty() && options.kind != "pairs")
-    throw DataError("data.tokenizer is set ('" + options.tokenizer + "') but only data.kind pairs uses it, not '" +
-                    options.kind + "'");
+    throw ValueError("data.tokenizer is set ('" + options.tokenizer + "') but only data.kind pairs uses it, not '" +
+                     options.kind + "'");
   if (options.kind == "text") return data_detail::make_text_dataset(options, block_size);
   if (options.kind == "tokens") return data_detail::make_token_dataset(options, block_size);
   if (options.kind == "synthetic") return data_detail::make_synthetic_dataset(options, block_size);

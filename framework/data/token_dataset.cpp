@@ -154,6 +154,13 @@ class TokenDataset : public WindowedDataset {
     val_ = std::move(val);
     check_shard_provenance({&train_shards, &val_shards}, options.path, tokenizer_, shard_dir.empty() ? "." : shard_dir);
     check_fits(block_size);
+    // A vocabulary smaller than the tokenizer is a setting to change, not bad data: say so before
+    // the scan would report the first id beyond it as a bad token.
+    if (tokenizer_ && options.vocab_size > 0 && options.vocab_size < tokenizer_->size())
+      throw ValueError("model.vocab_size " + std::to_string(options.vocab_size) + " is smaller than the " +
+                       std::to_string(tokenizer_->size()) + " pieces of the shards' tokenizer (" + shard_dir +
+                       "/tokenizer.model): set it to at least " + std::to_string(tokenizer_->size()) +
+                       ", or to 0 to take the tokenizer's size");
     const std::int64_t max_id =
         std::max(train_shards.scan_ids(options.vocab_size), val_shards.scan_ids(options.vocab_size));
     vocab_size_ = options.vocab_size > 0 ? options.vocab_size : std::max<std::int64_t>(max_id, 0) + 1;

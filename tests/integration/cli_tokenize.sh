@@ -153,6 +153,8 @@ cat "$corpus" >>"$other"
 cmp -s "$tmp/tok/tokenizer.model" "$tmp/tok_b/tokenizer.model" && fail "two corpora gave the same tokenizer"
 cp -r "$tmp/shards2" "$tmp/mixed"
 cp "$tmp/tok_b/tokenizer.model" "$tmp/mixed/tokenizer.model"
+expect 2 "model.vocab_size 100 is smaller than the [0-9]* pieces of the shards' tokenizer .*set it to at least" \
+  "$gattn" train --config "$tmp/bpe.yaml" data.path="$tmp/shards2" run.dir="$tmp/run_small_vocab" model.vocab_size=100
 expect 3 "do not belong together" "$gattn" train --config "$tmp/bpe.yaml" data.path="$tmp/mixed" run.dir="$tmp/run_mixed"
 [[ ! -e $tmp/run_mixed ]] || fail "a refused run left its directory"
 "$gattn" tokenize encode --tokenizer "$tmp/tok_b" --input "$corpus" --out "$tmp/shards_b" --threads 1 >/dev/null || fail "shards_b"

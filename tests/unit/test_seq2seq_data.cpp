@@ -472,7 +472,8 @@ TEST(Seq2SeqPairs, ErrorsNameTheFileAndLine) {
   text.kind = "text";
   text.path = dir.file("p.txt");
   text.tokenizer = "tok";
-  EXPECT_TRUE(contains(message_of<DataError>([&] { make_dataset(text, 4); }), "only data.kind pairs uses it"));
+  // A setting that means nothing for the kind: a config error (exit 2), not a data error (exit 3).
+  EXPECT_TRUE(contains(message_of<ValueError>([&] { make_dataset(text, 4); }), "only data.kind pairs uses it"));
 }
 
 // --- config keys ---
