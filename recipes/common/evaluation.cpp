@@ -3,27 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <iostream>
-#include <map>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "core/autograd/grad_mode.h"
-#include "core/cuda/device.h"
-#include "framework/config/errors.h"
-#include "framework/dist/launch_env.h"
-#include "framework/io/checkpoint.h"
-#include "framework/io/checkpoint_text.h"
-#include "framework/io/errors.h"
-#include "framework/io/run_files.h"
-#include "framework/io/safetensors.h"
-#include "framework/runtime/threads.h"
 #include "models/layer_stats_io.h"
-#include "models/sampling.h"
 #include "ops/autocast.h"
-#include "ops/cuda/runtime_info.h"
-#include "ops/nn_functional.h"
-#include "recipes/common/memory_check.h"
 #include "recipes/common/stats_reduce.h"
 
 namespace gattn::recipes {

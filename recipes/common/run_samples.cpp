@@ -1,29 +1,14 @@
 // The end-of-run samples: text from the model, or a decoded val source.
 #include "recipes/common/run_samples.h"
 
-#include <algorithm>
-#include <cmath>
-#include <filesystem>
-#include <iostream>
-#include <map>
-#include <nlohmann/json.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
-#include "core/autograd/grad_mode.h"
-#include "core/cuda/device.h"
-#include "framework/config/errors.h"
-#include "framework/dist/launch_env.h"
-#include "framework/io/checkpoint.h"
-#include "framework/io/checkpoint_text.h"
-#include "framework/io/errors.h"
-#include "framework/io/run_files.h"
-#include "framework/io/safetensors.h"
-#include "framework/runtime/threads.h"
-#include "models/layer_stats_io.h"
+#include "framework/data/dataset.h"
+#include "framework/text/text_codec.h"
 #include "models/sampling.h"
-#include "ops/cuda/runtime_info.h"
-#include "ops/nn_functional.h"
-#include "recipes/common/memory_check.h"
-#include "recipes/common/stats_reduce.h"
 
 namespace gattn::recipes {
 

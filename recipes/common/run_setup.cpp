@@ -1,14 +1,10 @@
 // Run preparation shared by the recipes: config, data, model, device, threads, run directory.
 #include "recipes/common/run_setup.h"
 
-#include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
 
-#include "core/autograd/grad_mode.h"
 #include "core/cuda/device.h"
 #include "framework/config/errors.h"
 #include "framework/dist/launch_env.h"
@@ -16,14 +12,9 @@
 #include "framework/io/checkpoint_text.h"
 #include "framework/io/errors.h"
 #include "framework/io/run_files.h"
-#include "framework/io/safetensors.h"
 #include "framework/runtime/threads.h"
-#include "models/layer_stats_io.h"
-#include "models/sampling.h"
 #include "ops/cuda/runtime_info.h"
-#include "ops/nn_functional.h"
 #include "recipes/common/memory_check.h"
-#include "recipes/common/stats_reduce.h"
 
 namespace gattn::recipes {
 
