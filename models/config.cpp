@@ -19,6 +19,17 @@ namespace {
 
 }  // namespace
 
+std::int64_t ModelConfig::mlp_width() const {
+  if (mlp_hidden > 0) return mlp_hidden;
+  if (!swiglu()) return 4 * n_embd;
+  const std::int64_t two_thirds = (8 * n_embd + 2) / 3;  // ⌈8C/3⌉
+  return (two_thirds + 31) / 32 * 32;
+}
+
+std::int64_t ModelConfig::rope_dims() const {
+  return static_cast<std::int64_t>(std::floor(rope_fraction * static_cast<double>(head_dim()) + 1e-9));
+}
+
 bool GateConfig::applies_to(std::int64_t layer) const {
   if (kind == kNoGate) return false;
   if (all_layers) return true;
@@ -60,14 +71,35 @@ void ModelConfig::validate() const {
   if (n_layer <= 0) bad("model.n_layer", "must be > 0, got " + std::to_string(n_layer));
   if (n_head <= 0) bad("model.n_head", "must be > 0, got " + std::to_string(n_head));
   if (n_embd <= 0) bad("model.n_embd", "must be > 0, got " + std::to_string(n_embd));
-  if (n_embd % n_head != 0)
+  if (head_dim_size < 0) bad("model.head_dim", "must be >= 0 (0 = n_embd / n_head), got " + std::to_string(head_dim_size));
+  if (head_dim_size == 0 && n_embd % n_head != 0)
     bad("model.n_embd", "must be divisible by model.n_head, got n_embd=" + std::to_string(n_embd) +
-                            " n_head=" + std::to_string(n_head));
+                            " n_head=" + std::to_string(n_head) + " (or set model.head_dim)");
+  if (n_kv_head < 0) bad("model.n_kv_head", "must be >= 0 (0 = n_head), got " + std::to_string(n_kv_head));
+  if (n_head % kv_heads() != 0)
+    bad("model.n_kv_head", "must divide model.n_head, got n_kv_head=" + std::to_string(n_kv_head) +
+                               " n_head=" + std::to_string(n_head));
   if (position != kPositionLearned && position != kPositionRope)
     bad("model.position", "must be learned or rope, got '" + position + "'");
-  // The rotation turns the pairs (k, k + d/2) of a head: an odd head width has one left over.
-  if (rope() && head_dim() % 2 != 0)
-    bad("model.position", "rope needs an even head width n_embd/n_head, got " + std::to_string(head_dim()));
+  if (!(rope_theta > 1.0) || !std::isfinite(rope_theta))
+    bad("model.rope_theta", "must be a finite number > 1, got " + std::to_string(rope_theta));
+  if (!(rope_fraction > 0.0 && rope_fraction <= 1.0))
+    bad("model.rope_fraction", "must be in (0, 1], got " + std::to_string(rope_fraction));
+  if (!rope() && (rope_theta != 10000.0 || rope_fraction != 1.0))
+    bad(rope_fraction != 1.0 ? "model.rope_fraction" : "model.rope_theta",
+        "means nothing with model.position " + position + " (rotary positions only)");
+  // The rotation turns the pairs (k, k + r/2) of the r rotated dimensions: an odd r has one left over.
+  if (rope() && (rope_dims() % 2 != 0 || rope_dims() == 0))
+    bad(rope_fraction != 1.0 ? "model.rope_fraction" : "model.position",
+        "rope rotates an even number of dimensions per head, got " + std::to_string(rope_dims()) + " (head_dim " +
+            std::to_string(head_dim()) + " × rope_fraction " + std::to_string(rope_fraction) + ")");
+  if (norm != kNormLayer && norm != kNormRms) bad("model.norm", "must be layernorm or rmsnorm, got '" + norm + "'");
+  if (!(norm_eps > 0.0) || !std::isfinite(norm_eps))
+    bad("model.norm_eps", "must be a finite number > 0, got " + std::to_string(norm_eps));
+  if (norm_offset && !rms_norm()) bad("model.norm_offset", "needs model.norm rmsnorm (a LayerNorm has no offset form)");
+  if (mlp != kMlpGelu && mlp != kMlpSwiglu) bad("model.mlp", "must be gelu or swiglu, got '" + mlp + "'");
+  if (mlp_hidden < 0) bad("model.mlp_hidden", "must be >= 0 (0 = the MLP's default), got " + std::to_string(mlp_hidden));
+  if (qk_norm != kQkNormNone && qk_norm != kNormRms) bad("model.qk_norm", "must be none or rmsnorm, got '" + qk_norm + "'");
   if (arch != kArchDecoder && arch != kArchEncoderDecoder)
     bad("model.arch", "must be decoder or encoder_decoder, got '" + arch + "'");
   if (n_encoder_layer < 0)
@@ -118,7 +150,7 @@ nlohmann::json gate_to_json(const GateConfig& g) {
 nlohmann::json to_json(const ModelConfig& c) {
   nlohmann::json gates = nlohmann::json::array();
   for (const GateConfig& g : c.gates) gates.push_back(gate_to_json(g));
-  return {{"vocab_size", c.vocab_size},
+  nlohmann::json out = {{"vocab_size", c.vocab_size},
           {"block_size", c.block_size},
           {"n_layer", c.n_layer},
           {"n_head", c.n_head},
@@ -128,6 +160,23 @@ nlohmann::json to_json(const ModelConfig& c) {
           {"n_encoder_layer", c.n_encoder_layer},
           {"gate", gate_to_json(c.gate)},
           {"gates", gates}};
+  // The block's parts are written only where they differ from GPT-2's, so the metadata of a GPT-2
+  // model is what it was before these keys existed.
+  const ModelConfig gpt2;
+  if (c.norm != gpt2.norm) out["norm"] = c.norm;
+  if (c.norm_eps != gpt2.norm_eps) out["norm_eps"] = c.norm_eps;
+  if (c.norm_offset != gpt2.norm_offset) out["norm_offset"] = c.norm_offset;
+  if (c.mlp != gpt2.mlp) out["mlp"] = c.mlp;
+  if (c.mlp_hidden != gpt2.mlp_hidden) out["mlp_hidden"] = c.mlp_hidden;
+  if (c.n_kv_head != gpt2.n_kv_head) out["n_kv_head"] = c.n_kv_head;
+  if (c.head_dim_size != gpt2.head_dim_size) out["head_dim"] = c.head_dim_size;
+  if (c.qk_norm != gpt2.qk_norm) out["qk_norm"] = c.qk_norm;
+  if (c.rope_theta != gpt2.rope_theta) out["rope_theta"] = c.rope_theta;
+  if (c.rope_fraction != gpt2.rope_fraction) out["rope_fraction"] = c.rope_fraction;
+  if (c.bias != gpt2.bias) out["bias"] = c.bias;
+  if (c.qkv_bias != gpt2.qkv_bias) out["qkv_bias"] = c.qkv_bias;
+  if (c.tie_embeddings != gpt2.tie_embeddings) out["tie_embeddings"] = c.tie_embeddings;
+  return out;
 }
 
 namespace {
@@ -142,6 +191,24 @@ std::int64_t get_int(const nlohmann::json& obj, const std::string& prefix, const
   const nlohmann::json& v = field(obj, prefix, name);
   if (!v.is_number_integer()) bad(prefix + name, "expected an integer, got " + v.dump());
   return v.get<std::int64_t>();
+}
+
+double get_number(const nlohmann::json& obj, const std::string& prefix, const char* name) {
+  const nlohmann::json& v = field(obj, prefix, name);
+  if (!v.is_number()) bad(prefix + name, "expected a number, got " + v.dump());
+  return v.get<double>();
+}
+
+bool get_bool(const nlohmann::json& obj, const std::string& prefix, const char* name) {
+  const nlohmann::json& v = field(obj, prefix, name);
+  if (!v.is_boolean()) bad(prefix + name, "expected true or false, got " + v.dump());
+  return v.get<bool>();
+}
+
+std::string get_string(const nlohmann::json& obj, const std::string& prefix, const char* name) {
+  const nlohmann::json& v = field(obj, prefix, name);
+  if (!v.is_string()) bad(prefix + name, "expected a string, got " + v.dump());
+  return v.get<std::string>();
 }
 
 std::vector<std::int64_t> get_int_list(const nlohmann::json& v, const std::string& key) {
@@ -225,7 +292,8 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
   if (!j.is_object()) bad("model", "expected an object, got " + j.dump());
   reject_unknown(j, "model.",
                  {"vocab_size", "block_size", "n_layer", "n_head", "n_embd", "position", "arch", "n_encoder_layer",
-                  "gate", "gates"});
+                  "gate", "gates", "norm", "norm_eps", "norm_offset", "mlp", "mlp_hidden", "n_kv_head", "head_dim",
+                  "qk_norm", "rope_theta", "rope_fraction", "bias", "qkv_bias", "tie_embeddings"});
   ModelConfig c;
   c.vocab_size = get_int(j, "model.", "vocab_size");
   c.block_size = get_int(j, "model.", "block_size");
@@ -244,6 +312,20 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
     c.arch = it->get<std::string>();
   }
   if (j.contains("n_encoder_layer")) c.n_encoder_layer = get_int(j, "model.", "n_encoder_layer");
+  // The block's parts: absent in metadata from before they existed and wherever they are GPT-2's.
+  if (j.contains("norm")) c.norm = get_string(j, "model.", "norm");
+  if (j.contains("norm_eps")) c.norm_eps = get_number(j, "model.", "norm_eps");
+  if (j.contains("norm_offset")) c.norm_offset = get_bool(j, "model.", "norm_offset");
+  if (j.contains("mlp")) c.mlp = get_string(j, "model.", "mlp");
+  if (j.contains("mlp_hidden")) c.mlp_hidden = get_int(j, "model.", "mlp_hidden");
+  if (j.contains("n_kv_head")) c.n_kv_head = get_int(j, "model.", "n_kv_head");
+  if (j.contains("head_dim")) c.head_dim_size = get_int(j, "model.", "head_dim");
+  if (j.contains("qk_norm")) c.qk_norm = get_string(j, "model.", "qk_norm");
+  if (j.contains("rope_theta")) c.rope_theta = get_number(j, "model.", "rope_theta");
+  if (j.contains("rope_fraction")) c.rope_fraction = get_number(j, "model.", "rope_fraction");
+  if (j.contains("bias")) c.bias = get_bool(j, "model.", "bias");
+  if (j.contains("qkv_bias")) c.qkv_bias = get_bool(j, "model.", "qkv_bias");
+  if (j.contains("tie_embeddings")) c.tie_embeddings = get_bool(j, "model.", "tie_embeddings");
   c.gate = gate_from_json(field(j, "model.", "gate"), "model.gate", false);
   // Metadata from before several gates could be configured has no "gates".
   if (auto it = j.find("gates"); it != j.end()) {

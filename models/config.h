@@ -27,6 +27,20 @@ inline constexpr const char* kPositionRope = "rope";
 inline constexpr const char* kArchDecoder = "decoder";
 inline constexpr const char* kArchEncoderDecoder = "encoder_decoder";
 
+// `model.norm`: the normalisation of every block's sublayer inputs and of the final stream.
+// layernorm: GPT-2's (x − mean)/√(var + eps)·w + b; rmsnorm: Llama's x/√(mean(x²) + eps)·w (no bias,
+// no centring), or ·(1 + w) with model.norm_offset (Qwen3-Next's zero-centred weights).
+inline constexpr const char* kNormLayer = "layernorm";
+inline constexpr const char* kNormRms = "rmsnorm";
+
+// `model.mlp`: gelu: GPT-2's proj(GELU_tanh(fc(h))); swiglu: Llama's proj(silu(gate(h)) ⊙ up(h)).
+inline constexpr const char* kMlpGelu = "gelu";
+inline constexpr const char* kMlpSwiglu = "swiglu";
+
+// `model.qk_norm`: none, or rmsnorm: q and k normalised per head over head_dim (weights [head_dim]
+// shared by the heads, Qwen3's q_norm/k_norm) before the rotation.
+inline constexpr const char* kQkNormNone = "none";
+
 // A gate entry's `where`: the attention it gates. self: the decoder's (or the GPT's) causal
 // self-attention; encoder: the encoder's bidirectional self-attention; cross: the decoder's
 // cross-attention over the encoder output. encoder and cross need model.arch encoder_decoder.
@@ -76,13 +90,39 @@ struct ModelConfig {
   std::string position = kPositionLearned;  // learned | rope
   std::string arch = kArchDecoder;          // decoder | encoder_decoder
   std::int64_t n_encoder_layer = 0;         // encoder_decoder: encoder blocks (0 = n_layer)
+  // The block's parts (docs/architecture.md). Every default is GPT-2's, so a config or checkpoint
+  // without these keys builds today's model bit for bit; the JSON form writes only what differs.
+  std::string norm = kNormLayer;  // layernorm | rmsnorm
+  double norm_eps = 1e-5;
+  bool norm_offset = false;         // rmsnorm only: weights applied as 1 + w (stored w, initialised 0)
+  std::string mlp = kMlpGelu;       // gelu | swiglu
+  std::int64_t mlp_hidden = 0;      // the MLP's hidden width (0 = mlp_width()'s default)
+  std::int64_t n_kv_head = 0;       // key/value heads (0 = n_head); must divide n_head
+  std::int64_t head_dim_size = 0;   // `model.head_dim`: per-head width (0 = n_embd / n_head)
+  std::string qk_norm = kQkNormNone;  // none | rmsnorm
+  double rope_theta = 10000.0;      // rope: the frequency base
+  double rope_fraction = 1.0;       // rope: the share of each head's dimensions rotated (the first ones)
+  bool bias = true;                 // biases of the linear layers (qkv, attn.proj, the MLP's)
+  bool qkv_bias = false;            // q, k, v biases even when bias is false (Qwen2)
+  bool tie_embeddings = true;       // the head is wte (true) or its own lm_head.weight [V, C]
   GateConfig gate;                          // `model.gate`: the one-gate shorthand
   std::vector<GateConfig> gates;            // `model.gates`: several gates (then `gate` stays kind none)
   // Parameter and compute dtype: f32 for training, f64 so tests can gradcheck the whole model.
   // Not part of the serialised config (checkpoints always hold F32 weights).
   DType dtype = DType::f32;
 
-  std::int64_t head_dim() const { return n_embd / n_head; }
+  std::int64_t head_dim() const { return head_dim_size > 0 ? head_dim_size : n_embd / n_head; }
+  std::int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
+  // The attention's width H·d (n_embd unless model.head_dim says otherwise).
+  std::int64_t attention_width() const { return n_head * head_dim(); }
+  // The MLP's hidden width: mlp_hidden, or 4C for gelu and ⌈(8C/3)/32⌉·32 for swiglu (Llama's 2/3 of
+  // 4C, so its three matrices hold about the parameters of gelu's two, rounded up to a multiple of 32).
+  std::int64_t mlp_width() const;
+  // The dimensions of a head rope rotates: ⌊rope_fraction·head_dim⌋.
+  std::int64_t rope_dims() const;
+  bool rms_norm() const { return norm == kNormRms; }
+  bool swiglu() const { return mlp == kMlpSwiglu; }
+  bool has_qkv_bias() const { return bias || qkv_bias; }
   bool rope() const { return position == kPositionRope; }
   bool encoder_decoder() const { return arch == kArchEncoderDecoder; }
   // The encoder's blocks: n_encoder_layer, or n_layer when it is 0 (none for a decoder).

@@ -35,7 +35,7 @@ class OutputGate : public Gate {
         width_(gate_width(model, gate)) {
     const std::int64_t rows = units_.units * width_;
     weight = register_parameter("weight", init_gate_weight({rows, model.n_embd}, model, gate, init));
-    bias = register_parameter("bias", init_gate_bias({rows}, model, gate));
+    if (gate.option("bias").get<bool>()) bias = register_parameter("bias", init_gate_bias({rows}, model, gate));
     if (has_magnitude_projection(gate)) {
       magnitude_weight =
           register_parameter("magnitude_weight", init_gate_weight({rows, model.n_embd}, model, gate, init));
@@ -63,7 +63,7 @@ class OutputGate : public Gate {
     return ops::transpose(expand_to_heads(effect(in, ctx).value, units_, 1, 1.0), 1, 2);  // [B, H, T]
   }
 
-  Tensor weight, bias;                      // [U·w, C], [U·w]
+  Tensor weight, bias;                      // [U·w, C], [U·w] (bias undefined with bias: false)
   Tensor magnitude_weight, magnitude_bias;  // the same, with tanh_magnitude only
 
  private:
@@ -95,17 +95,18 @@ GATTN_GATE_KIND(output) {
                              "elementwise: d gate values per head; headwise: one per head")};
   for (GateOptionSpec& o :
        shared_gate_options({"temperature_final", "temperature_steps", "hard", "hard_threshold", "groups", "heads",
-                            "input_norm", "dropout", "ramp_start", "ramp_steps"}))
+                            "bias", "input_norm", "dropout", "ramp_start", "ramp_steps"}))
     s.options.push_back(std::move(o));
   s.gate_values = "g: d (elementwise) or 1 (headwise) values per token and gated head (or group)";
   s.parameter_doc =
-      "`weight` [U·d or U, C], `bias` [U·d or U] (U = H/groups over the gated heads); tanh_magnitude adds "
+      "`weight` [U·d or U, C], `bias` [U·d or U] (not with `bias: false`; U = H/groups over the gated heads); tanh_magnitude adds "
       "`magnitude_weight`, `magnitude_bias` of the same shapes";
   s.sites = {kSiteSelf, kSiteEncoder, kSiteCross};
   s.order = 70;
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     const std::int64_t rows = gate_rows(m, g);
-    std::vector<GateParameterSpec> p{{"weight", {rows, m.n_embd}}, {"bias", {rows}}};
+    std::vector<GateParameterSpec> p{{"weight", {rows, m.n_embd}}};
+    if (g.option("bias").get<bool>()) p.push_back({"bias", {rows}});
     if (has_magnitude_projection(g)) {
       p.push_back({"magnitude_weight", {rows, m.n_embd}});
       p.push_back({"magnitude_bias", {rows}});

@@ -116,6 +116,13 @@ const std::map<std::string, GateOptionSpec>& shared_specs() {
                   bad(key, "lists head " + std::to_string(h) + " but not head " + std::to_string(o) +
                                " of its group (groups " + std::to_string(groups) + "): list whole groups");
         }));
+    add(spec(config::bool_key("bias", true,
+                              "the gate projection's bias b (false: g = act(h·Wᵀ), as Qwen's gated attention)"),
+             [](const nlohmann::json& v, const std::string& key, const GateConfig& g, const ModelConfig&) {
+               need_bool(v, key);
+               if (!v.get<bool>() && !std::isnan(g.init_bias))
+                 bad(key, "false leaves no bias for init_bias to set (drop one of them)");
+             }));
     add(spec(config::bool_key("input_norm", false, "LayerNorm (no affine, eps 1e-5) on the gate's input"),
              [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
                need_bool(v, key);

@@ -28,6 +28,19 @@ models::ModelConfig model_config_of(const config::Settings& cfg) {
   m.position = cfg.get_string("model.position");
   m.arch = cfg.get_string("model.arch");
   m.n_encoder_layer = cfg.get_int("model.n_encoder_layer");
+  m.norm = cfg.get_string("model.norm");
+  m.norm_eps = cfg.get_double("model.norm_eps");
+  m.norm_offset = cfg.get_bool("model.norm_offset");
+  m.mlp = cfg.get_string("model.mlp");
+  m.mlp_hidden = cfg.get_int("model.mlp_hidden");
+  m.n_kv_head = cfg.get_int("model.n_kv_head");
+  m.head_dim_size = cfg.get_int("model.head_dim");
+  m.qk_norm = cfg.get_string("model.qk_norm");
+  m.rope_theta = cfg.get_double("model.rope_theta");
+  m.rope_fraction = cfg.get_double("model.rope_fraction");
+  m.bias = cfg.get_bool("model.bias");
+  m.qkv_bias = cfg.get_bool("model.qkv_bias");
+  m.tie_embeddings = cfg.get_bool("model.tie_embeddings");
   // The shorthand: the typed keys every gate entry has, and the rest of model.gate.* as options
   // (which the kind checks); set_keys are the ones the file or an override set to a non-default.
   models::GateConfig& g = m.gate;

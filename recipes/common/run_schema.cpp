@@ -34,6 +34,33 @@ std::vector<KeySpec> run_keys() {
                          "decoder (a GPT) | encoder_decoder (a bidirectional encoder and cross-attention in the "
                          "decoder; docs/seq2seq.md)"));
   s.push_back(int_key("model.n_encoder_layer", 0, "encoder_decoder: the encoder's blocks (0 = n_layer)").at_least(0));
+  s.push_back(choice_key("model.norm", "layernorm", {"layernorm", "rmsnorm"},
+                         "layernorm (GPT-2: weight and bias) | rmsnorm (Llama: weight only, no centring)"));
+  s.push_back(num_key("model.norm_eps", 1e-5, "the norms' epsilon").greater_than(0));
+  s.push_back(bool_key("model.norm_offset", false,
+                       "rmsnorm: weights applied as 1 + w, stored w and initialised 0 (Qwen3-Next's zero-centred "
+                       "norm)"));
+  s.push_back(choice_key("model.mlp", "gelu", {"gelu", "swiglu"},
+                         "gelu (GPT-2: mlp.fc, mlp.proj) | swiglu (Llama: mlp.gate, mlp.up, mlp.proj)"));
+  s.push_back(int_key("model.mlp_hidden", 0,
+                      "the MLP's hidden width (0 = 4·n_embd for gelu, ⌈8·n_embd/3⌉ rounded up to a multiple of 32 "
+                      "for swiglu)")
+                  .at_least(0));
+  s.push_back(int_key("model.n_kv_head", 0,
+                      "key/value heads (0 = n_head; must divide n_head): grouped-query attention, multi-query at 1")
+                  .at_least(0));
+  s.push_back(int_key("model.head_dim", 0, "per-head width d (0 = n_embd / n_head)").at_least(0));
+  s.push_back(choice_key("model.qk_norm", "none", {"none", "rmsnorm"},
+                         "none | rmsnorm (q and k normalised per head over head_dim before the rotation; "
+                         "attn.q_norm, attn.k_norm)"));
+  s.push_back(num_key("model.rope_theta", 10000.0, "rope: the frequency base θ").greater_than(1));
+  s.push_back(num_key("model.rope_fraction", 1.0,
+                      "rope: the share of each head's dimensions rotated, the first ones (Qwen3-Next: 0.25)")
+                  .greater_than(0)
+                  .at_most(1));
+  s.push_back(bool_key("model.bias", true, "biases in the linear layers (qkv, attn.proj, the MLP)"));
+  s.push_back(bool_key("model.qkv_bias", false, "biases on q, k and v even when model.bias is false (Qwen2)"));
+  s.push_back(bool_key("model.tie_embeddings", true, "the head is wte (true) or its own lm_head.weight [V, C]"));
   for (KeySpec key : models::gate_entry_keys()) {
     key.key = "model.gate." + key.key;
     s.push_back(std::move(key));
