@@ -160,22 +160,21 @@ nlohmann::json to_json(const ModelConfig& c) {
           {"n_encoder_layer", c.n_encoder_layer},
           {"gate", gate_to_json(c.gate)},
           {"gates", gates}};
-  // The block's parts are written only where they differ from GPT-2's, so the metadata of a GPT-2
-  // model is what it was before these keys existed.
-  const ModelConfig gpt2;
-  if (c.norm != gpt2.norm) out["norm"] = c.norm;
-  if (c.norm_eps != gpt2.norm_eps) out["norm_eps"] = c.norm_eps;
-  if (c.norm_offset != gpt2.norm_offset) out["norm_offset"] = c.norm_offset;
-  if (c.mlp != gpt2.mlp) out["mlp"] = c.mlp;
-  if (c.mlp_hidden != gpt2.mlp_hidden) out["mlp_hidden"] = c.mlp_hidden;
-  if (c.n_kv_head != gpt2.n_kv_head) out["n_kv_head"] = c.n_kv_head;
-  if (c.head_dim_size != gpt2.head_dim_size) out["head_dim"] = c.head_dim_size;
-  if (c.qk_norm != gpt2.qk_norm) out["qk_norm"] = c.qk_norm;
-  if (c.rope_theta != gpt2.rope_theta) out["rope_theta"] = c.rope_theta;
-  if (c.rope_fraction != gpt2.rope_fraction) out["rope_fraction"] = c.rope_fraction;
-  if (c.bias != gpt2.bias) out["bias"] = c.bias;
-  if (c.qkv_bias != gpt2.qkv_bias) out["qkv_bias"] = c.qkv_bias;
-  if (c.tie_embeddings != gpt2.tie_embeddings) out["tie_embeddings"] = c.tie_embeddings;
+  // The block's parts (metadata from before they existed lacks them: model_config_from_json reads
+  // GPT-2's defaults there).
+  out["norm"] = c.norm;
+  out["norm_eps"] = c.norm_eps;
+  out["norm_offset"] = c.norm_offset;
+  out["mlp"] = c.mlp;
+  out["mlp_hidden"] = c.mlp_hidden;
+  out["n_kv_head"] = c.n_kv_head;
+  out["head_dim"] = c.head_dim_size;
+  out["qk_norm"] = c.qk_norm;
+  out["rope_theta"] = c.rope_theta;
+  out["rope_fraction"] = c.rope_fraction;
+  out["bias"] = c.bias;
+  out["qkv_bias"] = c.qkv_bias;
+  out["tie_embeddings"] = c.tie_embeddings;
   return out;
 }
 

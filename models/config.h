@@ -91,7 +91,7 @@ struct ModelConfig {
   std::string arch = kArchDecoder;          // decoder | encoder_decoder
   std::int64_t n_encoder_layer = 0;         // encoder_decoder: encoder blocks (0 = n_layer)
   // The block's parts (docs/architecture.md). Every default is GPT-2's, so a config or checkpoint
-  // without these keys builds today's model bit for bit; the JSON form writes only what differs.
+  // without these keys builds today's model bit for bit.
   std::string norm = kNormLayer;  // layernorm | rmsnorm
   double norm_eps = 1e-5;
   bool norm_offset = false;         // rmsnorm only: weights applied as 1 + w (stored w, initialised 0)
