@@ -27,6 +27,9 @@ struct LayerStats {
   // (score, forget, output, context); empty when no gate of the layer reports per head. The pair
   // gate's values live inside the fused op, which pools its heads: they are in `gate` only.
   std::vector<ops::GateMoments> gate_by_head;
+  // Massive activations (Sun et al. 2024; Qiu et al. 2025's second measure beside the first-token
+  // share): max |x| over the residual stream after the block, every sequence, position and channel.
+  double act_max = 0;
   double attn_entropy() const;  // mean over heads and queries
   double sink_ratio() const;    // mean over heads and queries i ≥ 1 of A_i0
 };

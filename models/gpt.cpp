@@ -37,6 +37,15 @@ const ModelConfig& checked(const ModelConfig& config) {
   return config;
 }
 
+// max |x| over every element (the residual stream's act_max). A CUDA tensor comes to the host for it:
+// statistics are collected on log and eval steps only.
+double max_abs(const Tensor& x) {
+  const Tensor host = x.device() == Device::cpu ? x : x.to(Device::cpu);
+  double m = 0;
+  for (double v : host.to_vector()) m = std::max(m, std::abs(v));
+  return m;
+}
+
 void check_token_ids(const Tensor& idx, std::int64_t vocab_size, const char* who) {
   // Ids on the GPU are checked where they are used: the embedding's device-side scan reads back one
   // integer, where a host copy here would move the whole batch back every step.
@@ -131,6 +140,7 @@ Tensor GPT::encode(const Tensor& source, AttentionContext& ctx, const ForwardOpt
       ctx.inspect->tokens = S;
     }
     x = (*encoder->blocks)[i].forward(x, ctx);
+    if (options.collect_stats) result.encoder_stats[i].act_max = max_abs(x);
   }
   ctx.stats = nullptr;
   ctx.inspect = nullptr;
@@ -192,6 +202,7 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
       }
     }
     x = (*blocks)[i].forward(x, ctx, memory);
+    if (options.collect_stats) result.stats[i].act_max = max_abs(x);
   }
   x = ln_f->forward(x);
   result.logits = head(x);

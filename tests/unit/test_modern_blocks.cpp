@@ -13,6 +13,7 @@
 #include "model_test_util.h"
 #include "models/gpt.h"
 #include "models/kv_cache.h"
+#include "models/layer_stats_io.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
 #include "recipes/common/run_config.h"
@@ -107,8 +108,9 @@ void rotate(const ModelConfig& c, double* v, std::int64_t pos) {
 
 double sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
 
-// The logits [T, V] of one sequence.
-Vec reference_logits(const ModelConfig& c, const Params& p, const std::vector<std::int32_t>& ids) {
+// The logits [T, V] of one sequence; act_max, when given, gets max |x| after each block.
+Vec reference_logits(const ModelConfig& c, const Params& p, const std::vector<std::int32_t>& ids,
+                     Vec* act_max = nullptr) {
   const std::int64_t T = static_cast<std::int64_t>(ids.size()), C = c.n_embd, H = c.n_head, Hkv = c.kv_heads();
   const std::int64_t d = c.head_dim(), G = H / Hkv, F = c.mlp_width();
   const auto bias = [&](const std::string& n) { return p.count(n) ? &p.at(n) : nullptr; };
@@ -175,6 +177,10 @@ Vec reference_logits(const ModelConfig& c, const Params& p, const std::vector<st
     }
     const Vec m = linear(u, T, F, p.at(b + "mlp.proj.weight"), bias(b + "mlp.proj.bias"));
     for (std::size_t e = 0; e < x.size(); ++e) x[e] += m[e];
+    if (act_max) {
+      act_max->resize(static_cast<std::size_t>(c.n_layer));
+      for (double e : x) (*act_max)[l] = std::max((*act_max)[l], std::abs(e));
+    }
   }
   const Vec f = norm(c, x, C, p, "ln_f");
   return linear(f, T, C, p.at(c.tie_embeddings ? "wte.weight" : "lm_head.weight"), nullptr);
@@ -215,6 +221,47 @@ void expect_matches_loops(const ModelConfig& c) {
       worst = std::max(worst, std::abs(got[b * want.size() + e] - want[e]));
     EXPECT_LT(worst, 1e-11) << "sequence " << b;
   }
+}
+
+TEST(ModernBlocks, ActMaxIsTheLargestResidualValueAfterEachBlock) {
+  ModelConfig c = llama_config("output");
+  GPT model(c, 5);
+  perturb_all(model, 9);
+  model.eval();
+  Tensor idx = test::tokens(2, c.block_size, c.vocab_size, 4);
+  models::ForwardOptions opt;
+  opt.collect_stats = true;
+  models::ForwardResult r;
+  {
+    NoGradGuard no_grad;
+    r = model.forward(idx, Tensor(), opt);
+  }
+  const Params p = params_of(model);
+  const std::vector<double> ids = idx.to_vector();
+  Vec want(static_cast<std::size_t>(c.n_layer), 0.0);
+  for (std::int64_t b = 0; b < 2; ++b) {
+    std::vector<std::int32_t> seq;
+    for (std::int64_t t = 0; t < c.block_size; ++t) seq.push_back(static_cast<std::int32_t>(ids[b * c.block_size + t]));
+    Vec one;
+    reference_logits(c, p, seq, &one);
+    for (std::size_t l = 0; l < want.size(); ++l) want[l] = std::max(want[l], one[l]);
+  }
+  ASSERT_EQ(r.stats.size(), want.size());
+  for (std::size_t l = 0; l < want.size(); ++l) {
+    EXPECT_NEAR(r.stats[l].act_max, want[l], 1e-12) << "layer " << l;
+    EXPECT_GT(r.stats[l].act_max, 0.0);
+  }
+  // Merged over batches it is the largest; on the metrics line the largest over layers and the list.
+  std::vector<models::LayerStats> merged = r.stats;
+  std::vector<models::LayerStats> other = r.stats;
+  other[0].act_max = 1e6;
+  models::merge_stats(merged, other);
+  EXPECT_EQ(merged[0].act_max, 1e6);
+  EXPECT_EQ(merged[1].act_max, r.stats[1].act_max);
+  nlohmann::json line;
+  models::add_stats_to_metrics(line, merged);
+  EXPECT_EQ(line["act_max"].get<double>(), 1e6);
+  EXPECT_EQ(line["act_max_by_layer"].size(), 2u);
 }
 
 TEST(ModernBlocks, DefaultsAreGpt2) {
