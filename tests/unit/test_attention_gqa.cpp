@@ -3,7 +3,9 @@
 // query heads, for every term family, window, mask, skipped rows, the entropy outputs and the
 // statistics, forward and every gradient; against the op itself on repeated keys and values (the
 // forward and the per-query-head gradients bit for bit, dK and dV the group's sums); the
-// backward's split of small groups, whatever the thread count; gradchecks; the errors.
+// backward's split of small groups, whatever the thread count; gradchecks; the errors. The cached
+// attention with a grouped cache: against the full op, and against a cache of repeated heads under
+// a KV budget (top-k keys, skipped rows, per-head positions, accumulated attention).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +16,7 @@
 #include "core/autograd/grad_mode.h"
 #include "framework/runtime/threads.h"
 #include "ops/attention/attention.h"
+#include "ops/attention/cached_attention.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"
@@ -432,6 +435,98 @@ TEST(GqaAttentionErrors, HeadCountsNameTheShapes) {
   // The reference refuses the same.
   expect_shape_error([&] { test::reference_attention(q, k3, k3); }, {"composed_attention", "[1, 3, 5, 8]"});
   expect_shape_error([&] { test::reference_attention(q, k2, k8); }, {"composed_attention", "[1, 8, 5, 8]"});
+}
+
+// ---- cached attention (generation) with grouped key/value heads ----
+
+// x [B, Hx, T, ·] followed by rows of `fill` up to `capacity` along axis 2.
+Tensor padded(const Tensor& x, std::int64_t capacity, double fill) {
+  Shape pad = x.shape();
+  pad[2] = capacity - x.size(2);
+  return ops::concat({x.detach(), Tensor::full(pad, fill, x.dtype())}, 2);
+}
+
+TEST(GqaCachedAttention, MatchesTheFullOpOnTheNewestRows) {
+  const std::int64_t B = 2, H = 4, T = 9, d = 8, Tq = 3, capacity = T + 4;
+  std::uint64_t seed = 9000;
+  for (std::int64_t Hkv : {1, 2})
+    for (unsigned terms : {kNone, kCol | kRel, kMod, kAll, kMod | kHard})
+      for (std::int64_t w : {0, 3}) {
+        SCOPED_TRACE("H_kv=" + std::to_string(Hkv) + " terms=" + std::to_string(terms) +
+                     " window=" + std::to_string(w));
+        NoGradGuard no_grad;
+        const Inputs full = make_inputs({B, H, Hkv, T, d}, terms, seed += 10, 0.5);
+        ops::AttentionOptions opt;
+        opt.window = w;
+        const Tensor want =
+            ops::slice(ops::flash_attention(full.q, full.k, full.v, full.terms(), opt).out, 2, T - Tq, T);
+        ops::CachedAttentionInputs in;
+        in.q = ops::slice(full.q, 2, T - Tq, T).detach();
+        in.k = padded(full.k, capacity, 1e3);  // rows past `length` must be ignored
+        in.v = padded(full.v, capacity, 1e3);
+        in.length = T;
+        in.window = w;
+        if (full.row_bias.defined()) in.row_bias = ops::slice(full.row_bias, 2, T - Tq, T).detach();
+        if (full.col_bias.defined()) in.col_bias = padded(full.col_bias, capacity, -7);
+        if (full.modulated()) {
+          in.modulation_row = ops::slice(full.mod_row, 2, T - Tq, T).detach();
+          in.modulation_col = padded(full.mod_col, capacity, -7);
+          in.modulation_alpha = 0.7;
+          in.modulation_temperature = full.tau;
+          in.modulation_hard_threshold = full.hard_threshold;
+        }
+        EXPECT_TRUE(test::all_close(ops::cached_attention(in), want, 1e-12, 1e-10));
+      }
+}
+
+TEST(GqaCachedAttention, IsTheCacheOfRepeatedHeadsUnderABudget) {
+  // Top-k keys, skipped rows, per-head key positions and the accumulated attention (H2O) are per
+  // query head: the same bits as a cache holding a copy of each key/value head per query head.
+  NoGradGuard no_grad;
+  const std::int64_t B = 2, H = 4, Hkv = 2, Tq = 2, d = 8, capacity = 12, length = 10;
+  ops::CachedAttentionInputs in;
+  in.q = test::randn({B, H, Tq, d}, 1);
+  in.k = test::randn({B, Hkv, capacity, d}, 2);
+  in.v = test::randn({B, Hkv, capacity, d}, 3);
+  in.length = length;
+  in.window = 6;
+  in.col_bias = test::randn({B, H, capacity}, 4);
+  in.modulation_row = test::randn({B, H, Tq}, 5);
+  in.modulation_col = test::randn({B, H, capacity}, 6);
+  in.modulation_alpha = 0.6;
+  in.top_k_keys = 3;
+  std::vector<std::int32_t> positions(static_cast<std::size_t>(B * H * capacity)), skip(B * H * Tq, 0);
+  for (std::size_t r = 0; r < positions.size(); ++r) {
+    const std::int32_t j = static_cast<std::int32_t>(r % capacity), head = static_cast<std::int32_t>(r / capacity);
+    positions[r] = 2 * j + (head % 3 == 0 ? 1 : 0);  // rows in position order, different per head
+  }
+  skip[3] = 1;
+  in.key_positions = Tensor::from_ints(positions, {B, H, capacity});
+  in.skip_rows = Tensor::from_ints(skip, {B, H, Tq});
+  in.key_attention = Tensor::zeros({B, H, capacity}, DType::f64);
+  const Tensor got = ops::cached_attention(in);
+  ops::CachedAttentionInputs rep = in;
+  rep.k = repeated(in.k, H / Hkv).detach();
+  rep.v = repeated(in.v, H / Hkv).detach();
+  rep.key_attention = Tensor::zeros({B, H, capacity}, DType::f64);
+  EXPECT_TRUE(test::all_close(got, ops::cached_attention(rep), 0, 0));
+  EXPECT_TRUE(test::all_close(in.key_attention, rep.key_attention, 0, 0));
+  for (std::int64_t x = 0; x < d; ++x) EXPECT_EQ(got.to_vector()[static_cast<std::size_t>(3 * d + x)], 0.0);
+}
+
+TEST(GqaCachedAttention, RejectsBadHeadCounts) {
+  ops::CachedAttentionInputs in;
+  in.q = test::randn({1, 4, 1, 8}, 1);
+  in.k = in.v = test::randn({1, 3, 5, 8}, 2);
+  in.length = 3;
+  EXPECT_TRUE(test::contains(test::message_of<ShapeError>([&] { ops::cached_attention(in); }),
+                             "3 heads, which must divide q's 4"));
+  in.k = test::randn({1, 2, 5, 8}, 3);
+  in.v = test::randn({1, 4, 5, 8}, 4);
+  EXPECT_TRUE(test::contains(test::message_of<ShapeError>([&] { ops::cached_attention(in); }), "v [1, 4, 5, 8]"));
+  in.v = in.k;
+  in.col_bias = test::randn({1, 2, 5}, 5);  // per key/value head instead of per query head
+  EXPECT_TRUE(test::contains(test::message_of<ShapeError>([&] { ops::cached_attention(in); }), "expected [1, 4, 5]"));
 }
 
 }  // namespace
