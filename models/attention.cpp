@@ -190,7 +190,8 @@ Tensor GatedAttention::forward_cached(const Tensor& h, LayerKVCache& cache, cons
   in = project(h, x);
   for (const auto& g : gates) g->gate_qk(in, eval);
   // The cache holds the gated k, rotated at its absolute position (rope), as the attention takes it.
-  const std::int64_t pos = at.row, B = cache.k.size(0), H = cache.k.size(1), n = h.size(1);
+  // The per-row terms hold one row per query head (H), k and v one per key head.
+  const std::int64_t pos = at.row, B = cache.k.size(0), H = cache.query_heads, n = h.size(1);
   const AttentionInputs attention_in = rotated(in, at.position);
   write_cache_rows(cache.k, attention_in.k, pos);
   write_cache_rows(cache.v, in.v, pos);

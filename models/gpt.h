@@ -12,8 +12,8 @@
 #include "framework/nn/layers.h"
 #include "framework/nn/module.h"
 #include "models/attention.h"
-#include "models/config.h"
 #include "models/block.h"
+#include "models/config.h"
 #include "models/kv_cache.h"
 
 namespace gattn::models {

@@ -23,7 +23,7 @@
 namespace gattn::models {
 
 struct LayerKVCache {
-  Tensor k, v;  // [B, H_kv, capacity, d]: one row per key and value head (H_kv = H without grouping)
+  Tensor k, v;                   // [B, H_kv, capacity, d]: one row per key and value head (H_kv = H without grouping)
   std::int64_t query_heads = 0;  // H: the per-row terms below hold one row per query head
   // Per-key terms [B, H, capacity] of ops::cached_attention, allocated on first use (cache_term). With
   // grouped-query attention the query heads of a group hold the same rows as their key head (each

@@ -19,8 +19,8 @@ class Mlp : public nn::Module {
   Mlp(const ModelConfig& config, Generator& init, const std::string& site);
   // h [B, T, C] -> [B, T, C]
   Tensor forward(const Tensor& h) const;
-  std::shared_ptr<nn::Linear> fc;          // gelu
-  std::shared_ptr<nn::Linear> gate, up;    // swiglu
+  std::shared_ptr<nn::Linear> fc;        // gelu
+  std::shared_ptr<nn::Linear> gate, up;  // swiglu
   std::shared_ptr<nn::Linear> proj;
 };
 

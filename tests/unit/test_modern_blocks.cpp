@@ -14,6 +14,7 @@
 #include "models/gpt.h"
 #include "models/kv_cache.h"
 #include "models/layer_stats_io.h"
+#include "models/sampling.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
 #include "recipes/common/run_config.h"
@@ -124,7 +125,9 @@ Vec reference_logits(const ModelConfig& c, const Params& p, const std::vector<st
     const Vec qkv = linear(h, T, C, p.at(b + "attn.qkv.weight"), bias(b + "attn.qkv.bias"));
     const std::int64_t W = (H + 2 * Hkv) * d;
     // Head vectors: q of head n at column n·d, k of key head g at H·d + g·d, v at (H + Hkv)·d + g·d.
-    auto head = [&](std::int64_t t, std::int64_t col) { return Vec(qkv.begin() + t * W + col, qkv.begin() + t * W + col + d); };
+    auto head = [&](std::int64_t t, std::int64_t col) {
+      return Vec(qkv.begin() + t * W + col, qkv.begin() + t * W + col + d);
+    };
     std::vector<Vec> q(static_cast<std::size_t>(T * H)), k(static_cast<std::size_t>(T * Hkv)), v(k.size());
     for (std::int64_t t = 0; t < T; ++t) {
       for (std::int64_t n = 0; n < H; ++n) q[t * H + n] = head(t, n * d);
@@ -217,8 +220,7 @@ void expect_matches_loops(const ModelConfig& c) {
     for (std::int64_t t = 0; t < T; ++t) seq.push_back(static_cast<std::int32_t>(ids[b * T + t]));
     const Vec want = reference_logits(c, p, seq);
     double worst = 0;
-    for (std::size_t e = 0; e < want.size(); ++e)
-      worst = std::max(worst, std::abs(got[b * want.size() + e] - want[e]));
+    for (std::size_t e = 0; e < want.size(); ++e) worst = std::max(worst, std::abs(got[b * want.size() + e] - want[e]));
     EXPECT_LT(worst, 1e-11) << "sequence " << b;
   }
 }
@@ -322,6 +324,12 @@ TEST(ModernBlocks, ParameterNamesAndShapes) {
 
 TEST(ModernBlocks, MatchesThePlainLoopReference) {
   expect_matches_loops(llama_config());
+  for (std::int64_t kv : {2, 1}) {  // grouped-query and multi-query
+    SCOPED_TRACE("n_kv_head " + std::to_string(kv));
+    ModelConfig gqa = llama_config("output");
+    gqa.n_kv_head = kv;
+    expect_matches_loops(gqa);
+  }
   ModelConfig g1 = llama_config("output");  // Qwen's G1: elementwise, bias-free, from the normed input
   g1.gate.options["bias"] = false;
   expect_matches_loops(g1);
@@ -366,6 +374,7 @@ Tensor objective(GPT& model, const Tensor& idx, const Tensor& targets) {
 TEST(ModernBlocks, WholeModelGradcheck) {
   ModelConfig c = llama_config("output");
   c.block_size = 5;
+  c.n_kv_head = 2;
   c.gate.options["bias"] = false;
   c.norm_offset = true;
   GPT model(c, 3);
@@ -375,10 +384,16 @@ TEST(ModernBlocks, WholeModelGradcheck) {
   EXPECT_TRUE(test::model_grads_ok(model, [&] { return objective(model, idx, targets); }));
 }
 
-TEST(ModernBlocks, CachedForwardEqualsTheFullOne) {
-  for (const char* kind : {"none", "output", "score", "forget"}) {
-    SCOPED_TRACE(kind);
-    ModelConfig c = llama_config(kind);
+// Every gate kind on the grouped-query block (the multiplicative score gate is refused there).
+class ModernCached : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ModernCached, EqualsTheFullForwardInChunks) {
+  for (std::int64_t kv : {4, 2, 1}) {
+    SCOPED_TRACE("n_kv_head " + std::to_string(kv));
+    ModelConfig c = llama_config(GetParam());
+    c.n_kv_head = kv;
+    c.gate.options["windows"] = {0, 3};
+    c.gate.options["top_k"] = 1;
     GPT model(c, 3);
     perturb_all(model, 11);
     model.eval();
@@ -396,6 +411,102 @@ TEST(ModernBlocks, CachedForwardEqualsTheFullOne) {
       pos += chunk;
     }
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, ModernCached, ::testing::ValuesIn(test::all_gate_kinds()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(ModernBlocks, GroupedQueryGradcheckForEveryKind) {
+  for (const std::string& kind : test::all_gate_kinds()) {
+    SCOPED_TRACE(kind);
+    ModelConfig c = llama_config(kind);
+    c.block_size = 4;
+    c.n_layer = 1;
+    c.n_kv_head = 2;
+    c.gate.options["windows"] = {0, 2};
+    c.gate.options["top_k"] = 1;
+    GPT model(c, 3);
+    test::perturb_gate_parameters(model, 8);
+    model.eval();
+    Tensor idx = test::tokens(1, 4, 7, 1), targets = test::tokens(1, 4, 7, 2);
+    EXPECT_TRUE(test::model_grads_ok(model, [&] { return objective(model, idx, targets); }));
+  }
+}
+
+// The grouped model as a plain multi-head one: each key/value head's qkv rows (and k_norm is shared
+// anyway) repeated for every query head of its group. The two compute the same function.
+void expand_to_multi_head(GPT& gqa, GPT& mha) {
+  const ModelConfig& c = gqa.config();
+  const std::int64_t H = c.n_head, Hkv = c.kv_heads(), d = c.head_dim(), C = c.n_embd, G = H / Hkv;
+  for (auto& [name, p] : gqa.named_parameters()) {
+    if (name.find("attn.qkv.weight") == std::string::npos) {
+      mha.parameter(name).copy_from(p);
+      continue;
+    }
+    const std::vector<double> w = p.to_vector();
+    std::vector<double> out(w.begin(), w.begin() + H * d * C);  // the query rows
+    for (std::int64_t part : {0, 1})                            // keys, then values
+      for (std::int64_t n = 0; n < H; ++n) {
+        const std::int64_t row = (H + part * Hkv + n / G) * d;
+        out.insert(out.end(), w.begin() + row * C, w.begin() + (row + d) * C);
+      }
+    mha.parameter(name).copy_from(Tensor::from(out, {3 * H * d, C}, DType::f64));
+  }
+}
+
+TEST(ModernBlocks, GroupedCacheUnderABudgetKeepsGroupsTogether) {
+  ModelConfig c = llama_config("forget");
+  c.n_kv_head = 2;
+  GPT gqa(c, 3);
+  perturb_all(gqa, 4);
+  gqa.eval();
+  ModelConfig mc = c;
+  mc.n_kv_head = 0;
+  GPT mha(mc, 3);
+  expand_to_multi_head(gqa, mha);
+  mha.eval();
+  const Tensor idx = test::tokens(2, c.block_size, c.vocab_size, 6);
+  {
+    NoGradGuard no_grad;
+    ASSERT_TRUE(test::all_close(gqa.forward(idx).logits, mha.forward(idx).logits, 1e-12, 1e-12));
+  }
+  // Policies that choose by position evict the same rows from every head: the two agree.
+  for (models::KVPolicy p : {models::KVPolicy::window, models::KVPolicy::sink_window}) {
+    models::InferenceOptions o;
+    o.policy = p;
+    o.budget = 5;
+    o.sinks = 2;
+    models::KVCache a(c, 2, o), b(mc, 2, o);
+    EXPECT_TRUE(
+        test::all_close(models::forward_in_chunks(gqa, idx, a), models::forward_in_chunks(mha, idx, b), 1e-12, 1e-12))
+        << models::policy_name(p);
+    EXPECT_EQ(a.layers[0].k.size(1), 2);
+  }
+  // Policies that rank keys: a key head's rows rank by the sum over its query heads, and its query
+  // heads' rows stay those of the key head (the same positions).
+  for (models::KVPolicy p : {models::KVPolicy::h2o, models::KVPolicy::gate}) {
+    models::InferenceOptions o;
+    o.policy = p;
+    o.budget = 5;
+    models::KVCache cache(c, 2, o);
+    models::forward_in_chunks(gqa, idx, cache);
+    for (const models::LayerKVCache& layer : cache.layers) {
+      const std::vector<double> pos = layer.key_positions.to_vector();  // [B, H, capacity]
+      const std::int64_t cap = layer.key_positions.size(2);
+      for (std::int64_t b = 0; b < 2; ++b)
+        for (std::int64_t n = 0; n < c.n_head; ++n)
+          for (std::int64_t j = 0; j < cache.length(); ++j)
+            EXPECT_EQ(pos[(b * c.n_head + n) * cap + j], pos[(b * c.n_head + n / 2 * 2) * cap + j])
+                << models::policy_name(p) << " head " << n << " row " << j;
+    }
+  }
+}
+
+TEST(ModernBlocks, MultiplicativeScoreGateIsRefusedWithGroupedHeads) {
+  const std::string msg = test::error_of([] {
+    Config::from_string("model: {n_head: 4, n_kv_head: 2, gate: {kind: score, form: multiplicative}}").model_config();
+  });
+  EXPECT_NE(msg.find("model.gate.form"), std::string::npos) << msg;
 }
 
 TEST(ModernBlocks, MetadataRoundTripsAndOldMetadataIsGpt2) {
