@@ -6,6 +6,7 @@
 
 #include "models/gating/gate.h"
 #include "models/gating/registry.h"
+#include "models/parts/norm.h"
 #include "models/regularizers.h"
 #include "ops/elementwise.h"
 #include "ops/rope.h"
@@ -56,16 +57,30 @@ Tensor new_positions(std::int64_t B, std::int64_t H, std::int64_t n, std::int64_
 }  // namespace
 
 GatedAttention::GatedAttention(const ModelConfig& config, std::int64_t layer, Generator& init, const std::string& site)
-    : n_head_(config.n_head), head_dim_(config.head_dim()), rope_(config.rope()), causal_(site != kSiteEncoder) {
-  const std::int64_t C = config.n_embd;
+    : n_head_(config.n_head),
+      n_kv_head_(config.kv_heads()),
+      head_dim_(config.head_dim()),
+      rope_(config.rope()),
+      rope_theta_(config.rope_theta),
+      rope_fraction_(config.rope_fraction),
+      causal_(site != kSiteEncoder) {
+  const std::int64_t C = config.n_embd, Hd = config.attention_width();
   nn::LinearOptions qkv_opt;
   qkv_opt.dtype = config.dtype;
-  qkv = register_module("qkv", std::make_shared<nn::Linear>(C, 3 * C, init, qkv_opt));
+  qkv_opt.bias = config.has_qkv_bias();
+  // The rows of the H query heads, then of the H_kv key heads and the H_kv value heads.
+  qkv = register_module("qkv", std::make_shared<nn::Linear>(C, (n_head_ + 2 * n_kv_head_) * head_dim_, init, qkv_opt));
   // GPT-2: residual projections start at 0.02/√(2L) so the residual stream's variance does not
   // grow with depth.
   nn::LinearOptions proj_opt = qkv_opt;
+  proj_opt.bias = config.bias;
   proj_opt.init_std = residual_init_std(config, site);
-  proj = register_module("proj", std::make_shared<nn::Linear>(C, C, init, proj_opt));
+  proj = register_module("proj", std::make_shared<nn::Linear>(Hd, C, init, proj_opt));
+  // Qwen3's per-head norms of q and k (no draws: the stream is unchanged).
+  if (auto norm = make_qk_norm(config)) {
+    q_norm = register_module("q_norm", norm);
+    k_norm = register_module("k_norm", make_qk_norm(config));
+  }
   add_gates(config, layer, site, init);
 }
 
@@ -104,19 +119,37 @@ void GateHost::add_gates(const ModelConfig& config, std::int64_t layer, const st
 }
 
 AttentionInputs GatedAttention::project(const Tensor& h, const Tensor& x) const {
-  if (h.dim() != 3 || h.size(2) != n_head_ * head_dim_)
-    throw ShapeError("GatedAttention: expected h [B, T, " + std::to_string(n_head_ * head_dim_) + "], got " +
-                     shape_str(h.shape()));
-  std::vector<Tensor> q_k_v = ops::split_heads(qkv->forward(x), 3, n_head_);
-  return {h, q_k_v[0], q_k_v[1], q_k_v[2]};
+  if (h.dim() != 3 || x.dim() != 3 || x.size(2) != qkv->weight.size(1))
+    throw ShapeError("GatedAttention: expected h [B, T, " + std::to_string(qkv->weight.size(1)) + "], got " +
+                     shape_str(x.shape()));
+  AttentionInputs in{h, Tensor(), Tensor(), Tensor()};
+  const Tensor packed = qkv->forward(x);
+  if (n_kv_head_ == n_head_) {
+    std::vector<Tensor> q_k_v = ops::split_heads(packed, 3, n_head_);
+    in.q = q_k_v[0];
+    in.k = q_k_v[1];
+    in.v = q_k_v[2];
+  } else {
+    // Grouped-query: H query heads, H_kv key and value heads, each [B, heads, T, d].
+    const std::int64_t q_width = n_head_ * head_dim_, kv_width = n_kv_head_ * head_dim_;
+    std::vector<Tensor> parts = ops::split(packed, {q_width, kv_width, kv_width}, 2);
+    in.q = split_heads(parts[0], n_head_);
+    in.k = split_heads(parts[1], n_kv_head_);
+    in.v = split_heads(parts[2], n_kv_head_);
+  }
+  if (q_norm) {
+    in.q = q_norm->forward(in.q);
+    in.k = k_norm->forward(in.k);
+  }
+  return in;
 }
 
 AttentionInputs GatedAttention::rotated(const AttentionInputs& in, std::int64_t first_position) const {
   if (!rope_) return in;
   AttentionInputs out = in;
   const Tensor positions = ops::position_ids(first_position, in.q.size(2), in.q.device());
-  out.q = ops::rope(in.q, positions);
-  out.k = ops::rope(in.k, positions);
+  out.q = ops::rope(in.q, positions, rope_theta_, rope_fraction_);
+  out.k = ops::rope(in.k, positions, rope_theta_, rope_fraction_);
   return out;
 }
 
@@ -157,7 +190,8 @@ Tensor GatedAttention::forward_cached(const Tensor& h, LayerKVCache& cache, cons
   in = project(h, x);
   for (const auto& g : gates) g->gate_qk(in, eval);
   // The cache holds the gated k, rotated at its absolute position (rope), as the attention takes it.
-  const std::int64_t pos = at.row, B = cache.k.size(0), H = cache.k.size(1), n = h.size(1);
+  // The per-row terms hold one row per query head (H), k and v one per key head.
+  const std::int64_t pos = at.row, B = cache.k.size(0), H = cache.query_heads, n = h.size(1);
   const AttentionInputs attention_in = rotated(in, at.position);
   write_cache_rows(cache.k, attention_in.k, pos);
   write_cache_rows(cache.v, in.v, pos);

@@ -27,6 +27,9 @@ struct LayerStats {
   // (score, forget, output, context); empty when no gate of the layer reports per head. The pair
   // gate's values live inside the fused op, which pools its heads: they are in `gate` only.
   std::vector<ops::GateMoments> gate_by_head;
+  // Massive activations (Sun et al. 2024; Qiu et al. 2025's second measure beside the first-token
+  // share): max |x| over the residual stream after the block, every sequence, position and channel.
+  double act_max = 0;
   double attn_entropy() const;  // mean over heads and queries
   double sink_ratio() const;    // mean over heads and queries i ≥ 1 of A_i0
 };
@@ -140,9 +143,11 @@ class GatedAttention : public GateHost {
   // the rotated k.
   Tensor forward_cached(const Tensor& h, LayerKVCache& cache, const CachedStep& at);
   std::shared_ptr<nn::Linear> qkv, proj;
+  std::shared_ptr<nn::Norm> q_norm, k_norm;  // model.qk_norm rmsnorm only
 
  private:
-  // x [B, T, C] -> h with q, k, v per head [B, H, T, d] (attn.qkv on x, split into heads).
+  // x [B, T, C] -> h with q [B, H, T, d] and k, v [B, H_kv, T, d] (attn.qkv on x, split into heads,
+  // q and k through the qk norm when the model has one).
   AttentionInputs project(const Tensor& h, const Tensor& x) const;
   // Generation with --skip-heads-below: i32 [B, H, n], 1 where the block's whole-head gates are
   // below the threshold (counted in `counters`); undefined when no gate of the block gates heads.
@@ -153,8 +158,9 @@ class GatedAttention : public GateHost {
   // q and k unrotated (pair's row and column terms, the context gate's q), so nothing but the
   // attention scores sees a position and those see only differences of positions.
   AttentionInputs rotated(const AttentionInputs& in, std::int64_t first_position) const;
-  std::int64_t n_head_, head_dim_;
+  std::int64_t n_head_, n_kv_head_, head_dim_;
   bool rope_;
+  double rope_theta_, rope_fraction_;
   bool causal_;
 };
 

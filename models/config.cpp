@@ -71,14 +71,15 @@ void ModelConfig::validate() const {
   if (n_layer <= 0) bad("model.n_layer", "must be > 0, got " + std::to_string(n_layer));
   if (n_head <= 0) bad("model.n_head", "must be > 0, got " + std::to_string(n_head));
   if (n_embd <= 0) bad("model.n_embd", "must be > 0, got " + std::to_string(n_embd));
-  if (head_dim_size < 0) bad("model.head_dim", "must be >= 0 (0 = n_embd / n_head), got " + std::to_string(head_dim_size));
+  if (head_dim_size < 0)
+    bad("model.head_dim", "must be >= 0 (0 = n_embd / n_head), got " + std::to_string(head_dim_size));
   if (head_dim_size == 0 && n_embd % n_head != 0)
     bad("model.n_embd", "must be divisible by model.n_head, got n_embd=" + std::to_string(n_embd) +
                             " n_head=" + std::to_string(n_head) + " (or set model.head_dim)");
   if (n_kv_head < 0) bad("model.n_kv_head", "must be >= 0 (0 = n_head), got " + std::to_string(n_kv_head));
   if (n_head % kv_heads() != 0)
-    bad("model.n_kv_head", "must divide model.n_head, got n_kv_head=" + std::to_string(n_kv_head) +
-                               " n_head=" + std::to_string(n_head));
+    bad("model.n_kv_head",
+        "must divide model.n_head, got n_kv_head=" + std::to_string(n_kv_head) + " n_head=" + std::to_string(n_head));
   if (position != kPositionLearned && position != kPositionRope)
     bad("model.position", "must be learned or rope, got '" + position + "'");
   if (!(rope_theta > 1.0) || !std::isfinite(rope_theta))
@@ -98,8 +99,10 @@ void ModelConfig::validate() const {
     bad("model.norm_eps", "must be a finite number > 0, got " + std::to_string(norm_eps));
   if (norm_offset && !rms_norm()) bad("model.norm_offset", "needs model.norm rmsnorm (a LayerNorm has no offset form)");
   if (mlp != kMlpGelu && mlp != kMlpSwiglu) bad("model.mlp", "must be gelu or swiglu, got '" + mlp + "'");
-  if (mlp_hidden < 0) bad("model.mlp_hidden", "must be >= 0 (0 = the MLP's default), got " + std::to_string(mlp_hidden));
-  if (qk_norm != kQkNormNone && qk_norm != kNormRms) bad("model.qk_norm", "must be none or rmsnorm, got '" + qk_norm + "'");
+  if (mlp_hidden < 0)
+    bad("model.mlp_hidden", "must be >= 0 (0 = the MLP's default), got " + std::to_string(mlp_hidden));
+  if (qk_norm != kQkNormNone && qk_norm != kNormRms)
+    bad("model.qk_norm", "must be none or rmsnorm, got '" + qk_norm + "'");
   if (arch != kArchDecoder && arch != kArchEncoderDecoder)
     bad("model.arch", "must be decoder or encoder_decoder, got '" + arch + "'");
   if (n_encoder_layer < 0)
@@ -151,31 +154,30 @@ nlohmann::json to_json(const ModelConfig& c) {
   nlohmann::json gates = nlohmann::json::array();
   for (const GateConfig& g : c.gates) gates.push_back(gate_to_json(g));
   nlohmann::json out = {{"vocab_size", c.vocab_size},
-          {"block_size", c.block_size},
-          {"n_layer", c.n_layer},
-          {"n_head", c.n_head},
-          {"n_embd", c.n_embd},
-          {"position", c.position},
-          {"arch", c.arch},
-          {"n_encoder_layer", c.n_encoder_layer},
-          {"gate", gate_to_json(c.gate)},
-          {"gates", gates}};
-  // The block's parts are written only where they differ from GPT-2's, so the metadata of a GPT-2
-  // model is what it was before these keys existed.
-  const ModelConfig gpt2;
-  if (c.norm != gpt2.norm) out["norm"] = c.norm;
-  if (c.norm_eps != gpt2.norm_eps) out["norm_eps"] = c.norm_eps;
-  if (c.norm_offset != gpt2.norm_offset) out["norm_offset"] = c.norm_offset;
-  if (c.mlp != gpt2.mlp) out["mlp"] = c.mlp;
-  if (c.mlp_hidden != gpt2.mlp_hidden) out["mlp_hidden"] = c.mlp_hidden;
-  if (c.n_kv_head != gpt2.n_kv_head) out["n_kv_head"] = c.n_kv_head;
-  if (c.head_dim_size != gpt2.head_dim_size) out["head_dim"] = c.head_dim_size;
-  if (c.qk_norm != gpt2.qk_norm) out["qk_norm"] = c.qk_norm;
-  if (c.rope_theta != gpt2.rope_theta) out["rope_theta"] = c.rope_theta;
-  if (c.rope_fraction != gpt2.rope_fraction) out["rope_fraction"] = c.rope_fraction;
-  if (c.bias != gpt2.bias) out["bias"] = c.bias;
-  if (c.qkv_bias != gpt2.qkv_bias) out["qkv_bias"] = c.qkv_bias;
-  if (c.tie_embeddings != gpt2.tie_embeddings) out["tie_embeddings"] = c.tie_embeddings;
+                        {"block_size", c.block_size},
+                        {"n_layer", c.n_layer},
+                        {"n_head", c.n_head},
+                        {"n_embd", c.n_embd},
+                        {"position", c.position},
+                        {"arch", c.arch},
+                        {"n_encoder_layer", c.n_encoder_layer},
+                        {"gate", gate_to_json(c.gate)},
+                        {"gates", gates}};
+  // The block's parts (metadata from before they existed lacks them: model_config_from_json reads
+  // GPT-2's defaults there).
+  out["norm"] = c.norm;
+  out["norm_eps"] = c.norm_eps;
+  out["norm_offset"] = c.norm_offset;
+  out["mlp"] = c.mlp;
+  out["mlp_hidden"] = c.mlp_hidden;
+  out["n_kv_head"] = c.n_kv_head;
+  out["head_dim"] = c.head_dim_size;
+  out["qk_norm"] = c.qk_norm;
+  out["rope_theta"] = c.rope_theta;
+  out["rope_fraction"] = c.rope_fraction;
+  out["bias"] = c.bias;
+  out["qkv_bias"] = c.qkv_bias;
+  out["tie_embeddings"] = c.tie_embeddings;
   return out;
 }
 
@@ -291,9 +293,10 @@ GateConfig gate_from_json(const nlohmann::json& j, const std::string& where, boo
 ModelConfig model_config_from_json(const nlohmann::json& j) {
   if (!j.is_object()) bad("model", "expected an object, got " + j.dump());
   reject_unknown(j, "model.",
-                 {"vocab_size", "block_size", "n_layer", "n_head", "n_embd", "position", "arch", "n_encoder_layer",
-                  "gate", "gates", "norm", "norm_eps", "norm_offset", "mlp", "mlp_hidden", "n_kv_head", "head_dim",
-                  "qk_norm", "rope_theta", "rope_fraction", "bias", "qkv_bias", "tie_embeddings"});
+                 {"vocab_size",      "block_size",    "n_layer",  "n_head",  "n_embd",     "position",      "arch",
+                  "n_encoder_layer", "gate",          "gates",    "norm",    "norm_eps",   "norm_offset",   "mlp",
+                  "mlp_hidden",      "n_kv_head",     "head_dim", "qk_norm", "rope_theta", "rope_fraction", "bias",
+                  "qkv_bias",        "tie_embeddings"});
   ModelConfig c;
   c.vocab_size = get_int(j, "model.", "vocab_size");
   c.block_size = get_int(j, "model.", "block_size");

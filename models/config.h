@@ -91,22 +91,22 @@ struct ModelConfig {
   std::string arch = kArchDecoder;          // decoder | encoder_decoder
   std::int64_t n_encoder_layer = 0;         // encoder_decoder: encoder blocks (0 = n_layer)
   // The block's parts (docs/architecture.md). Every default is GPT-2's, so a config or checkpoint
-  // without these keys builds today's model bit for bit; the JSON form writes only what differs.
+  // without these keys builds today's model bit for bit.
   std::string norm = kNormLayer;  // layernorm | rmsnorm
   double norm_eps = 1e-5;
-  bool norm_offset = false;         // rmsnorm only: weights applied as 1 + w (stored w, initialised 0)
-  std::string mlp = kMlpGelu;       // gelu | swiglu
-  std::int64_t mlp_hidden = 0;      // the MLP's hidden width (0 = mlp_width()'s default)
-  std::int64_t n_kv_head = 0;       // key/value heads (0 = n_head); must divide n_head
-  std::int64_t head_dim_size = 0;   // `model.head_dim`: per-head width (0 = n_embd / n_head)
+  bool norm_offset = false;           // rmsnorm only: weights applied as 1 + w (stored w, initialised 0)
+  std::string mlp = kMlpGelu;         // gelu | swiglu
+  std::int64_t mlp_hidden = 0;        // the MLP's hidden width (0 = mlp_width()'s default)
+  std::int64_t n_kv_head = 0;         // key/value heads (0 = n_head); must divide n_head
+  std::int64_t head_dim_size = 0;     // `model.head_dim`: per-head width (0 = n_embd / n_head)
   std::string qk_norm = kQkNormNone;  // none | rmsnorm
-  double rope_theta = 10000.0;      // rope: the frequency base
-  double rope_fraction = 1.0;       // rope: the share of each head's dimensions rotated (the first ones)
-  bool bias = true;                 // biases of the linear layers (qkv, attn.proj, the MLP's)
-  bool qkv_bias = false;            // q, k, v biases even when bias is false (Qwen2)
-  bool tie_embeddings = true;       // the head is wte (true) or its own lm_head.weight [V, C]
-  GateConfig gate;                          // `model.gate`: the one-gate shorthand
-  std::vector<GateConfig> gates;            // `model.gates`: several gates (then `gate` stays kind none)
+  double rope_theta = 10000.0;        // rope: the frequency base
+  double rope_fraction = 1.0;         // rope: the share of each head's dimensions rotated (the first ones)
+  bool bias = true;                   // biases of the linear layers (qkv, attn.proj, the MLP's)
+  bool qkv_bias = false;              // q, k, v biases even when bias is false (Qwen2)
+  bool tie_embeddings = true;         // the head is wte (true) or its own lm_head.weight [V, C]
+  GateConfig gate;                    // `model.gate`: the one-gate shorthand
+  std::vector<GateConfig> gates;      // `model.gates`: several gates (then `gate` stays kind none)
   // Parameter and compute dtype: f32 for training, f64 so tests can gradcheck the whole model.
   // Not part of the serialised config (checkpoints always hold F32 weights).
   DType dtype = DType::f32;

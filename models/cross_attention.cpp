@@ -10,15 +10,18 @@
 namespace gattn::models {
 
 CrossAttention::CrossAttention(const ModelConfig& config, std::int64_t layer, Generator& init)
-    : n_head_(config.n_head), head_dim_(config.head_dim()) {
-  const std::int64_t C = config.n_embd;
+    : n_head_(config.n_head), n_kv_head_(config.kv_heads()), head_dim_(config.head_dim()), n_embd_(config.n_embd) {
+  const std::int64_t C = config.n_embd, Hd = config.attention_width();
   nn::LinearOptions opt;
   opt.dtype = config.dtype;
-  q = register_module("q", std::make_shared<nn::Linear>(C, C, init, opt));
-  kv = register_module("kv", std::make_shared<nn::Linear>(C, 2 * C, init, opt));
+  opt.bias = config.has_qkv_bias();
+  q = register_module("q", std::make_shared<nn::Linear>(C, Hd, init, opt));
+  // The rows of the H_kv key heads, then of the H_kv value heads.
+  kv = register_module("kv", std::make_shared<nn::Linear>(C, 2 * n_kv_head_ * head_dim_, init, opt));
   nn::LinearOptions proj_opt = opt;
+  proj_opt.bias = config.bias;
   proj_opt.init_std = residual_init_std(config, kSiteCross);
-  proj = register_module("proj", std::make_shared<nn::Linear>(C, C, init, proj_opt));
+  proj = register_module("proj", std::make_shared<nn::Linear>(Hd, C, init, proj_opt));
   add_gates(config, layer, kSiteCross, init);
   int merging = 0;
   for (const auto& g : gates) merging += g->merges_state();
@@ -26,13 +29,12 @@ CrossAttention::CrossAttention(const ModelConfig& config, std::int64_t layer, Ge
 }
 
 CrossMemory CrossAttention::prepare(const Tensor& memory, AttentionContext& ctx) const {
-  const std::int64_t C = n_head_ * head_dim_;
-  if (memory.dim() != 3 || memory.size(2) != C)
-    throw ShapeError("CrossAttention: expected the encoder output [B, S, " + std::to_string(C) + "], got " +
+  if (memory.dim() != 3 || memory.size(2) != n_embd_)
+    throw ShapeError("CrossAttention: expected the encoder output [B, S, " + std::to_string(n_embd_) + "], got " +
                      shape_str(memory.shape()));
   CrossMemory out;
   out.memory = memory;
-  std::vector<Tensor> k_v = ops::split_heads(kv->forward(memory), 2, n_head_);
+  std::vector<Tensor> k_v = ops::split_heads(kv->forward(memory), 2, n_kv_head_);
   out.k = k_v[0];
   out.v = k_v[1];
   if (ctx.key_padding.defined()) out.terms.col_bias = ctx.key_padding;

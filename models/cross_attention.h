@@ -27,7 +27,7 @@ class CrossAttention : public GateHost {
   std::shared_ptr<nn::Linear> q, kv, proj;
 
  private:
-  std::int64_t n_head_, head_dim_;
+  std::int64_t n_head_, n_kv_head_, head_dim_, n_embd_;
 };
 
 }  // namespace gattn::models

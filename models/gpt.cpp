@@ -11,6 +11,7 @@
 #include "framework/data/seq2seq_tokens.h"
 #include "models/gating/registry.h"
 #include "models/kv_policy.h"
+#include "models/parts/norm.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"
@@ -21,85 +22,10 @@ namespace gattn::models {
 
 namespace {
 
-// The container that gives the MLP's layers their documented names, mlp.fc and mlp.proj.
-class Mlp : public nn::Module {
- public:
-  Mlp(std::shared_ptr<nn::Linear> fc, std::shared_ptr<nn::Linear> proj) {
-    register_module("fc", std::move(fc));
-    register_module("proj", std::move(proj));
-  }
-};
-
 constexpr std::uint64_t kInitStream = 0;   // Philox stream of the initialisation
 constexpr std::uint64_t kNoiseStream = 1;  // Philox stream of the training noise (gumbel_sigmoid)
 
 }  // namespace
-
-Block::Block(const ModelConfig& config, std::int64_t layer, Generator& init, const std::string& site) {
-  const std::int64_t C = config.n_embd;
-  ln1 = register_module("ln1", std::make_shared<nn::LayerNorm>(C, 1e-5, config.dtype));
-  attn = register_module("attn", std::make_shared<GatedAttention>(config, layer, init, site));
-  // The initialisation draws in this order (attn, cross, mlp), so a decoder's stream is unchanged.
-  if (site == kSiteSelf && config.encoder_decoder()) {
-    ln_cross = register_module("ln_cross", std::make_shared<nn::LayerNorm>(C, 1e-5, config.dtype));
-    cross = register_module("cross", std::make_shared<CrossAttention>(config, layer, init));
-  }
-  ln2 = register_module("ln2", std::make_shared<nn::LayerNorm>(C, 1e-5, config.dtype));
-  nn::LinearOptions fc_opt;
-  fc_opt.dtype = config.dtype;
-  nn::LinearOptions proj_opt = fc_opt;
-  proj_opt.init_std = residual_init_std(config, site);  // GPT-2 residual scaling
-  fc = std::make_shared<nn::Linear>(C, 4 * C, init, fc_opt);
-  proj = std::make_shared<nn::Linear>(4 * C, C, init, proj_opt);
-  register_module("mlp", std::make_shared<Mlp>(fc, proj));
-}
-
-Tensor Block::forward(const Tensor& x, AttentionContext& ctx, const Tensor& memory) {
-  Tensor y = x + attn->forward(ln1->forward(x), ctx);
-  if (cross) {
-    if (!memory.defined()) throw ValueError("Block.forward: a cross-attention block needs the encoder output");
-    y = with_cross(y, memory, ctx);
-  }
-  return with_mlp(y);
-}
-
-Tensor Block::forward_cached(const Tensor& x, LayerKVCache& cache, const CachedStep& at, const CrossMemory* memory) {
-  Tensor y = x + attn->forward_cached(ln1->forward(x), cache, at);
-  if (cross) {
-    if (!memory) throw ValueError("Block.forward_cached: a cross-attention block needs the source's memory");
-    AttentionContext eval;  // generation: eval-mode math, nothing reported
-    eval.step = at.step;
-    y = cross->forward(y, ln_cross->forward(y), *memory, eval);
-  }
-  return with_mlp(y);
-}
-
-Tensor Block::with_cross(const Tensor& y, const Tensor& memory, AttentionContext& ctx) {
-  LayerStats* self_stats = ctx.stats;
-  LayerInspection* self_inspect = ctx.inspect;
-  ctx.stats = ctx.collect_stats ? ctx.cross_stats : nullptr;
-  ctx.inspect = ctx.cross_inspect;
-  // The memory's keys, values and key gates belong to the sublayer: prepared inside its reporting.
-  const CrossMemory prepared = cross->prepare(memory, ctx);
-  Tensor out = cross->forward(y, ln_cross->forward(y), prepared, ctx);
-  // The block's gate statistics pool all its gates: the cross gates' values count there too.
-  if (self_stats && ctx.stats) self_stats->gate.merge(ctx.stats->gate);
-  ctx.stats = self_stats;
-  ctx.inspect = self_inspect;
-  return out;
-}
-
-Encoder::Encoder(const ModelConfig& config, Generator& init) {
-  blocks = register_module("blocks", std::make_shared<nn::ModuleList<Block>>());
-  for (std::int64_t i = 0; i < config.encoder_layers(); ++i)
-    blocks->push_back(std::make_shared<Block>(config, i, init, kSiteEncoder));
-  ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(config.n_embd, 1e-5, config.dtype));
-}
-
-Tensor Block::with_mlp(const Tensor& y) {
-  // fc and GELU in one op: on the GPU one cuBLASLt GEMM with bias and GELU in its epilogue.
-  return y + proj->forward(ops::linear_gelu(ln2->forward(y), fc->weight, fc->bias));
-}
 
 namespace {
 
@@ -109,6 +35,15 @@ const ModelConfig& checked(const ModelConfig& config) {
     throw ValueError("model.vocab_size: must be set (> 0) to build the model, got " +
                      std::to_string(config.vocab_size));
   return config;
+}
+
+// max |x| over every element (the residual stream's act_max). A CUDA tensor comes to the host for it:
+// statistics are collected on log and eval steps only.
+double max_abs(const Tensor& x) {
+  const Tensor host = x.device() == Device::cpu ? x : x.to(Device::cpu);
+  double m = 0;
+  for (double v : host.to_vector()) m = std::max(m, std::abs(v));
+  return m;
 }
 
 void check_token_ids(const Tensor& idx, std::int64_t vocab_size, const char* who) {
@@ -134,7 +69,19 @@ GPT::GPT(const ModelConfig& config, std::uint64_t seed) : config_(checked(config
   if (config_.encoder_decoder()) encoder = register_module("encoder", std::make_shared<Encoder>(config_, init));
   blocks = register_module("blocks", std::make_shared<nn::ModuleList<Block>>());
   for (std::int64_t i = 0; i < config_.n_layer; ++i) blocks->push_back(std::make_shared<Block>(config_, i, init));
-  ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(C, 1e-5, config_.dtype));
+  ln_f = register_module("ln_f", make_norm(config_, C));
+  // An untied head draws after everything else, so the tied model's stream is unchanged.
+  if (!config_.tie_embeddings) {
+    nn::LinearOptions head;
+    head.bias = false;
+    head.dtype = config_.dtype;
+    lm_head = register_module("lm_head", std::make_shared<nn::Linear>(C, config_.vocab_size, init, head));
+  }
+}
+
+Tensor GPT::head(const Tensor& x) const {
+  // Tied: logits = x·wteᵀ; untied: x·lm_headᵀ.
+  return ops::linear(x, lm_head ? lm_head->weight : wte->weight);
 }
 
 Tensor GPT::embed(const Tensor& ids, std::int64_t first) const {
@@ -193,6 +140,7 @@ Tensor GPT::encode(const Tensor& source, AttentionContext& ctx, const ForwardOpt
       ctx.inspect->tokens = S;
     }
     x = (*encoder->blocks)[i].forward(x, ctx);
+    if (options.collect_stats) result.encoder_stats[i].act_max = max_abs(x);
   }
   ctx.stats = nullptr;
   ctx.inspect = nullptr;
@@ -254,9 +202,10 @@ ForwardResult GPT::forward(const Tensor& idx, const Tensor& targets, const Forwa
       }
     }
     x = (*blocks)[i].forward(x, ctx, memory);
+    if (options.collect_stats) result.stats[i].act_max = max_abs(x);
   }
   x = ln_f->forward(x);
-  result.logits = ops::linear(x, wte->weight);  // tied head: logits = x·wteᵀ
+  result.logits = head(x);
   if (targets.defined()) result.loss = ops::cross_entropy(result.logits, targets);
 
   // A counted regulariser is a mean over everything the layers counted (all gate values, all
@@ -312,7 +261,7 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache, std::int64_t posit
   for (std::size_t i = 0; i < blocks->size(); ++i)
     x = (*blocks)[i].forward_cached(x, cache.layers[i], at, encoder ? &cache.cross[i] : nullptr);
   cache.advance(n);
-  return ops::linear(ln_f->forward(x), wte->weight);
+  return head(ln_f->forward(x));
 }
 
 void GPT::encode_source(const Tensor& source, KVCache& cache) {
@@ -342,34 +291,40 @@ double GPT::flops_per_token(std::int64_t T) const {
     const auto wd = static_cast<double>(w);
     return wd - wd * wd / (2 * Td);
   };
-  double n_matmul = V * C;  // the tied head
+  // Per block: qkv C·(H + 2·H_kv)·d, attn.proj H·d·C, the MLP 2·C·F (gelu) or 3·C·F (swiglu) — 12C²
+  // for GPT-2's (d = C/H, H_kv = H, F = 4C).
+  const auto Hd = static_cast<double>(config_.attention_width());
+  const auto KVd = static_cast<double>(config_.kv_heads() * config_.head_dim());
+  const auto F = static_cast<double>(config_.mlp_width());
+  const double block_matmul = C * (Hd + 2 * KVd) + Hd * C + (config_.swiglu() ? 3 : 2) * C * F;
+  double n_matmul = V * C;  // the head (tied or not, the same product)
   double attention = 0;
   for (std::int64_t l = 0; l < config_.n_layer; ++l) {
-    n_matmul += 12 * C * C;      // qkv 3C², attn.proj C², mlp.fc 4C², mlp.proj 4C²
+    n_matmul += block_matmul;
     double keys = mean_keys(0);  // one causal attention call, unless a gate mixes several
     for (const GateConfig& g : config_.layer_gates(l)) {
       const GateKindSpec& kind = gate_kind(g.kind);
       n_matmul += kind.multiply_adds(config_, g);
       if (kind.attention_keys) keys = kind.attention_keys(g, T, mean_keys);
     }
-    // QKᵀ and AV: 2 products × 2 FLOPs × keys × C forward, ×3 with backward.
-    attention += 12 * C * keys;
+    // QKᵀ and AV: 2 products × 2 FLOPs × keys × H·d forward, ×3 with backward.
+    attention += 12 * Hd * keys;
   }
   // An encoder–decoder, counted per target token with a source as long as the target (S = T): each
   // encoder block is a block with every key visible, each decoder block adds cross.q, cross.kv and
   // cross.proj (4C²) and attends to all S keys.
   for (std::int64_t l = 0; l < config_.encoder_layers(); ++l) {
-    n_matmul += 12 * C * C;
+    n_matmul += block_matmul;
     for (const GateConfig& g : config_.layer_gates(l, kSiteEncoder))
       n_matmul += gate_kind(g.kind).multiply_adds(config_, g);
-    attention += 12 * C * Td;
+    attention += 12 * Hd * Td;
   }
   if (encoder)
     for (std::int64_t l = 0; l < config_.n_layer; ++l) {
-      n_matmul += 4 * C * C;
+      n_matmul += C * (Hd + 2 * KVd) + Hd * C;  // cross.q, cross.kv, cross.proj
       for (const GateConfig& g : config_.layer_gates(l, kSiteCross))
         n_matmul += gate_kind(g.kind).multiply_adds(config_, g);
-      attention += 12 * C * Td;
+      attention += 12 * Hd * Td;
     }
   return 6 * n_matmul + attention;
 }

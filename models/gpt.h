@@ -1,5 +1,5 @@
-// The GPT with a gated attention in each block: exact parameter names, GPT-2
-// initialisation, tied embeddings, the loss, the regularisers and the statistics.
+// The GPT with a gated attention in each block (models/block.h): embeddings, the blocks, the final
+// norm and the head (tied to wte or its own), the loss, the regularisers and the statistics.
 #pragma once
 #include <map>
 #include <memory>
@@ -12,46 +12,11 @@
 #include "framework/nn/layers.h"
 #include "framework/nn/module.h"
 #include "models/attention.h"
+#include "models/block.h"
 #include "models/config.h"
-#include "models/cross_attention.h"
 #include "models/kv_cache.h"
 
 namespace gattn::models {
-
-// A pre-LN block: self-attention, then (a decoder block of an encoder–decoder) cross-attention over
-// the encoder output, then the MLP, each added to the residual stream.
-class Block : public nn::Module {
- public:
-  // `site`: kSiteSelf for a decoder block (with cross-attention when the model is an
-  // encoder_decoder), kSiteEncoder for an encoder block (bidirectional self-attention).
-  Block(const ModelConfig& config, std::int64_t layer, Generator& init, const std::string& site = kSiteSelf);
-  // x [B, T, C] -> [B, T, C]; `memory` is the encoder output [B, S, C] (decoder blocks of an
-  // encoder–decoder only; undefined otherwise).
-  Tensor forward(const Tensor& x, AttentionContext& ctx, const Tensor& memory = Tensor());
-  // Generation: x [B, n, C] of n new positions, appended to this block's cache (`at` says where);
-  // `cross` is the source's memory for the cross-attention (null without one).
-  Tensor forward_cached(const Tensor& x, LayerKVCache& cache, const CachedStep& at, const CrossMemory* cross = nullptr);
-  std::shared_ptr<nn::LayerNorm> ln1, ln2;
-  std::shared_ptr<GatedAttention> attn;
-  std::shared_ptr<nn::LayerNorm> ln_cross;  // cross-attention blocks only
-  std::shared_ptr<CrossAttention> cross;    // cross-attention blocks only
-  std::shared_ptr<nn::Linear> fc, proj;     // registered under "mlp" as mlp.fc, mlp.proj
-
- private:
-  Tensor with_mlp(const Tensor& y);  // y + mlp.proj(GELU(mlp.fc(ln2(y))))
-  // The cross sublayer over the encoder output `memory`, reporting into ctx.cross_stats /
-  // ctx.cross_inspect (its gate values pooled into the block's ctx.stats too).
-  Tensor with_cross(const Tensor& y, const Tensor& memory, AttentionContext& ctx);
-};
-
-// The encoder of an encoder–decoder (prefix `encoder.`): its blocks and final LayerNorm. The token
-// and position embeddings are the model's (wte, wpe), shared with the decoder.
-class Encoder : public nn::Module {
- public:
-  Encoder(const ModelConfig& config, Generator& init);
-  std::shared_ptr<nn::ModuleList<Block>> blocks;
-  std::shared_ptr<nn::LayerNorm> ln_f;
-};
 
 struct ForwardOptions {
   bool collect_stats = false;  // fill ForwardResult::stats (a by-product of the forward)
@@ -133,9 +98,12 @@ class GPT : public nn::Module {
   std::shared_ptr<nn::Embedding> wte, wpe;  // wpe: learned positions only (null with model.position rope)
   std::shared_ptr<Encoder> encoder;         // encoder_decoder only
   std::shared_ptr<nn::ModuleList<Block>> blocks;
-  std::shared_ptr<nn::LayerNorm> ln_f;
+  std::shared_ptr<nn::Norm> ln_f;
+  std::shared_ptr<nn::Linear> lm_head;  // model.tie_embeddings false only: the head's own [V, C] (no bias)
 
  private:
+  // The logits [B, T, V] of the final stream x (after ln_f): the tied or the untied head.
+  Tensor head(const Tensor& x) const;
   // The token and (learned) position embeddings of ids [B, T] at positions first … first+T−1.
   Tensor embed(const Tensor& ids, std::int64_t first) const;
   // The encoder output [B, S, C] of `source`, reporting into `result`'s encoder statistics and

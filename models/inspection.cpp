@@ -68,7 +68,7 @@ std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const op
                                       std::int64_t window, bool causal) {
   NoGradGuard no_grad;
   const Tensor q0 = first_sequence(q), k0 = first_sequence(k);
-  const std::int64_t H = q0.size(1), Tq = q0.size(2), T = k0.size(2), d = q0.size(3);
+  const std::int64_t H = q0.size(1), Tq = q0.size(2), T = k0.size(2), d = q0.size(3), Hkv = k0.size(1);
   ops::AttentionTerms t = terms;
   t.row_bias = first_sequence(terms.row_bias);
   t.col_bias = first_sequence(terms.col_bias);
@@ -82,8 +82,9 @@ std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const op
   std::vector<double> A(static_cast<std::size_t>(H * Tq * T), 0.0);
   // Pass p sends key j = p·d + c to output column c: out[i, c] = Σ_j A_ij V_jc = A_i,p·d+c.
   for (std::int64_t first = 0; first < T; first += d) {
-    std::vector<double> onehot(static_cast<std::size_t>(H * T * d), 0.0);
-    for (std::int64_t h = 0; h < H; ++h)
+    // One value row per key head (H_kv ≤ H): the same one-hot pattern for each.
+    std::vector<double> onehot(static_cast<std::size_t>(Hkv * T * d), 0.0);
+    for (std::int64_t h = 0; h < Hkv; ++h)
       for (std::int64_t c = 0; c < d && first + c < T; ++c)
         onehot[static_cast<std::size_t>((h * T + first + c) * d + c)] = 1.0;
     const std::vector<double> out =

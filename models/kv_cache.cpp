@@ -12,9 +12,10 @@ KVCache::KVCache(const ModelConfig& config, std::int64_t batch, const InferenceO
     : batch_(batch), capacity_(capacity_for(config, options)), options_(options) {
   if (batch < 1) throw ValueError("KVCache: batch must be >= 1, got " + std::to_string(batch));
   if (capacity_ < 1) throw ValueError("KVCache: the KV budget must be >= 1, got " + std::to_string(capacity_));
-  const Shape shape{batch, config.n_head, capacity_, config.head_dim()};
+  const Shape shape{batch, config.kv_heads(), capacity_, config.head_dim()};
   layers.resize(static_cast<std::size_t>(config.n_layer));
   for (LayerKVCache& l : layers) {
+    l.query_heads = config.n_head;
     l.k = Tensor::zeros(shape, config.dtype);
     l.v = Tensor::zeros(shape, config.dtype);
     if (options.bounded()) l.key_positions = Tensor::zeros({batch, config.n_head, capacity_}, DType::i32);
@@ -86,7 +87,7 @@ void write_cache_rows(Tensor& dst, const Tensor& src, std::int64_t row) {
 }
 
 Tensor& cache_term(Tensor& slot, const LayerKVCache& cache) {
-  if (!slot.defined()) slot = Tensor::zeros({cache.k.size(0), cache.k.size(1), cache.k.size(2)}, cache.k.dtype());
+  if (!slot.defined()) slot = Tensor::zeros({cache.k.size(0), cache.query_heads, cache.k.size(2)}, cache.k.dtype());
   return slot;
 }
 
@@ -115,7 +116,18 @@ void remove_tensor_rows(Tensor& t, std::int64_t bh, const std::vector<std::int64
 
 void remove_rows(LayerKVCache& cache, std::int64_t bh, const std::vector<std::int64_t>& gone, std::int64_t length) {
   if (gone.empty()) return;
-  for (Tensor* t : cache.per_row()) remove_tensor_rows(*t, bh, gone, length);
+  // bh indexes the key heads [B, H_kv]; a per-row term has the group's G = H/H_kv query heads.
+  const std::int64_t kv_heads = cache.k.size(1), group = cache.query_heads / kv_heads;
+  const std::int64_t b = bh / kv_heads, g = bh % kv_heads;
+  for (Tensor* t : cache.per_row()) {
+    if (!t->defined()) continue;
+    if (t == &cache.k || t == &cache.v) {
+      remove_tensor_rows(*t, bh, gone, length);
+      continue;
+    }
+    for (std::int64_t h = g * group; h < (g + 1) * group; ++h)
+      remove_tensor_rows(*t, b * cache.query_heads + h, gone, length);
+  }
 }
 
 }  // namespace gattn::models

@@ -23,8 +23,11 @@
 namespace gattn::models {
 
 struct LayerKVCache {
-  Tensor k, v;  // [B, H, capacity, d]
-  // Per-key terms [B, H, capacity] of ops::cached_attention, allocated on first use (cache_term).
+  Tensor k, v;                   // [B, H_kv, capacity, d]: one row per key and value head (H_kv = H without grouping)
+  std::int64_t query_heads = 0;  // H: the per-row terms below hold one row per query head
+  // Per-key terms [B, H, capacity] of ops::cached_attention, allocated on first use (cache_term). With
+  // grouped-query attention the query heads of a group hold the same rows as their key head (each
+  // its own values): eviction removes a row from the key head and from all of its query heads.
   Tensor col_bias, modulation_col;
   // Under a KV budget: i32 [B, H, capacity], the position each row holds.
   Tensor key_positions;

@@ -58,11 +58,18 @@ std::vector<std::int64_t> lowest_rows(const std::vector<double>& value, std::int
   return rows;
 }
 
-// Head bh's rows 0 … length−1 of a per-row term [B, H, capacity], as doubles.
-std::vector<double> head_row_values(const Tensor& term, std::int64_t bh, std::int64_t length) {
-  std::vector<double> out(static_cast<std::size_t>(length));
-  const std::int64_t base = bh * term.size(2);
-  for (std::int64_t j = 0; j < length; ++j) out[static_cast<std::size_t>(j)] = term.at(base + j);
+// Key head bh's rows 0 … length−1 of a per-row term [B, H, capacity], as doubles: the sum over the
+// query heads that read the key head (one without grouping), so a grouped key head is ranked by
+// what all of its query heads give it.
+std::vector<double> head_row_values(const Tensor& term, const LayerKVCache& layer, std::int64_t bh,
+                                    std::int64_t length) {
+  std::vector<double> out(static_cast<std::size_t>(length), 0.0);
+  const std::int64_t kv_heads = layer.k.size(1), group = layer.query_heads / kv_heads;
+  const std::int64_t b = bh / kv_heads, g = bh % kv_heads;
+  for (std::int64_t h = g * group; h < (g + 1) * group; ++h) {
+    const std::int64_t base = (b * layer.query_heads + h) * term.size(2);
+    for (std::int64_t j = 0; j < length; ++j) out[static_cast<std::size_t>(j)] += term.at(base + j);
+  }
   return out;
 }
 
@@ -117,11 +124,11 @@ std::vector<std::int64_t> rows_to_evict(const InferenceOptions& o, const LayerKV
       return oldest(std::min(o.sinks, length - count), count);
     case KVPolicy::h2o:
       // The newest rows are kept whatever they received (H2O's recent window, budget/2).
-      return lowest_rows(head_row_values(layer.key_attention, bh, length), 0, candidates, count);
+      return lowest_rows(head_row_values(layer.key_attention, layer, bh, length), 0, candidates, count);
     case KVPolicy::gate: {
       const Tensor& term = layer.col_bias.defined() ? layer.col_bias : layer.modulation_col;
       if (!term.defined()) return oldest(0, count);
-      return lowest_rows(head_row_values(term, bh, length), 0, candidates, count);
+      return lowest_rows(head_row_values(term, layer, bh, length), 0, candidates, count);
     }
   }
   return {};

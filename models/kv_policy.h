@@ -29,7 +29,9 @@ void check_inference_options(const InferenceOptions& options, const GPT& model);
 // Whether some gate of the model values keys (score additive, forget, pair): what policy gate needs.
 bool gates_value_keys(const GPT& model);
 
-// The rows (ascending) head `bh` of `layer` gives up for `count` new positions, of `length` held.
+// The rows (ascending) key head `bh` (of [B, H_kv]) of `layer` gives up for `count` new positions, of
+// `length` held; with grouped-query attention a row's rank sums its query heads' (H2O's accumulated
+// attention, the gate's column terms).
 std::vector<std::int64_t> rows_to_evict(const InferenceOptions& options, const LayerKVCache& layer, std::int64_t bh,
                                         std::int64_t count, std::int64_t length);
 

@@ -1,6 +1,7 @@
 // The statistics as metrics.jsonl fields, their sum over batches, and the flat sums ranks all-reduce.
 #include "models/layer_stats_io.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -75,6 +76,7 @@ void add_stats_to_metrics(nlohmann::json& line, const std::vector<LayerStats>& s
     }
   }
   const double n = stats.empty() ? 1.0 : static_cast<double>(stats.size());
+  add_act_max(line, stats, "");
   line["attn_entropy"] = entropy_sum / n;
   line["sink_ratio"] = sink_sum / n;
   line["attn_entropy_by_layer"] = entropy;
@@ -93,6 +95,18 @@ void add_stats_to_metrics(nlohmann::json& line, const std::vector<LayerStats>& s
     line["gate_mean_by_head"] = head_mean;
     line["gate_std_by_head"] = head_std;
   }
+}
+
+void add_act_max(nlohmann::json& line, const std::vector<LayerStats>& stats, const std::string& prefix) {
+  if (stats.empty()) return;
+  nlohmann::json by_layer = nlohmann::json::array();
+  double largest = 0;
+  for (const LayerStats& s : stats) {
+    by_layer.push_back(s.act_max);
+    largest = std::max(largest, s.act_max);
+  }
+  line[prefix + "act_max"] = largest;
+  line[prefix + "act_max_by_layer"] = by_layer;
 }
 
 void add_val_gate_stats(nlohmann::json& line, const std::vector<LayerStats>& stats) {
@@ -122,6 +136,7 @@ void merge_stats(std::vector<LayerStats>& into, const std::vector<LayerStats>& f
     const LayerStats& b = from[l];
     a.attention.merge(b.attention);
     a.gate.merge(b.gate);
+    a.act_max = std::max(a.act_max, b.act_max);
     if (b.gate_by_head.empty()) continue;
     if (a.gate_by_head.empty()) a.gate_by_head.resize(b.gate_by_head.size());
     if (a.gate_by_head.size() != b.gate_by_head.size())

@@ -1,4 +1,4 @@
-// Linear, Embedding and LayerNorm: thin modules over the fused ops.
+// Linear, Embedding, LayerNorm and RmsNorm: thin modules over the fused ops.
 #include "framework/nn/layers.h"
 
 #include "ops/matmul.h"
@@ -36,5 +36,12 @@ LayerNorm::LayerNorm(std::int64_t dim, double eps_, DType dtype) : eps(eps_) {
 }
 
 Tensor LayerNorm::forward(const Tensor& x) const { return ops::layer_norm(x, weight, bias, eps); }
+
+RmsNorm::RmsNorm(std::int64_t dim, double eps_, bool offset_, DType dtype) : eps(eps_), offset(offset_) {
+  if (dim <= 0) throw ValueError("RmsNorm: size must be positive, got " + std::to_string(dim));
+  weight = register_parameter("weight", offset ? Tensor::zeros({dim}, dtype) : Tensor::ones({dim}, dtype));
+}
+
+Tensor RmsNorm::forward(const Tensor& x) const { return ops::rms_norm(x, weight, eps, offset); }
 
 }  // namespace gattn::nn

@@ -1,6 +1,6 @@
-// The basic layers: Linear (y = x Wᵀ + b, W stored [out, in]), Embedding and LayerNorm.
-// Initialisation follows GPT-2: weights normal(0, std) from a Philox generator, biases zero,
-// LayerNorm weight one.
+// The basic layers: Linear (y = x Wᵀ + b, W stored [out, in]), Embedding, and the two norms behind
+// one interface, LayerNorm and RmsNorm. Initialisation follows GPT-2: weights normal(0, std) from a
+// Philox generator, biases zero, norm weights one (zero for an offset RmsNorm, applied as 1 + w).
 #pragma once
 #include "core/tensor/random.h"
 #include "framework/nn/module.h"
@@ -28,12 +28,29 @@ class Embedding : public Module {
   Tensor weight;
 };
 
-class LayerNorm : public Module {
+// A normalisation over the last axis: what a block's sublayers and the final stream are put through.
+class Norm : public Module {
+ public:
+  virtual Tensor forward(const Tensor& x) const = 0;
+};
+
+// (x − mean)/√(var + eps)·weight + bias.
+class LayerNorm : public Norm {
  public:
   explicit LayerNorm(std::int64_t dim, double eps = 1e-5, DType dtype = DType::f32);
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x) const override;
   Tensor weight, bias;
   double eps;
+};
+
+// x/√(mean(x²) + eps)·weight, or ·(1 + weight) with `offset` (the weight then starts at 0); no bias.
+class RmsNorm : public Norm {
+ public:
+  explicit RmsNorm(std::int64_t dim, double eps = 1e-6, bool offset = false, DType dtype = DType::f32);
+  Tensor forward(const Tensor& x) const override;
+  Tensor weight;
+  double eps;
+  bool offset;
 };
 
 }  // namespace gattn::nn

@@ -99,7 +99,8 @@ GATTN_GATE_KIND(output) {
     s.options.push_back(std::move(o));
   s.gate_values = "g: d (elementwise) or 1 (headwise) values per token and gated head (or group)";
   s.parameter_doc =
-      "`weight` [U·d or U, C], `bias` [U·d or U] (not with `bias: false`; U = H/groups over the gated heads); tanh_magnitude adds "
+      "`weight` [U·d or U, C], `bias` [U·d or U] (not with `bias: false`; U = H/groups over the gated heads); "
+      "tanh_magnitude adds "
       "`magnitude_weight`, `magnitude_bias` of the same shapes";
   s.sites = {kSiteSelf, kSiteEncoder, kSiteCross};
   s.order = 70;

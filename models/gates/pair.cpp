@@ -81,11 +81,18 @@ class PairGate : public Gate {
                             {3}),
                    bias);
   }
+  // k_j·wk_n for every query head n. With grouped-query attention k has H_kv heads and query head n
+  // reads key head n / (H/H_kv): the product is taken per group, [B, H_kv, G, T, d], with no copy of k.
   Tensor col_term(const Tensor& k) const {
-    return grouped(ops::sum(gate_input_norm(k, options_) *
-                                ops::reshape(weight.defined() ? weight : wk, {1, n_head_, 1, head_dim_}),
-                            {3}),
-                   Tensor());
+    const Tensor w = weight.defined() ? weight : wk;
+    const Tensor kn = gate_input_norm(k, options_);
+    const std::int64_t kv = k.size(1);
+    if (kv == n_head_) return grouped(ops::sum(kn * ops::reshape(w, {1, n_head_, 1, head_dim_}), {3}), Tensor());
+    const std::int64_t B = k.size(0), T = k.size(2), G = n_head_ / kv;
+    const Tensor per_group =
+        ops::sum(ops::reshape(kn, {B, kv, 1, T, head_dim_}) * ops::reshape(w, {1, kv, G, 1, head_dim_}),
+                 {4});  // [B, H_kv, G, T]
+    return grouped(ops::reshape(per_group, {B, n_head_, T}), Tensor());
   }
   // x [B, H, T] per head -> the group sums (+ b per group), repeated over the group's heads.
   Tensor grouped(const Tensor& x, const Tensor& b) const {

@@ -211,7 +211,10 @@ class RoutedGate : public Gate {
     ops::AttentionOptions options;
     options.window = expert.window;
     options.active_queries = expert.active_queries;
-    const Tensor v0 = Tensor::from(key0, in.q.shape(), in.q.dtype()).to(in.q.device());
+    // One value row per key head (fewer than H with grouped-query attention): the same for each.
+    const Tensor v0 = Tensor::from(std::vector<double>(key0.begin(), key0.begin() + B * in.k.size(1) * T * d),
+                                   {B, in.k.size(1), T, d}, in.q.dtype())
+                          .to(in.q.device());
     const std::vector<double> a0 =
         ops::flash_attention(in.q.detach(), in.k.detach(), v0, plain, options).out.to_vector();
     const std::vector<double> s = share.to_vector();  // [B, T]

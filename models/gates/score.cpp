@@ -100,6 +100,10 @@ GATTN_GATE_KIND(score) {
       throw ValueError(g.where +
                        ".form: a cross-attention score gate is additive only (a mask over the source's "
                        "positions, made once per source)");
+    if (g.string_option("form") == "multiplicative" && m.kv_heads() != m.n_head)
+      throw ValueError(g.where +
+                       ".form: multiplicative scales each query head's keys, but with model.n_kv_head < n_head the "
+                       "heads of a group share theirs; use form additive (the same gate as a log-mask)");
     if (v == "query_key" && g.string_option("form") != "multiplicative")
       throw ValueError(key +
                        ": query_key needs form: multiplicative (an additive per-query term shifts a whole "

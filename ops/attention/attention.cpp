@@ -47,6 +47,7 @@ cpu::FlashAttentionParams<T> make_params(const SavedAttention& s) {
   cpu::FlashAttentionParams<T> p;
   p.B = s.q.size(0);
   p.H = s.q.size(1);
+  p.H_kv = s.k.size(1);
   p.Tq = s.q.size(2);
   p.Tk = s.k.size(2);
   p.d = s.q.size(3);
@@ -95,11 +96,16 @@ void check_attention_args(const Tensor& q, const Tensor& k, const Tensor& v, con
   check_same_dtype(q, k, op.c_str());
   check_same_dtype(q, v, op.c_str());
   if (q.dim() != 4) throw ShapeError(op + ": q must be [B, H, Tq, d], got " + shape_str(q.shape()));
-  // k and v share q's B, H and d; their length Tk may differ from Tq (cross-attention).
-  const Shape kv_shape{q.size(0), q.size(1), k.dim() == 4 ? k.size(2) : -1, q.size(3)};
-  if (k.shape() != kv_shape || v.shape() != kv_shape)
-    throw ShapeError(op + ": k and v must be [B, H, Tk, d] with q's B, H, d, got q " + shape_str(q.shape()) + ", k " +
-                     shape_str(k.shape()) + ", v " + shape_str(v.shape()));
+  // k and v have one shape, with q's B and d, H_kv heads dividing H (grouped-query attention; H_kv
+  // = H without grouping) and a length Tk that may differ from Tq (cross-attention).
+  const std::string shapes =
+      "q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape());
+  if (k.dim() != 4 || k.shape() != v.shape() || k.size(0) != q.size(0) || k.size(3) != q.size(3))
+    throw ShapeError(op + ": k and v must be [B, H_kv, Tk, d], one shape with q's B and d, got " + shapes);
+  if (k.size(1) == 0 ? q.size(1) != 0 : q.size(1) % k.size(1) != 0)
+    throw ShapeError(op + ": k and v have " + std::to_string(k.size(1)) + " heads, which must divide q's " +
+                     std::to_string(q.size(1)) + " (each key/value head serves an equal group of query heads), got " +
+                     shapes);
   if (q.size(2) == 0 || k.size(2) == 0 || q.size(3) == 0)
     throw ShapeError(op + ": empty sequence or head dim in q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()));
   if (options.window < 0) throw ValueError(op + ": window must be >= 0, got " + std::to_string(options.window));
@@ -119,7 +125,8 @@ void check_attention_args(const Tensor& q, const Tensor& k, const Tensor& v, con
       throw ShapeError(op + ": " + name + " has shape " + shape_str(t.shape()) + ", expected " + shape_str(want) +
                        " for q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()));
   };
-  const Shape rows{q.size(0), q.size(1), q.size(2)}, cols{k.size(0), k.size(1), k.size(2)};
+  // Every term is per query head, whatever the key/value heads.
+  const Shape rows{q.size(0), q.size(1), q.size(2)}, cols{q.size(0), q.size(1), k.size(2)};
   check_term(terms.row_bias, rows, "row_bias");
   check_term(terms.col_bias, cols, "col_bias");
   check_term(terms.modulation_row, rows, "modulation_row");
@@ -270,7 +277,7 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
     const Tensor d_mod = mod_slot >= 0 ? grads[static_cast<std::size_t>(mod_slot)] : Tensor();
     const Shape& qs = s.q.shape();
     const Shape& ks = s.k.shape();
-    const Shape rs{qs[0], qs[1], qs[2]}, cs{ks[0], ks[1], ks[2]};
+    const Shape rs{qs[0], qs[1], qs[2]}, cs{qs[0], qs[1], ks[2]};  // the terms are per query head
     auto maybe = [&](bool wanted, const Shape& shape) { return wanted ? Tensor::empty(shape, s.q.dtype()) : Tensor(); };
     Tensor dq = maybe(want.q, qs), dk = maybe(want.k, ks), dv = maybe(want.v, ks);
     Tensor drb = maybe(want.row_bias, rs), dcb = maybe(want.col_bias, cs);

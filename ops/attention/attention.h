@@ -14,12 +14,19 @@
 //          a hard modulation uses 1[σ(·) > θ] for σ(·), with the soft gradient)
 //   A    = P ⊙ M,   y_i = Σ_j A_ij v_j
 // n_ij is logistic noise from Philox while a noise source is given (zero otherwise; word
-// (b·H + h)·Tq·Tk + i·Tk + j of the reserved B·H·Tq·Tk). r_i shifts a whole row, so P does not
+// (b·H + h)·Tq·Tk + i·Tk + j of the reserved B·H·Tq·Tk, h the query head). r_i shifts a whole row, so P does not
 // depend on it in exact arithmetic; it keeps the logits in range when the column term drifts along
 // the sequence (a prefix sum p: r = p, c = −p gives p_i − p_j, bounded).
 //
 // Gradients: d r_i = Σ_j dS_ij, d c_j = Σ_i dS_ij (over visible entries), and the modulation terms'
 // from dM = dA ⊙ P (ops/attention/cpu/flash_attention.h spells out every formula).
+//
+// Grouped-query attention: k and v may have fewer heads than q, H_kv dividing H, and query head h
+// then reads key/value head h / (H / H_kv) — consecutive query heads share one, as Hugging Face's
+// repeat_kv lays them out — in place, with no copy per query head on either device. Everything
+// else stays per query head: the terms ([B, H, Tq] rows, [B, H, Tk] columns), the noise words, the
+// outputs and statistics; dk and dv sum the gradients of each key/value head's query heads. H_kv = H
+// is plain multi-head attention.
 //
 // Query rows may be skipped (AttentionOptions::active_queries): a skipped row's output and row
 // entropy are 0, it adds nothing to the statistics, and no gradient flows from it. The work is
@@ -77,7 +84,7 @@ struct AttentionStats {
 };
 
 // The logit and modulation terms; an undefined tensor means the term is absent. The row terms
-// are [B, H, Tq], the column terms [B, H, Tk].
+// are [B, H, Tq], the column terms [B, H, Tk]: per query head, whatever the key/value heads.
 struct AttentionTerms {
   Tensor row_bias;                      // r_i [B, H, Tq], added to every logit of query row i
   Tensor col_bias;                      // c_j [B, H, Tk], added to every logit of key column j
@@ -109,8 +116,10 @@ struct AttentionResult {
   Tensor modulation_entropy;  // [B, H]: Σ_ij h(G_ij), G = σ(u), h the binary entropy (when modulation_entropy)
 };
 
-// q: [B, H, Tq, d]; k, v: [B, H, Tk, d] (Tk = Tq when causal); f32 or f64, same dtype.
-// Autograd-aware in q, k, v and every term. ValueError for a window without causal, or a causal
+// q: [B, H, Tq, d]; k, v: [B, H_kv, Tk, d], one shape, H_kv dividing H (H_kv = H: multi-head
+// attention; fewer: grouped-query, above) and Tk = Tq when causal; f32 or f64, same dtype.
+// Autograd-aware in q, k, v and every term. ShapeError naming q, k and v's shapes for k and v of
+// different shapes or H_kv not dividing H; ValueError for a window without causal, or a causal
 // mask with Tq ≠ Tk.
 AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms = {},
                                 const AttentionOptions& options = {});

@@ -39,6 +39,7 @@ Tensor run(const CachedAttentionInputs& in) {
   Tensor out = Tensor::empty({B, H, Tq, d}, in.q.dtype());
   cpu::CachedAttentionParams<T> p;
   p.BH = B * H;
+  p.group = in.k.size(1) > 0 ? H / in.k.size(1) : 1;
   p.Tq = Tq;
   p.length = in.length;
   p.capacity = in.k.size(2);
@@ -75,12 +76,19 @@ Tensor cached_attention(const CachedAttentionInputs& in) {
     throw ValueError(std::string(kOp) + ": q, k and v must be defined");
   if (in.q.dim() != 4) throw ShapeError(std::string(kOp) + ": q must be [B, H, Tq, d], got " + shape_str(in.q.shape()));
   const std::int64_t B = in.q.size(0), H = in.q.size(1), Tq = in.q.size(2), d = in.q.size(3);
-  if (in.k.dim() != 4)
-    throw ShapeError(std::string(kOp) + ": k must be [B, H, capacity, d], got " + shape_str(in.k.shape()));
-  const std::int64_t capacity = in.k.size(2);
+  // k and v: [B, H_kv, capacity, d], one shape, H_kv key/value heads each serving H / H_kv query heads.
+  const std::string shapes =
+      "q " + shape_str(in.q.shape()) + ", k " + shape_str(in.k.shape()) + ", v " + shape_str(in.v.shape());
+  if (in.k.dim() != 4 || in.k.shape() != in.v.shape() || in.k.size(0) != B || in.k.size(3) != d)
+    throw ShapeError(std::string(kOp) + ": k and v must be [B, H_kv, capacity, d], one shape with q's B and d, got " +
+                     shapes);
+  const std::int64_t H_kv = in.k.size(1), capacity = in.k.size(2);
+  if (H_kv == 0 ? H != 0 : H % H_kv != 0)
+    throw ShapeError(std::string(kOp) + ": k and v have " + std::to_string(H_kv) + " heads, which must divide q's " +
+                     std::to_string(H) + " (each key/value head serves an equal group of query heads), got " + shapes);
   check_input(in.q, in.q.shape(), in.q, "q");
-  check_input(in.k, {B, H, capacity, d}, in.q, "k");
-  check_input(in.v, {B, H, capacity, d}, in.q, "v");
+  check_input(in.k, {B, H_kv, capacity, d}, in.q, "k");
+  check_input(in.v, {B, H_kv, capacity, d}, in.q, "v");
   if (Tq < 1 || in.length < Tq || in.length > capacity)
     throw ShapeError(std::string(kOp) + ": need 1 <= Tq <= length <= capacity, got Tq=" + std::to_string(Tq) +
                      " length=" + std::to_string(in.length) + " capacity=" + std::to_string(capacity));

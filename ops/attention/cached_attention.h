@@ -2,7 +2,9 @@
 // cache that holds every position so far, with the same bias and modulation terms as
 // ops::flash_attention (ops/attention/attention.h has the math). Keeps per-token generation linear in the
 // number of cached positions. Inference only: no autograd (an input that requires grad is an
-// AutogradError).
+// AutogradError). The cache may hold fewer key/value heads than there are query heads
+// (grouped-query attention, as ops::flash_attention takes it): query head h reads key/value head
+// h / (H / H_kv) in place; every other input stays per query head.
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -13,10 +15,10 @@ namespace gattn::ops {
 
 struct CachedAttentionInputs {
   Tensor q;                 // [B, H, Tq, d]: positions length−Tq … length−1
-  Tensor k;                 // [B, H, capacity, d]: rows 0 … length−1 hold positions 0 … length−1
-  Tensor v;                 // [B, H, capacity, d]
+  Tensor k;                 // [B, H_kv, capacity, d]: rows 0 … length−1 hold positions 0 … length−1
+  Tensor v;                 // [B, H_kv, capacity, d], H_kv dividing H
   std::int64_t length = 0;  // positions in the cache, the new ones included
-  // Terms (undefined = absent): per new query [B, H, Tq], per cached key [B, H, capacity].
+  // Terms (undefined = absent), per query head: per new query [B, H, Tq], per cached key [B, H, capacity].
   Tensor row_bias;                    // r_i of the Tq new queries, added to each of their logits
   Tensor col_bias;                    // c_j of every cached key, added to each logit of column j
   Tensor modulation_row;              // a_i of the Tq new queries (with modulation_col)
@@ -41,7 +43,8 @@ struct CachedAttentionInputs {
   Tensor key_attention;
 };
 
-// Returns y [B, H, Tq, d]. f32 or f64 (one dtype throughout).
+// Returns y [B, H, Tq, d]. f32 or f64 (one dtype throughout). ShapeError naming the shapes for k and
+// v of different shapes or H_kv not dividing H.
 Tensor cached_attention(const CachedAttentionInputs& in);
 
 }  // namespace gattn::ops

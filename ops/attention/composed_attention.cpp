@@ -1,6 +1,6 @@
-// The composed attention: ops/attention/attention.h's math (causal or not, Tq and Tk of their own) written term by term
-// with the primitive autograd ops, so its gradients come from those ops' (separately gradchecked) backwards, on any
-// device.
+// The composed attention: ops/attention/attention.h's math (causal or not, Tq and Tk of their own, key/value heads
+// shared by groups of query heads or not) written term by term with the primitive autograd ops, so its gradients come
+// from those ops' (separately gradchecked) backwards, on any device.
 #include "ops/attention/composed_attention.h"
 
 #include <cmath>
@@ -26,10 +26,10 @@ namespace gattn::ops {
 
 namespace {
 
-// A row term is [B, H, Tq] (x = q), a column term [B, H, Tk] (x = k).
-void check_term(const Tensor& t, const Tensor& x, const char* name) {
+// A row term is [B, H, Tq], a column term [B, H, Tk] (length = Tq or Tk): per query head.
+void check_term(const Tensor& t, const Tensor& q, std::int64_t length, const char* name) {
   if (!t.defined()) return;
-  const Shape want{x.size(0), x.size(1), x.size(2)};
+  const Shape want{q.size(0), q.size(1), length};
   if (t.shape() != want)
     throw ShapeError(std::string("composed_attention: ") + name + " has shape " + shape_str(t.shape()) + ", expected " +
                      shape_str(want));
@@ -51,6 +51,16 @@ Tensor logistic_noise(Generator& gen, std::int64_t BH, std::int64_t Tq, std::int
     values[idx] = std::log(u) - std::log1p(-u);
   }
   return Tensor::from(values, shape, dtype).to(device);
+}
+
+// x [B, H_kv, Tk, d] with each key/value head repeated for the `group` query heads that read it:
+// [B, H_kv·group, Tk, d], head h = copy of head h / group (as Hugging Face's repeat_kv). The
+// oracle may copy; its gradient sums the copies back onto each key/value head.
+Tensor repeat_heads(const Tensor& x, std::int64_t group) {
+  if (group == 1) return x;
+  const Tensor one = ops::unsqueeze(x, 2);  // [B, H_kv, 1, Tk, d]
+  const Tensor copies = ops::concat(std::vector<Tensor>(static_cast<std::size_t>(group), one), 2);
+  return ops::reshape(copies, {x.size(0), x.size(1) * group, x.size(2), x.size(3)});
 }
 
 }  // namespace
@@ -82,20 +92,21 @@ Tensor attention_hidden_mask(std::int64_t Tq, std::int64_t Tk, std::int64_t wind
 AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
                                    const AttentionOptions& options) {
   if (!q.defined() || !k.defined() || !v.defined()) throw ValueError("composed_attention: q, k, v must be defined");
-  if (q.dim() != 4 || k.dim() != 4 || k.shape() != v.shape() || k.size(0) != q.size(0) || k.size(1) != q.size(1) ||
-      k.size(3) != q.size(3))
-    throw ShapeError("composed_attention: q must be [B, H, Tq, d] and k, v [B, H, Tk, d], got " + shape_str(q.shape()) +
-                     ", " + shape_str(k.shape()) + ", " + shape_str(v.shape()));
+  if (q.dim() != 4 || k.dim() != 4 || k.shape() != v.shape() || k.size(0) != q.size(0) || k.size(3) != q.size(3) ||
+      (k.size(1) == 0 ? q.size(1) != 0 : q.size(1) % k.size(1) != 0))
+    throw ShapeError(
+        "composed_attention: q must be [B, H, Tq, d] and k, v [B, H_kv, Tk, d] with H_kv dividing H, got " +
+        shape_str(q.shape()) + ", " + shape_str(k.shape()) + ", " + shape_str(v.shape()));
   if (options.window < 0) throw ValueError("composed_attention: window must be >= 0");
   if (!options.causal && options.window != 0)
     throw ValueError("composed_attention: window " + std::to_string(options.window) + " needs causal attention");
   if (options.causal && q.size(2) != k.size(2))
     throw ValueError("composed_attention: a causal mask needs as many queries as keys, got Tq " +
                      std::to_string(q.size(2)) + " and Tk " + std::to_string(k.size(2)));
-  check_term(terms.row_bias, q, "row_bias");
-  check_term(terms.col_bias, k, "col_bias");
-  check_term(terms.modulation_row, q, "modulation_row");
-  check_term(terms.modulation_col, k, "modulation_col");
+  check_term(terms.row_bias, q, q.size(2), "row_bias");
+  check_term(terms.col_bias, q, k.size(2), "col_bias");
+  check_term(terms.modulation_row, q, q.size(2), "modulation_row");
+  check_term(terms.modulation_col, q, k.size(2), "modulation_col");
   const bool modulated = terms.modulation_row.defined();
   if (modulated != terms.modulation_col.defined() || modulated != terms.modulation_alpha.defined())
     throw ValueError(
@@ -124,9 +135,13 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
     return skipped.defined() && t.defined() ? ops::masked_fill(t, mask, 0.0) : t;
   };
 
+  // Each query head against its key/value head's keys and values.
+  const std::int64_t group = k.size(1) == 0 ? 1 : H / k.size(1);
+  const Tensor k_heads = repeat_heads(k, group), v_heads = repeat_heads(v, group);
+
   // S = q kᵀ/√d + c_j + r_i, hidden entries −∞.
-  Tensor S =
-      ops::mul_scalar(ops::matmul(zero_skipped(q, skipped), k, false, true), 1.0 / std::sqrt(static_cast<double>(d)));
+  Tensor S = ops::mul_scalar(ops::matmul(zero_skipped(q, skipped), k_heads, false, true),
+                             1.0 / std::sqrt(static_cast<double>(d)));
   if (terms.col_bias.defined()) S = S + ops::unsqueeze(terms.col_bias, 2);
   if (terms.row_bias.defined()) S = S + ops::unsqueeze(zero_skipped(terms.row_bias, skipped_row), 3);
   S = ops::masked_fill(S, hidden, -std::numeric_limits<double>::infinity());
@@ -149,7 +164,7 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
   }
 
   AttentionResult result;
-  result.out = ops::matmul(A, v);
+  result.out = ops::matmul(A, v_heads);
   result.out = zero_skipped(result.out, skipped);
 
   // H_i = −Σ_j A_ij ln A_ij with ln A = log_softmax(S) + ln M, zeroed where hidden before the

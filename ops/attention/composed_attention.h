@@ -18,8 +18,9 @@ namespace gattn::ops {
 // terms.modulation_noise set it draws the same logistic noise as the fused op (same Philox words,
 // same advance of the generator), so noisy runs agree too. Skipped query rows
 // (options.active_queries) are computed and then multiplied by 0: out and row_entropy rows are 0,
-// no gradient flows from them, and the statistics and modulation entropy leave them out. All
-// tensors on one device (CPU or CUDA).
+// no gradient flows from them, and the statistics and modulation entropy leave them out. k and v
+// with fewer heads than q (grouped-query attention) are repeated here for their query heads, as
+// Hugging Face's repeat_kv does: the oracle may copy. All tensors on one device (CPU or CUDA).
 AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms = {},
                                    const AttentionOptions& options = {});
 

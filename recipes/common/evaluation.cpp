@@ -34,8 +34,9 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
   const std::vector<std::int32_t> byte_lengths = codec ? token_byte_lengths(*codec) : std::vector<std::int32_t>{};
   std::int64_t batch_index = 0;
   models::ForwardOptions fo;
-  // The val gate statistics, and an encoder–decoder's attention entropies: a by-product of the forward.
-  fo.collect_stats = model.config().has_gates() || encoder_decoder;
+  // The val gate statistics, act_max, and an encoder–decoder's attention entropies: a by-product of
+  // the forward.
+  fo.collect_stats = true;
   ForwardStats stats;
   for (std::int64_t first = 0; first < windows; first += batch_size) {
     if (batch_index++ % world != rank) continue;
@@ -126,6 +127,7 @@ void add_eval_fields(nlohmann::json& line, const EvalResult& e) {
   if (e.cross_attn_entropy) line["cross_attn_entropy"] = *e.cross_attn_entropy;
   if (e.encoder_attn_entropy) line["encoder_attn_entropy"] = *e.encoder_attn_entropy;
   models::add_val_gate_stats(line, e.stats);
+  models::add_act_max(line, e.stats, "val_");
   add_encoder_gate_stats(line, e.encoder_stats, "val_");
 }
 

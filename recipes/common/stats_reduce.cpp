@@ -27,6 +27,11 @@ void all_reduce_stats(dist::Communicator& comm, std::vector<models::LayerStats>&
                        " on another rank");
   }
   models::unflatten_stats(comm.all_reduce_host(models::flatten_stats(stats), dist::ReduceOp::sum, what), stats);
+  // act_max is a largest value, not a sum: its own all-reduce.
+  std::vector<double> act_max(L);
+  for (std::size_t l = 0; l < L; ++l) act_max[l] = stats[l].act_max;
+  act_max = comm.all_reduce_host(act_max, dist::ReduceOp::max, what + " (act_max)");
+  for (std::size_t l = 0; l < L; ++l) stats[l].act_max = act_max[l];
 }
 
 std::optional<double> mean_attn_entropy(const std::vector<models::LayerStats>& stats) {

@@ -116,11 +116,12 @@ std::pair<Batch, std::string> sample_pair(const std::string& config_text, const 
   return {b, "a pseudo-random source and target of " + std::to_string(n) + " tokens each (Philox seed 0)"};
 }
 
-// One row per layer: gate moments (or "-") and the attention's entropy and sink ratio, then the
+// One row per layer: gate moments (or "-"), the attention's entropy and sink ratio and act_max (max |x|
+// of the residual stream after the block), then the
 // per-head gate means where a layer reports them. `title` heads the table when not empty.
 void print_layer_table(const std::string& title, const std::vector<models::LayerStats>& stats) {
   if (!title.empty()) std::cout << "  " << title << ":\n";
-  std::cout << "  layer  gate_mean  gate_std  frac<0.1  frac>0.9  attn_entropy  sink_ratio\n";
+  std::cout << "  layer  gate_mean  gate_std  frac<0.1  frac>0.9  attn_entropy  sink_ratio     act_max\n";
   for (std::size_t l = 0; l < stats.size(); ++l) {
     const auto& s = stats[l];
     std::cout << "  " << std::setw(5) << l << std::fixed << std::setprecision(4);
@@ -132,7 +133,8 @@ void print_layer_table(const std::string& title, const std::vector<models::Layer
                 << "  " << std::setw(8) << "-"
                 << "  " << std::setw(8) << "-"
                 << "  " << std::setw(8) << "-";
-    std::cout << "  " << std::setw(12) << s.attn_entropy() << "  " << std::setw(10) << s.sink_ratio() << "\n";
+    std::cout << "  " << std::setw(12) << s.attn_entropy() << "  " << std::setw(10) << s.sink_ratio() << "  "
+              << std::setw(10) << s.act_max << "\n";
     std::cout << std::defaultfloat << std::setprecision(6);
   }
   // Per head, where a layer's gates report per-head values.

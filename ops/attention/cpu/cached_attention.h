@@ -2,7 +2,8 @@
 // pass per query row over its visible keys: scores, max, exp, sum, then the weighted sum of values.
 // Cost O(visible keys · d) per query; no T×T matrix, no allocation per row (scratch rows per
 // thread). Under a KV budget the rows hold the positions key_positions names, a row may attend to
-// its top-k keys only, a skipped row is 0, and the final weights can be summed per key (H2O).
+// its top-k keys only, a skipped row is 0, and the final weights can be summed per key (H2O). A
+// key/value head may serve a group of query heads (grouped-query attention), read in place.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -17,11 +18,12 @@ namespace gattn::cpu {
 
 template <class T>
 struct CachedAttentionParams {
-  std::int64_t BH = 0, Tq = 0, length = 0, capacity = 0, d = 0;
+  std::int64_t BH = 0, Tq = 0, length = 0, capacity = 0, d = 0;  // BH: batch · query heads
+  std::int64_t group = 1;   // query heads per key/value head: query head bh reads key/value head bh / group
   std::int64_t window = 0;  // 0: full causal; w > 0: keys i − w < j ≤ i
   T scale = 1;              // 1/√d
   const T* q = nullptr;     // [BH, Tq, d]: query t sits at position length − Tq + t
-  const T* k = nullptr;     // [BH, capacity, d], rows 0 … length−1 valid
+  const T* k = nullptr;     // [BH / group, capacity, d], rows 0 … length−1 valid (as v)
   const T* v = nullptr;
   const T* row_bias = nullptr;        // [BH, Tq] or null
   const T* col_bias = nullptr;        // [BH, capacity] or null
@@ -69,8 +71,8 @@ void cached_attention_forward(const CachedAttentionParams<T>& p) {
       }
       const std::int64_t lo = first_visible_row(p, bh, i);
       const T* qi = p.q + r * d;
-      const T* kb = p.k + bh * p.capacity * d;
-      const T* vb = p.v + bh * p.capacity * d;
+      const T* kb = p.k + bh / p.group * p.capacity * d;
+      const T* vb = p.v + bh / p.group * p.capacity * d;
       const T* col_bias = p.col_bias ? p.col_bias + bh * p.capacity : nullptr;
       const T ri = p.row_bias ? p.row_bias[r] : T(0);
       T m = -INFINITY;

@@ -1,9 +1,13 @@
-// CPU kernels of the fused attention, causal or not, queries and keys of their own lengths
-// (ops/attention/attention.h has the math): FlashAttention-2
-// tiling with an online softmax. Forward parallelises over (batch·head, query tile); backward over
-// batch·head, walking key tiles outer and query tiles inner so dK, dV and dQ of one head are owned
-// by one thread (no atomics, deterministic). Tile products go through cpu::blas_gemm (OpenBLAS's
-// small-matrix kernels, single-threaded inside our parallel region).
+// CPU kernels of the fused attention, causal or not, queries and keys of their own lengths, key/value
+// heads shared by groups of query heads or not (ops/attention/attention.h has the math):
+// FlashAttention-2 tiling with an online softmax. Forward parallelises over (batch·query head,
+// query tile), each task reading its key/value head in place (no copy per query head). Backward
+// parallelises over units of query heads that share a key/value head (a whole group, or a part of
+// one when there are few key/value heads: BackwardSplit), walking each head's key tiles outer and
+// query tiles inner so its dQ and the unit's dK, dV are owned by one thread; the parts of a group
+// are added in a fixed order at the end (no atomics, deterministic, the same bits for any thread
+// count). Tile products go through cpu::blas_gemm (OpenBLAS's small-matrix kernels,
+// single-threaded inside our parallel region).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -24,13 +28,15 @@ constexpr std::int64_t kAttnTileK = 64;
 
 template <class T>
 struct FlashAttentionParams {
-  std::int64_t B = 0, H = 0, Tq = 0, Tk = 0, d = 0;  // queries [B, H, Tq, d], keys [B, H, Tk, d]
+  std::int64_t B = 0, H = 0, Tq = 0, Tk = 0, d = 0;  // queries [B, H, Tq, d], keys [B, H_kv, Tk, d]
+  std::int64_t H_kv = 0;                             // key/value heads, dividing H: query head h reads h / (H / H_kv)
   bool causal = true;                                // false: every query sees every key (window 0)
   std::int64_t window = 0;                           // causal only: 0 = full causal
   T scale = 1;                                       // applied to q·k
   const T* q = nullptr;                              // [B, H, Tq, d]
-  const T* k = nullptr;                              // [B, H, Tk, d], as v
+  const T* k = nullptr;                              // [B, H_kv, Tk, d], as v
   const T* v = nullptr;
+  // The terms are per query head, [B, H, ·], whatever H_kv.
   const T* row_bias = nullptr;        // [B, H, Tq] or null: r_i on every logit of row i
   const T* col_bias = nullptr;        // [B, H, Tk] or null: c_j on every logit of column j
   const T* modulation_row = nullptr;  // [B, H, Tq] or null (no modulation; then modulation_col is null too)
@@ -73,8 +79,8 @@ struct FlashBackwardInputs {
 // Gradients; each pointer may be null when not needed. All are overwritten (zeroed first).
 template <class T>
 struct FlashBackwardOutputs {
-  T* dq = nullptr;
-  T* dk = nullptr;
+  T* dq = nullptr;  // [B, H, Tq, d]
+  T* dk = nullptr;  // [B, H_kv, Tk, d], as dv: summed over the key/value head's query heads
   T* dv = nullptr;
   T* d_row_bias = nullptr;
   T* d_col_bias = nullptr;
@@ -93,6 +99,14 @@ std::int64_t first_key(const FlashAttentionParams<T>& p, std::int64_t i) {
 template <class T>
 std::int64_t end_key(const FlashAttentionParams<T>& p, std::int64_t i) {
   return p.causal ? i + 1 : p.Tk;
+}
+
+// Row offset, in k and v ([B·H_kv·Tk] rows), of the key/value head that query head bh (of B·H)
+// reads: batch b's query head h reads key/value head h / G (G = H / H_kv), and (b·H + h) / G is
+// that head's index b·H_kv + h / G.
+template <class T>
+std::int64_t kv_row_base(const FlashAttentionParams<T>& p, std::int64_t bh) {
+  return bh / (p.H / p.H_kv) * p.Tk;
 }
 
 template <class T>
@@ -137,7 +151,7 @@ T applied_gate(const FlashAttentionParams<T>& p, T G) {
 template <class T>
 void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_rows, const std::int64_t* pos,
                  std::int64_t rows, std::int64_t j0, std::int64_t cols, T* S) {
-  const std::int64_t d = p.d, base = bh * p.Tq, kbase = bh * p.Tk;
+  const std::int64_t d = p.d, base = bh * p.Tq, kbase = bh * p.Tk, kvbase = kv_row_base(p, bh);
   blas_gemm<T>({.trans_b = true,
                 .M = rows,
                 .N = cols,
@@ -145,7 +159,7 @@ void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_r
                 .alpha = p.scale,
                 .A = q_rows,
                 .lda = d,
-                .B = p.k + (kbase + j0) * d,
+                .B = p.k + (kvbase + j0) * d,
                 .ldb = d,
                 .C = S,
                 .ldc = kAttnTileK});
@@ -423,7 +437,8 @@ GATTN_ATTN_STEP void forward_query_tile(const FlashAttentionParams<T>& p, const 
                                         const ForwardMode& mode, std::int64_t bh, std::int64_t qt, std::int64_t n_qt,
                                         ForwardScratch<T>& ws, T& mod_ent) {
   const std::int64_t Tn = p.Tq, Tk = p.Tk, d = p.d;
-  const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0), base = bh * Tn, kbase = bh * Tk;
+  const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0), base = bh * Tn;
+  const std::int64_t kvbase = kv_row_base(p, bh);
   const std::int64_t rows = active_rows(p, bh, i0, tile_rows, ws.pos.data());
   const T* q_rows = p.q + (base + i0) * d;
   if (rows < tile_rows) {
@@ -449,7 +464,7 @@ GATTN_ATTN_STEP void forward_query_tile(const FlashAttentionParams<T>& p, const 
                   .K = cols,
                   .A = ws.W.data(),
                   .lda = kAttnTileK,
-                  .B = p.v + (kbase + j0) * d,
+                  .B = p.v + (kvbase + j0) * d,
                   .ldb = d,
                   .beta = T(1),
                   .C = ws.acc.data(),
@@ -487,9 +502,10 @@ struct BackwardScratch {
 // One head's place in the tensors and where its q, k, v gradients go.
 template <class T>
 struct HeadGradients {
-  std::int64_t bh = 0, base = 0, kbase = 0;  // base = bh·Tq (query rows), kbase = bh·Tk (key rows)
+  std::int64_t bh = 0, base = 0, kbase = 0;  // base = bh·Tq (query rows), kbase = bh·Tk (its column terms)
+  std::int64_t kvbase = 0;                   // its key/value head's rows in k and v (kv_row_base)
   T* dq = nullptr;
-  T* dk = nullptr;
+  T* dk = nullptr;  // the unit's dK and dV rows (backward_unit), which the head adds to
   T* dv = nullptr;
   T dE = 0;       // dL/d(modulation entropy) of this head
   T d_alpha = 0;  // this head's dL/dα, summed over its tiles
@@ -514,20 +530,22 @@ GATTN_ATTN_STEP T* zeroed_gradient(T* out, std::vector<T>& local, std::int64_t r
   return local.data();
 }
 
-// Zeroes head bh's gradients and returns where they go.
+// Zeroes head bh's own gradients (dq and the terms') and returns where they go; dK and dV go to
+// the unit's rows dk, dv, zeroed by the unit.
 template <class T>
 GATTN_ATTN_STEP HeadGradients<T> start_head_gradients(const FlashAttentionParams<T>& p,
                                                       const FlashBackwardInputs<T>& in,
-                                                      const FlashBackwardOutputs<T>& g, std::int64_t bh,
+                                                      const FlashBackwardOutputs<T>& g, std::int64_t bh, T* dk, T* dv,
                                                       BackwardScratch<T>& ws) {
   const std::int64_t Tn = p.Tq, Tk = p.Tk, d = p.d;
   HeadGradients<T> h;
   h.bh = bh;
   h.base = bh * Tn;
   h.kbase = bh * Tk;
+  h.kvbase = kv_row_base(p, bh);
   h.dq = zeroed_gradient(g.dq, ws.dq_local, h.base, Tn * d, d);
-  h.dk = zeroed_gradient(g.dk, ws.dk_local, h.kbase, Tk * d, d);
-  h.dv = zeroed_gradient(g.dv, ws.dv_local, h.kbase, Tk * d, d);
+  h.dk = dk;
+  h.dv = dv;
   if (g.d_row_bias) std::fill(g.d_row_bias + h.base, g.d_row_bias + h.base + Tn, T(0));
   if (g.d_col_bias) std::fill(g.d_col_bias + h.kbase, g.d_col_bias + h.kbase + Tk, T(0));
   if (g.d_modulation_row) std::fill(g.d_modulation_row + h.base, g.d_modulation_row + h.base + Tn, T(0));
@@ -728,7 +746,7 @@ template <class T>
 GATTN_ATTN_STEP void backward_tile_pair(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
                                         const FlashBackwardOutputs<T>& g, const BackwardMode& mode, HeadGradients<T>& h,
                                         std::int64_t j0, std::int64_t cols, std::int64_t i0, BackwardScratch<T>& ws) {
-  const std::int64_t d = p.d, base = h.base, kbase = h.kbase;
+  const std::int64_t d = p.d, base = h.base, kvbase = h.kvbase;
   const std::int64_t qt = i0 / kAttnTileQ, tile_rows = std::min(kAttnTileQ, p.Tq - i0);
   const std::int64_t rows = ws.tile_n[static_cast<std::size_t>(qt)], off = ws.tile_off[static_cast<std::size_t>(qt)];
   if (rows == 0) return;
@@ -746,7 +764,7 @@ GATTN_ATTN_STEP void backward_tile_pair(const FlashAttentionParams<T>& p, const 
                   .K = d,
                   .A = do_rows,
                   .lda = d,
-                  .B = p.v + (kbase + j0) * d,
+                  .B = p.v + (kvbase + j0) * d,
                   .ldb = d,
                   .C = ws.dA.data(),
                   .ldc = kAttnTileK});
@@ -775,7 +793,7 @@ GATTN_ATTN_STEP void backward_tile_pair(const FlashAttentionParams<T>& p, const 
                 .alpha = p.scale,
                 .A = ws.dS.data(),
                 .lda = kAttnTileK,
-                .B = p.k + (kbase + j0) * d,
+                .B = p.k + (kvbase + j0) * d,
                 .ldb = d,
                 .beta = T(1),
                 .C = dq_rows,
@@ -821,14 +839,14 @@ GATTN_ATTN_STEP void scatter_compact_dq(const FlashAttentionParams<T>& p, std::i
   }
 }
 
-// The whole backward of head bh.
+// The whole backward of head bh, its dK and dV added to the rows dk, dv.
 template <class T>
 GATTN_ATTN_STEP void backward_head(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
-                                   const FlashBackwardOutputs<T>& g, const BackwardMode& mode, std::int64_t bh,
-                                   BackwardScratch<T>& ws) {
+                                   const FlashBackwardOutputs<T>& g, const BackwardMode& mode, std::int64_t bh, T* dk,
+                                   T* dv, BackwardScratch<T>& ws) {
   const std::int64_t n_kt = (p.Tk + kAttnTileK - 1) / kAttnTileK;
   const std::int64_t n_qt = (p.Tq + kAttnTileQ - 1) / kAttnTileQ;
-  HeadGradients<T> h = start_head_gradients(p, in, g, bh, ws);
+  HeadGradients<T> h = start_head_gradients(p, in, g, bh, dk, dv, ws);
   bool any_partial = false;
   const std::int64_t n_active = find_active_rows(p, bh, n_qt, ws, any_partial);
   if (n_active == 0) {
@@ -840,6 +858,72 @@ GATTN_ATTN_STEP void backward_head(const FlashAttentionParams<T>& p, const Flash
   for (std::int64_t kt = 0; kt < n_kt; ++kt) backward_key_tile(p, in, g, mode, h, kt, ws);
   if (any_partial) scatter_compact_dq(p, n_qt, ws, h.dq);
   if (g.d_alpha_partial) g.d_alpha_partial[bh] = h.d_alpha;
+}
+
+// How the backward shares out the query heads: the G = H / H_kv heads of a key/value head (a group)
+// split into `parts` parts of G / parts consecutive heads, each part a unit of work whose heads run
+// in order on one thread and add their dK and dV into the unit's own rows. A whole group per unit
+// needs no extra memory; when B·H_kv alone gives too few units to share among the cores, groups
+// are split (the smallest divisor of G giving kMinBackwardUnits units, else one head a part), and
+// parts 1, 2, … keep their sums in scratch until add_backward_parts adds them to part 0's, in
+// order. A function of the shape alone, so the bits do not depend on the thread count; without
+// grouping (G = 1) each head is a unit writing its dK, dV in place, as the op always did.
+constexpr std::int64_t kMinBackwardUnits = 32;
+
+struct BackwardSplit {
+  std::int64_t group = 1;  // G = H / H_kv
+  std::int64_t parts = 1;  // units per key/value head, a divisor of G
+  std::int64_t units(std::int64_t kv_heads) const { return kv_heads * parts; }
+};
+
+template <class T>
+BackwardSplit backward_split(const FlashAttentionParams<T>& p) {
+  BackwardSplit s;
+  s.group = p.H_kv > 0 ? p.H / p.H_kv : 1;  // no heads at all: nothing to share out
+  s.parts = s.group;
+  for (std::int64_t n = 1; n < s.group; ++n)
+    if (s.group % n == 0 && p.B * p.H_kv * n >= kMinBackwardUnits) {
+      s.parts = n;
+      break;
+    }
+  return s;
+}
+
+// Unit u of the backward (part u % parts of key/value head u / parts): zeroes its dK, dV rows (the
+// output's for part 0, the part's scratch rows `dk_parts`/`dv_parts` otherwise, the thread's
+// scratch for a gradient not wanted) and runs its heads in order.
+template <class T>
+GATTN_ATTN_STEP void backward_unit(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
+                                   const FlashBackwardOutputs<T>& g, const BackwardMode& mode,
+                                   const BackwardSplit& split, std::int64_t u, std::vector<T>& dk_parts,
+                                   std::vector<T>& dv_parts, BackwardScratch<T>& ws) {
+  const std::int64_t kv = u / split.parts, part = u % split.parts, n = p.Tk * p.d;
+  auto unit_rows = [&](T* out, std::vector<T>& parts, std::vector<T>& local) {
+    if (!out) return zeroed_gradient(out, local, 0, n, p.d);
+    if (part == 0) return zeroed_gradient(out, local, kv * p.Tk, n, p.d);
+    return zeroed_gradient(parts.data(), local, (kv * (split.parts - 1) + part - 1) * p.Tk, n, p.d);
+  };
+  T* dk = unit_rows(g.dk, dk_parts, ws.dk_local);
+  T* dv = unit_rows(g.dv, dv_parts, ws.dv_local);
+  const std::int64_t heads = split.group / split.parts, first = kv * split.group + part * heads;
+  for (std::int64_t bh = first; bh < first + heads; ++bh) backward_head(p, in, g, mode, bh, dk, dv, ws);
+}
+
+// dK (or dV) of every key/value head: part 0's sums, in the output, plus those of parts 1, 2, … in
+// order. Element by element, so any split of the loop gives the same bits.
+template <class T>
+void add_backward_parts(const FlashAttentionParams<T>& p, const BackwardSplit& split, T* out,
+                        const std::vector<T>& parts) {
+  if (!out || split.parts == 1) return;
+  const std::int64_t n = p.Tk * p.d, total = p.B * p.H_kv * n, extra = split.parts - 1;
+#pragma omp parallel for schedule(static) if (worth_parallel(total * extra))
+  for (std::int64_t x = 0; x < total; ++x) {
+    const std::int64_t kv = x / n, at = x % n;
+    T sum = out[x];
+    for (std::int64_t part = 0; part < extra; ++part)
+      sum += parts[static_cast<std::size_t>((kv * extra + part) * n + at)];
+    out[x] = sum;
+  }
 }
 
 #undef GATTN_ATTN_STEP
@@ -910,14 +994,21 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
   mode.modulated = p.modulation_row != nullptr;
   mode.fast_modulation = std::is_same_v<T, float> && mode.modulated && !p.noise && !p.hard;
   const std::int64_t n_qt = (Tn + kAttnTileQ - 1) / kAttnTileQ;
+  const BackwardSplit split = backward_split(p);
+  const std::int64_t units = split.units(p.B * p.H_kv);
+  // The dK, dV sums of parts 1, 2, … of each group (empty without a split).
+  const std::size_t part_rows = static_cast<std::size_t>(p.B * p.H_kv * (split.parts - 1) * Tk * d);
+  std::vector<T> dk_parts(g.dk ? part_rows : 0), dv_parts(g.dv ? part_rows : 0);
 
-  const bool parallel_bwd = BH > 1 && worth_parallel(BH * Tn * Tk * d);
+  const bool parallel_bwd = units > 1 && worth_parallel(BH * Tn * Tk * d);
 #pragma omp parallel if (parallel_bwd)
   {
     BackwardScratch<T> ws(Tn, n_qt);
 #pragma omp for schedule(dynamic)
-    for (std::int64_t bh = 0; bh < BH; ++bh) backward_head(p, in, g, mode, bh, ws);
+    for (std::int64_t u = 0; u < units; ++u) backward_unit(p, in, g, mode, split, u, dk_parts, dv_parts, ws);
   }
+  add_backward_parts(p, split, g.dk, dk_parts);
+  add_backward_parts(p, split, g.dv, dv_parts);
 }
 
 }  // namespace gattn::cpu
