@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/tensor/error.h"
+#include "models/gating/registry.h"
 #include "models/hf/hf_model.h"
 
 namespace gattn::models {
@@ -313,10 +314,8 @@ HfModel llama(const Keys& k, const ClassSpec& spec, HfModel m, std::int64_t cap)
   if (m.qk_norm) c.qk_norm = kNormRms;
   if (m.output_gate) {
     c.norm_offset = true;  // Qwen3-Next's zero-centred norms: 1 + w
-    c.gate.kind = "output";
-    c.gate.options["granularity"] = "elementwise";
-    c.gate.options["bias"] = false;
-    c.gate.set_keys = {"granularity", "bias"};
+    // The attention output gate, σ(h·W_gᵀ) ⊙ y before o_proj, as the kind that computes it.
+    c.gate = equivalent_gate("qwen3_next_output_gate");
   }
   return m;
 }
