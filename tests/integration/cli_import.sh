@@ -8,7 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
 hf="$(cd "$(dirname "${BASH_SOURCE[0]}")/../data/hf" && pwd)"
 
-for name in gpt2; do
+for name in gpt2 llama qwen2 qwen3 qwen3_next qwen3_5; do
   out=$("$gattn" import --hf "$hf/$name" --out "$tmp/$name" 2>&1) || fail "import of $name exited $?: $out"
   grep -q "checkpoint: $tmp/$name" <<<"$out" || fail "$name: no checkpoint line: $out"
   [[ -f $tmp/$name/model.safetensors ]] || fail "$name: no model.safetensors"
@@ -21,7 +21,7 @@ for name in gpt2; do
   ins=$("$gattn" inspect --checkpoint "$tmp/$name" 2>&1) || fail "$name: inspect exited $?: $ins"
   grep -q "format: gattn/1" <<<"$ins" || fail "$name: inspect shows no format"
   grep -q "wte.weight" <<<"$ins" || fail "$name: inspect lists no wte.weight"
-  grep -q 'imported: {"architecture":".*","from":"huggingface","model_type":"'"$name"'"' <<<"$ins" ||
+  grep -q 'imported: {"architecture":".*","from":"huggingface","model_type":"'"$name" <<<"$ins" ||
     fail "$name: inspect shows no import metadata: $ins"
   ev=$("$gattn" eval --checkpoint "$tmp/$name" data.kind=synthetic data.task=noisy_recall eval.max_windows=2 2>&1) ||
     fail "$name: eval exited $?: $ev"

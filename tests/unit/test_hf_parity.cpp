@@ -12,11 +12,13 @@
 #include <string>
 
 #include "core/autograd/grad_mode.h"
+#include "framework/io/errors.h"
 #include "framework/io/module_io.h"
 #include "framework/io/safetensors.h"
 #include "models/gpt.h"
 #include "models/kv_cache.h"
 #include "ops/shape.h"
+#include "recipes/common/checkpoint_model.h"
 #include "recipes/import/hf_import.h"
 #include "test_util.h"
 
@@ -114,9 +116,25 @@ TEST_P(HfParity, CachedGenerationEqualsTheFullForward) {
   EXPECT_EQ(pos, g.ids.size(1));
 }
 
-// GPT-2 builds with gattn's GPT-2 blocks; the Llama family joins once the model has RMSNorm, SwiGLU,
-// grouped-query attention, QK-norm, partial rotary and the untied head.
-INSTANTIATE_TEST_SUITE_P(Models, HfParity, ::testing::Values("gpt2"),
+// What `gattn import` writes is what eval, sample and inspect load: the same config and the same
+// weights, bit for bit.
+TEST_P(HfParity, TheCheckpointLoadsBackAsTheImportedModel) {
+  recipes::ImportedModel imported = recipes::import_hf(kData + GetParam());
+  test::TempDir tmp;
+  const std::string out = tmp.file("ckpt");
+  recipes::write_imported_checkpoint(imported, out);
+  recipes::CheckpointModel loaded = recipes::load_checkpoint_model(out, {}, "test");
+  EXPECT_EQ(models::to_json(loaded.model->config()), models::to_json(imported.model->config()));
+  for (auto& [name, p] : imported.model->named_parameters())
+    EXPECT_EQ(p.to_vector(), loaded.model->parameter(name).to_vector()) << name;
+  EXPECT_TRUE(
+      test::contains(loaded.metadata.at(recipes::kImportKey), "\"architecture\":\"" + imported.hf.architecture));
+  EXPECT_TRUE(test::contains(
+      test::message_of<OutputPathError>([&] { recipes::write_imported_checkpoint(imported, out); }), "already exists"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, HfParity,
+                         ::testing::Values("gpt2", "llama", "qwen2", "qwen3", "qwen3_next", "qwen3_5"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
