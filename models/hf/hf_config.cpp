@@ -119,6 +119,10 @@ const ClassSpec& class_of(const Keys& k) {
       k.bad("model_type", "is '" + model_type + "', but " + c.architecture + " is model_type '" + c.model_type + "'");
     return c;
   }
+  if (model_type == "qwen3_5")
+    k.bad("model_type",
+          "is 'qwen3_5', the multimodal Qwen3.5 (its language model in text_config): gattn imports the "
+          "language model saved on its own, Qwen3_5ForCausalLM (model_type qwen3_5_text)");
   if (architecture.empty()) {
     if (model_type.empty()) k.bad("model_type", "is missing, and so is architectures: not a transformers config");
     k.bad("model_type", "'" + model_type + "' is not a model gattn imports (it imports " + supported + ")");

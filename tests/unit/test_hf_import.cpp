@@ -333,6 +333,12 @@ TEST(HfConfig, KeysGattnCannotHonourAreRefusedByName) {
          c["model_type"] = "gemma";
        },
        "model_type 'gemma' is not a model gattn imports"},
+      {"qwen3_5",
+       [](json& c) {
+         c["model_type"] = "qwen3_5";
+         c["architectures"] = {"Qwen3_5ForConditionalGeneration"};
+       },
+       "the multimodal Qwen3.5"},
       {"llama", [](json& c) { c["architectures"] = {"LlamaModel"}; }, "a base model without its language-model head"},
       {"llama", [](json& c) { c["model_type"] = "qwen2"; },
        "model_type is 'qwen2', but LlamaForCausalLM is model_type 'llama'"},
