@@ -109,6 +109,19 @@ void add_act_max(nlohmann::json& line, const std::vector<LayerStats>& stats, con
   line[prefix + "act_max_by_layer"] = by_layer;
 }
 
+void add_val_attention_stats(nlohmann::json& line, const std::vector<LayerStats>& stats) {
+  if (stats.empty()) return;
+  // The attention's own measures, for gated and ungated models alike: the first-token share (Qiu et
+  // al. 2025's attention-sink measure) and the row entropy, means over the layers.
+  double entropy = 0, sink = 0;
+  for (const LayerStats& s : stats) {
+    entropy += s.attn_entropy();
+    sink += s.sink_ratio();
+  }
+  line["val_attn_entropy"] = entropy / static_cast<double>(stats.size());
+  line["val_sink_ratio"] = sink / static_cast<double>(stats.size());
+}
+
 void add_val_gate_stats(nlohmann::json& line, const std::vector<LayerStats>& stats) {
   ops::GateMoments all;
   nlohmann::json by_layer = nlohmann::json::array();
@@ -119,6 +132,7 @@ void add_val_gate_stats(nlohmann::json& line, const std::vector<LayerStats>& sta
   if (all.count == 0) return;
   line["val_gate_mean"] = all.mean();
   line["val_gate_std"] = all.std();
+  line["val_gate_frac_lt_0.1"] = all.frac_below_0_1();
   line["val_gate_mean_by_layer"] = by_layer;
 }
 

@@ -22,6 +22,8 @@ void add_stats_to_metrics(nlohmann::json& line, const std::vector<LayerStats>& s
 // (over all gate values of the model) and val_gate_mean_by_layer (null for a layer without gates),
 // only where some layer has gate values.
 void add_val_gate_stats(nlohmann::json& line, const std::vector<LayerStats>& stats);
+// `val_attn_entropy`, `val_sink_ratio`: means over the layers (nothing without stats).
+void add_val_attention_stats(nlohmann::json& line, const std::vector<LayerStats>& stats);
 // `<prefix>act_max` (the largest over the layers) and `<prefix>act_max_by_layer`; nothing without stats.
 void add_act_max(nlohmann::json& line, const std::vector<LayerStats>& stats, const std::string& prefix);
 

@@ -133,10 +133,15 @@ void check_source(const ModelConfig& config, const std::vector<std::int32_t>& so
   if (S == 0 || S > config.block_size)
     throw ValueError(who + ": the source holds " + std::to_string(S) +
                      " tokens; it needs 1 … model.block_size=" + std::to_string(config.block_size));
+  // The reserved ids (padding, the decoder's start, the target's end) never occur inside a source.
   for (std::size_t j = 0; j < source.size(); ++j)
-    if (source[j] == kSeq2SeqPad)
-      throw ValueError(who + ": source token " + std::to_string(j) + " is the padding id " +
-                       std::to_string(kSeq2SeqPad) + ", which a source may not hold");
+    if (source[j] < kSeq2SeqFirstContent)
+      throw ValueError(who + ": source token " + std::to_string(j) + " is the " +
+                       (source[j] == kSeq2SeqPad     ? "padding"
+                        : source[j] == kSeq2SeqStart ? "decoder's start"
+                                                     : "target's end") +
+                       " id " + std::to_string(source[j]) + ", which a source may not hold (content ids start at " +
+                       std::to_string(kSeq2SeqFirstContent) + ")");
 }
 
 std::vector<std::int32_t> generate_target(GPT& model, const std::vector<std::int32_t>& source,

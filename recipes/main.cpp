@@ -2,11 +2,14 @@
 // checkpoint error (an I/O error of the file system too), 4 numerical failure. Every exception is
 // caught here, whatever its type: never a crash.
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdint>
 #include <exception>
 #include <filesystem>
 #include <iostream>
 #include <new>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "core/tensor/error.h"
@@ -52,6 +55,27 @@ int print_version() {
   return 0;
 }
 
+// CLI11 reads an integer past the 64-bit range as the nearest one it can hold (strtoll's
+// saturation): `--max-new-tokens 1e30`-like typos would run with 9223372036854775807. Every integer
+// option of every command gets a check that refuses them, naming the option.
+void refuse_saturated_integers(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    if (type != "INT" && type != "UINT") continue;
+    option->check(CLI::Validator(
+        [](std::string& text) -> std::string {
+          const char* first = text.data() + (text.size() > 1 && text[0] == '+' ? 1 : 0);
+          const char* last = text.data() + text.size();
+          std::int64_t value = 0;
+          if (std::from_chars(first, last, value).ec == std::errc::result_out_of_range)
+            return text + " is beyond the 64-bit integers";
+          return std::string();
+        },
+        ""));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) refuse_saturated_integers(*sub);
+}
+
 // Parses the command line and runs the chosen sub-command; main() turns what it throws into an
 // exit code.
 int run_cli(int argc, char** argv) {
@@ -72,6 +96,7 @@ int run_cli(int argc, char** argv) {
 #define GATTN_REGISTERED_COMMAND(name) add(gattn::recipes::add_##name);
 #include "gattn_generated/commands.inc"
 #undef GATTN_REGISTERED_COMMAND
+  refuse_saturated_integers(app);
 
   try {
     app.parse(argc, argv);

@@ -253,6 +253,8 @@ json read_value(const KeySpec& s, const YAML::Node& n, const Source& src, const 
     case KeyType::param_groups:
       return coerce_param_groups(key, n, src);
     case KeyType::map_list:
+      // `model.gates: null` is no list: refused like a null section (`model.gate: null`).
+      if (null && n.IsDefined()) fail(at, key + " is null: give a list of entries ([] for none), or leave it out");
       return coerce_map_list(s, n, src);
   }
   fail(at, key + ": unhandled key type");

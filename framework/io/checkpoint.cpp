@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -98,17 +100,25 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   }
   std::FILE* f = fd >= 0 ? ::fdopen(fd, "wb") : nullptr;
   if (!f) {
+    const int why = errno;
     if (fd >= 0) ::close(fd);
-    throw CheckpointError("cannot write " + tmp);
+    throw CheckpointError("cannot write " + tmp + ": " + std::strerror(why));
   }
+  // The first failing call's errno is the reason (ENOSPC, EIO, EDQUOT …).
+  int why = 0;
   bool ok =
       std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
-  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) why = errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    why = errno;
+  }
   std::error_code ec;
   if (ok) fs::rename(tmp, path, ec);
   if (!ok || ec) {
+    const std::string reason = ec ? ec.message() : std::strerror(why);
     fs::remove(tmp, ec);
-    throw CheckpointError("cannot write " + path);
+    throw CheckpointError("cannot write " + path + ": " + reason);
   }
   fsync_dir(fs::path(path).parent_path());
 }

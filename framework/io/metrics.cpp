@@ -1,7 +1,9 @@
 // metrics.jsonl writing and reading.
 #include "framework/io/metrics.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "framework/base/input_file.h"
@@ -25,7 +27,7 @@ nlohmann::json finite_or_null(const nlohmann::json& v) {
 
 MetricsWriter::MetricsWriter(const std::string& path) : path_(path) {
   file_ = std::fopen(path.c_str(), "a");
-  if (!file_) throw CheckpointError("cannot open " + path + " for appending metrics");
+  if (!file_) throw CheckpointError("cannot open " + path + " for appending metrics: " + std::strerror(errno));
 }
 
 MetricsWriter::~MetricsWriter() {
@@ -36,7 +38,7 @@ void MetricsWriter::write(const nlohmann::json& record) {
   std::string line = finite_or_null(record).dump();
   line.push_back('\n');
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
-    throw CheckpointError("cannot write metrics to " + path_);
+    throw CheckpointError("cannot write metrics to " + path_ + ": " + std::strerror(errno));
 }
 
 std::vector<nlohmann::json> read_metrics(const std::string& path) {

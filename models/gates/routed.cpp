@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <set>
 
 #include "core/autograd/grad_mode.h"
 #include "models/gating/activation.h"
@@ -283,12 +284,25 @@ GATTN_GATE_KIND(routed) {
       config::int_list_key("windows", {0, 32},
                            "expert attention spans: span w lets query i see keys i−w < j ≤ i, 0 = full causal")
           .at_least(0),
-      [](const nlohmann::json& v, const std::string& key, const GateConfig&, const ModelConfig&) {
+      [](const nlohmann::json& v, const std::string& key, const GateConfig& g, const ModelConfig& m) {
         if (!v.is_array() || v.empty())
           throw ValueError(key + ": needs a list of at least one expert span, got " + v.dump());
-        for (const auto& w : v)
+        // Spans the user wrote are held to the context; the default list and checkpoints' metadata
+        // (no set_keys) keep their meaning, a span past the context being the full attention.
+        const bool written = std::find(g.set_keys.begin(), g.set_keys.end(), "windows") != g.set_keys.end();
+        std::set<std::int64_t> seen;
+        for (const auto& w : v) {
           if (!w.is_number_integer() || w.get<std::int64_t>() < 0)
             throw ValueError(key + ": spans must be integers >= 0 (0 = full causal), got " + v.dump());
+          // A span past the context sees every earlier key: it is the full causal attention.
+          const std::int64_t span = w.get<std::int64_t>();
+          if (written && span > m.block_size)
+            throw ValueError(key + ": span " + std::to_string(span) + " exceeds model.block_size=" +
+                             std::to_string(m.block_size) + ", so it is the full causal attention: write 0");
+          if (written && !seen.insert(span).second)
+            throw ValueError(key + ": span " + std::to_string(span) +
+                             " is listed twice (two experts that attend alike)");
+        }
       });
   GateOptionSpec top_k = gate_option(
       config::int_key("top_k", 1, "experts per token (1: weighted by its router probability; ≥ 2: renormalised)")
@@ -302,6 +316,7 @@ GATTN_GATE_KIND(routed) {
       });
   s.options = {windows, top_k};
   s.gate_l1_refusal = "the router's weights are a softmax (their mean is fixed)";
+  s.regularizers = {kRouterBalance};
   s.module_name = "router";
   s.gate_values = "the kept router weights r̃ (top_k per token)";
   s.parameter_doc = "`attn.router.weight` [E, C], `attn.router.bias` [E] (bias 0)";

@@ -53,12 +53,13 @@ const std::map<std::string, GateOptionSpec>& shared_specs() {
     auto add = [&](GateOptionSpec s) { m.emplace(s.key, std::move(s)); };
     add(spec(config::num_key("temperature_final", std::nullopt,
                              "τ after temperature_steps steps, linear in between (null = temperature: constant)")
-                 .greater_than(0)
+                 .at_least(1e-3)
+                 .at_most(1e3)
                  .allow_null(),
              [](const nlohmann::json& v, const std::string& key, const GateConfig& g, const ModelConfig&) {
                if (v.is_null()) return;
-               if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
-                 bad(key, "must be a finite number > 0 or null, got " + v.dump());
+               if (!v.is_number() || !(v.get<double>() >= 1e-3 && v.get<double>() <= 1e3))
+                 bad(key, "must be in [0.001, 1000] or null, got " + v.dump());
                if (read(g, "temperature_steps").get<std::int64_t>() == 0 && v.get<double>() != g.temperature)
                  bad(key, "needs temperature_steps > 0 (the steps over which τ goes from temperature to it)");
              }));
@@ -80,6 +81,13 @@ const std::map<std::string, GateOptionSpec>& shared_specs() {
                if (!v.is_number() || !std::isfinite(v.get<double>()))
                  bad(key, "must be a finite number, got " + v.dump());
                if (!read(g, "hard").get<bool>() && v.get<double>() != 0.5) bad(key, "means nothing without hard: true");
+               // The threshold must fall inside the activation's range, or the gate is constant.
+               const double t = v.get<double>();
+               const bool unit = g.activation == "sigmoid" || g.activation == "gumbel_sigmoid";
+               if (read(g, "hard").get<bool>() && unit && !(t > 0.0 && t < 1.0))
+                 bad(key, "must be in (0, 1) for activation " + g.activation + " (its values), got " + v.dump());
+               if (read(g, "hard").get<bool>() && !unit && !(t > 0.0))
+                 bad(key, "must be > 0 for activation " + g.activation + " (its values), got " + v.dump());
              }));
     add(spec(config::int_key("groups", 1, "G consecutive heads share one gate (1 = a gate per head); divides n_head")
                  .greater_than(0),

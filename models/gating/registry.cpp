@@ -164,8 +164,9 @@ void validate_gate_entry(const GateConfig& g, const ModelConfig& model) {
     bad(p + "activation",
         "'" + g.activation + "' means nothing for gate kind '" + kind.name + "' (its activations: " + list + ")");
   }
-  if (!(g.temperature > 0) || !std::isfinite(g.temperature))
-    bad(p + "temperature", "must be a finite number > 0, got " + num(g.temperature));
+  // Far outside [1e-3, 1e3] the gate is a step or a constant 1/2: no setting means that.
+  if (!(g.temperature >= 1e-3 && g.temperature <= 1e3))
+    bad(p + "temperature", "must be in [0.001, 1000], got " + num(g.temperature));
   if (std::isinf(g.init_bias)) bad(p + "init_bias", "must be finite, got " + num(g.init_bias));
   if (g.init_weight != "zero" && g.init_weight != "normal")
     bad(p + "init_weight", "expected one of zero, normal, got '" + g.init_weight + "'");
@@ -274,9 +275,10 @@ std::vector<config::KeySpec> typed_entry_keys() {
                                 "sigmoid | gumbel_sigmoid (logistic noise while training) | softplus | "
                                 "tanh_magnitude (tanh(Wx)·σ(Vx)); the last two for " +
                                 joined(any_activation)));
-  keys.push_back(
-      num_key("temperature", 1.0, reads("temperature") + "τ (> 0): the gate is act(z/τ); where a schedule starts")
-          .greater_than(0));
+  keys.push_back(num_key("temperature", 1.0,
+                         reads("temperature") + "τ in [0.001, 1000]: the gate is act(z/τ); where a schedule starts")
+                     .at_least(1e-3)
+                     .at_most(1e3));
   keys.push_back(
       num_key("init_bias", std::nullopt,
               reads("init_bias") + "initial gate bias (null = the kind's default: " + joined(init_bias_defaults) + ")")

@@ -80,6 +80,9 @@ struct GateKindSpec {
   // Why regularization.gate_l1 (the mean of the soft gate values) means nothing for the kind, or ""
   // when it can penalise its values.
   std::string gate_l1_refusal;
+  // The regularisers of its own the kind computes (routed: router_balance), beyond those every gate
+  // has: a regularization.<name> weight needs a kind in the model that computes it.
+  std::vector<std::string> regularizers;
   std::vector<GateLoggedParameter> logged_parameters;
   // Gates of other models' architectures that are this kind, by the name the importer gives them
   // (models/hf/, docs/import.md), each with the options that make the kind compute them.

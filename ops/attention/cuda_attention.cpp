@@ -114,6 +114,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
   cuda::FlashParams& p = s.params;
   p.B = B;
   p.H = H;
+  p.H_kv = k.size(1);
   p.Tq = Tn;
   p.Tk = Tk;
   p.d = d;
@@ -214,7 +215,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     const Tensor d_entropy = grads.size() > 1 && grads[1].defined() ? grads[1].to(DType::f32) : Tensor();
     const Shape& qs = s.q.shape();
     const Shape& ks = s.k.shape();
-    const Shape rs{qs[0], qs[1], qs[2]}, cs{ks[0], ks[1], ks[2]};
+    const Shape rs{qs[0], qs[1], qs[2]}, cs{qs[0], qs[1], ks[2]};  // the terms are per query head
     const DType io = s.q.dtype();
     Tensor d_out = d_out_in.defined() ? d_out_in.to(io) : Tensor::zeros(qs, io, Device::cuda);
     if (!aligned16(d_out)) d_out = d_out.clone();  // a view at an odd offset: a fresh, aligned copy

@@ -280,7 +280,32 @@ std::string coloured_tokens(const RunProbe& probe, const std::vector<double>& ga
   return s;
 }
 
+// A --heads item that names a head of no run's model draws nothing: a typo the report would hide.
+void check_heads_select_something(const std::vector<ReportRun>& runs, const ReportOptions& options) {
+  bool any_probe = false;
+  for (const HeadChoice& choice : options.heads) {
+    bool selects = false;
+    for (const ReportRun& run : runs) {
+      if (!run.probe.ok()) continue;
+      any_probe = true;
+      // The choice draws the self-attention maps, and the cross- and encoder-attention maps alike.
+      for (const std::vector<models::LayerInspection>* layers :
+           {&run.probe.layers, &run.probe.cross, &run.probe.encoder}) {
+        const int L = static_cast<int>(layers->size());
+        const int l = choice.layer < 0 ? L + choice.layer : choice.layer;
+        selects = selects || (l >= 0 && l < L && choice.head < (*layers)[static_cast<std::size_t>(l)].heads);
+      }
+    }
+    if (any_probe && !selects)
+      throw UsageError(
+          "--heads: " + std::to_string(choice.layer) + ":" + std::to_string(choice.head) +
+          " selects no head of the runs' models (layers count from 0, or from the last as -1; heads from 0 "
+          "to n_head − 1)");
+  }
+}
+
 std::string sample_section(const std::vector<ReportRun>& runs, const ReportOptions& options) {
+  check_heads_select_something(runs, options);
   std::string s;
   for (std::size_t k = 0; k < runs.size(); ++k) {
     const ReportRun& run = runs[k];

@@ -1,6 +1,7 @@
 // Each case builds the block attention of a one-block model with the kind's gate (models/ makes it
-// from the registry, with the kind's default options) and feeds it random h, q, k, v; gradients flow
-// to q, k, v, h and the gate's parameters, as in training.
+// from the registry, with the kind's default options) and feeds it random h, q, k, v (k and v with
+// the case's key/value heads); gradients flow to q, k, v, h and the gate's parameters, as in
+// training.
 #include "recipes/bench/attention_bench.h"
 
 #include <algorithm>
@@ -58,10 +59,10 @@ Inputs make_inputs(const AttentionBenchCase& c, DType dtype, Device device, std:
   in.block = std::make_shared<models::GatedAttention>(model, 0, gen);
   in.block->to_(device);
   for (Tensor& p : in.block->parameters()) in.leaves.push_back(p);
-  const Shape qkv{c.B, c.H, c.T, c.d};
-  in.in.q = place(normal(qkv, gen), dtype, device, true, in.leaves);
-  in.in.k = place(normal(qkv, gen), dtype, device, true, in.leaves);
-  in.in.v = place(normal(qkv, gen), dtype, device, true, in.leaves);
+  const Shape q{c.B, c.H, c.T, c.d}, kv{c.B, c.kv(), c.T, c.d};
+  in.in.q = place(normal(q, gen), dtype, device, true, in.leaves);
+  in.in.k = place(normal(kv, gen), dtype, device, true, in.leaves);
+  in.in.v = place(normal(kv, gen), dtype, device, true, in.leaves);
   in.in.h = place(normal({c.B, c.T, c.H * c.d}, gen), dtype, device, true, in.leaves);
   in.grad_out = place(normal({c.B, c.T, c.H * c.d}, gen), dtype, device, false, in.leaves);
   return in;

@@ -19,6 +19,8 @@ bool is_bench_kind(const std::string& kind);
 struct AttentionBenchCase {
   std::string kind;
   std::int64_t B = 1, T = 1, H = 1, d = 1;
+  std::int64_t kv_heads = 0;  // k and v heads (grouped-query attention), dividing H; 0: H
+  std::int64_t kv() const { return kv_heads > 0 ? kv_heads : H; }
 };
 
 struct AttentionBenchSettings {
@@ -43,7 +45,7 @@ struct AttentionBenchResult {
 
 // The FLOP convention of the report (FlashAttention's): forward 4·B·H·T²·d halved for the causal
 // mask; backward 2.5× forward. Gate work is not counted: the same FLOPs for every kind, so the
-// rates compare what each kind costs.
+// rates compare what each kind costs; H counts the query heads, whatever the key/value heads.
 double attention_forward_flops(const AttentionBenchCase& c);
 inline double attention_backward_flops(const AttentionBenchCase& c) { return 2.5 * attention_forward_flops(c); }
 

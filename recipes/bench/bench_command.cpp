@@ -29,6 +29,7 @@ struct BenchAttentionArgs {
   std::string kinds;   // empty: every kind bench_kinds() lists
   std::string T = "1024,4096,16384";
   std::string heads_dim = "16x64,8x128";
+  std::string kv_heads;  // empty: as many as query heads
   std::int64_t tokens = 16384;
   int warmup = 2;
   int iters = 5;
@@ -118,22 +119,39 @@ std::vector<AttentionBenchCase> cases_from(const BenchAttentionArgs& a, const At
   std::vector<std::int64_t> Ts;
   for (const std::string& t : split_list(a.T, "--T")) Ts.push_back(positive_int(t, "--T"));
   const std::vector<HeadShape> heads = parse_heads_dim(a.heads_dim);
+  // Key/value head counts (grouped-query attention); 0 stands for "as many as the query heads".
+  std::vector<std::int64_t> kv_heads{0};
+  if (!a.kv_heads.empty()) {
+    kv_heads.clear();
+    for (const std::string& n : split_list(a.kv_heads, "--kv-heads")) kv_heads.push_back(positive_int(n, "--kv-heads"));
+  }
+  for (const HeadShape& hd : heads)
+    for (std::int64_t kv : kv_heads)
+      if (kv > 0 && hd.H % kv != 0)
+        throw UsageError("--kv-heads " + std::to_string(kv) + ": must divide the head count " + std::to_string(hd.H) +
+                         " of --heads-dim " + std::to_string(hd.H) + "x" + std::to_string(hd.d));
   if (a.tokens < 1) throw UsageError("--tokens: expected a positive integer, got " + std::to_string(a.tokens));
   std::vector<AttentionBenchCase> cases;
   for (const HeadShape& hd : heads)
     for (std::int64_t T : Ts) {
       const AttentionBenchCase shape{"", std::max<std::int64_t>(1, a.tokens / T), T, hd.H, hd.d};
       check_case_memory(shape, a, s);
-      for (const std::string& k : kinds) cases.push_back({k, shape.B, shape.T, shape.H, shape.d});
+      for (std::int64_t kv : kv_heads)
+        for (const std::string& k : kinds) cases.push_back({k, shape.B, shape.T, shape.H, shape.d, kv});
     }
   return cases;
 }
 
 nlohmann::json to_json(const AttentionBenchResult& r, const AttentionBenchSettings& s) {
-  nlohmann::json j = {{"kind", r.shape.kind},     {"B", r.shape.B},
-                      {"T", r.shape.T},           {"H", r.shape.H},
-                      {"d", r.shape.d},           {"dtype", dtype_name(s.dtype)},
-                      {"precision", r.precision}, {"device", device_name(s.device)},
+  nlohmann::json j = {{"kind", r.shape.kind},
+                      {"B", r.shape.B},
+                      {"T", r.shape.T},
+                      {"H", r.shape.H},
+                      {"H_kv", r.shape.kv()},
+                      {"d", r.shape.d},
+                      {"dtype", dtype_name(s.dtype)},
+                      {"precision", r.precision},
+                      {"device", device_name(s.device)},
                       {"status", r.status}};
   if (r.status == "ok") {
     j["fwd_ms"] = r.fwd_ms;
@@ -148,21 +166,22 @@ nlohmann::json to_json(const AttentionBenchResult& r, const AttentionBenchSettin
 void print_header(const AttentionBenchSettings& s) {
   std::printf("gattn bench attention on %s, %s; medians of %d iterations after %d warm-up\n", device_name(s.device),
               dtype_name(s.dtype), s.iters, s.warmup);
-  std::printf("%-7s %4s %6s %5s  %10s %10s %9s %12s %9s  %s\n", "kind", "B", "T", "HxD", "fwd ms", "bwd ms", "fwd TF/s",
-              "fwd+bwd TF/s", "peak MiB", "status");
+  std::printf("%-7s %4s %6s %5s %4s  %10s %10s %9s %12s %9s  %s\n", "kind", "B", "T", "HxD", "KV", "fwd ms", "bwd ms",
+              "fwd TF/s", "fwd+bwd TF/s", "peak MiB", "status");
 }
 
 void print_row(const AttentionBenchResult& r) {
   const std::string hd = std::to_string(r.shape.H) + "x" + std::to_string(r.shape.d);
   const std::string peak = r.peak_bytes >= 0 ? std::to_string(r.peak_bytes >> 20) : "-";
+  const long long kv = r.shape.kv();
   if (r.status == "ok")
-    std::printf("%-7s %4lld %6lld %5s  %10.3f %10.3f %9.4g %12.4g %9s  ok (%s)\n", r.shape.kind.c_str(),
-                static_cast<long long>(r.shape.B), static_cast<long long>(r.shape.T), hd.c_str(), r.fwd_ms, r.bwd_ms,
-                r.fwd_tflops, r.fwd_bwd_tflops, peak.c_str(), r.precision.c_str());
+    std::printf("%-7s %4lld %6lld %5s %4lld  %10.3f %10.3f %9.4g %12.4g %9s  ok (%s)\n", r.shape.kind.c_str(),
+                static_cast<long long>(r.shape.B), static_cast<long long>(r.shape.T), hd.c_str(), kv, r.fwd_ms,
+                r.bwd_ms, r.fwd_tflops, r.fwd_bwd_tflops, peak.c_str(), r.precision.c_str());
   else
-    std::printf("%-7s %4lld %6lld %5s  %10s %10s %9s %12s %9s  %s\n", r.shape.kind.c_str(),
-                static_cast<long long>(r.shape.B), static_cast<long long>(r.shape.T), hd.c_str(), "-", "-", "-", "-",
-                peak.c_str(), r.status.c_str());
+    std::printf("%-7s %4lld %6lld %5s %4lld  %10s %10s %9s %12s %9s  %s\n", r.shape.kind.c_str(),
+                static_cast<long long>(r.shape.B), static_cast<long long>(r.shape.T), hd.c_str(), kv, "-", "-", "-",
+                "-", peak.c_str(), r.status.c_str());
 }
 
 int run_bench_attention(const BenchAttentionArgs& args) {
@@ -197,6 +216,9 @@ Action add_bench(CLI::App& app) {
   cmd->add_option("--T", args->T, "sequence lengths, comma-separated")->capture_default_str();
   cmd->add_option("--heads-dim", args->heads_dim, "head count x head dim pairs, comma-separated")
       ->capture_default_str();
+  cmd->add_option("--kv-heads", args->kv_heads,
+                  "key/value head counts, comma-separated, each dividing every head count (grouped-query "
+                  "attention; default: as many as the query heads)");
   cmd->add_option("--tokens", args->tokens, "tokens per case: batch = max(1, tokens / T)")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed iterations per case")->capture_default_str();
   cmd->add_option("--iters", args->iters, "timed iterations per case (the median is reported)")->capture_default_str();

@@ -27,11 +27,15 @@ namespace gattn::recipes {
 
 namespace {
 
+constexpr std::int64_t kDefaultGenTokens = -1;  // --gen-tokens not given
+constexpr std::int64_t kMaxGenTokens = 10000000;
+constexpr int kMaxRepeats = 1000;
+
 struct BenchGenerateArgs {
   std::string checkpoint;
   InferenceArgs inference;
   std::int64_t max_windows = 200;
-  std::int64_t gen_tokens = 0;  // 0: 4 × model.block_size
+  std::int64_t gen_tokens = kDefaultGenTokens;  // not given: 4 × model.block_size
   int repeats = 3;
   bool json = false;
   bool policy_given = false;  // --kv-policy on the command line (else the default list)
@@ -147,8 +151,13 @@ void print_row(const CellResult& r, const CellResult& exact) {
 
 int run_bench_generate(const BenchGenerateArgs& args) {
   if (args.max_windows < 1) throw ValueError("--max-windows: must be >= 1, got " + std::to_string(args.max_windows));
-  if (args.gen_tokens < 0) throw ValueError("--gen-tokens: must be >= 0, got " + std::to_string(args.gen_tokens));
-  if (args.repeats < 1) throw ValueError("--repeats: must be >= 1, got " + std::to_string(args.repeats));
+  // Bounds no sensible measurement reaches: past them a typo would run for days.
+  if (args.gen_tokens != kDefaultGenTokens && (args.gen_tokens < 1 || args.gen_tokens > kMaxGenTokens))
+    throw ValueError("--gen-tokens: must be in [1, " + std::to_string(kMaxGenTokens) + "], got " +
+                     std::to_string(args.gen_tokens));
+  if (args.repeats < 1 || args.repeats > kMaxRepeats)
+    throw ValueError("--repeats: must be in [1, " + std::to_string(kMaxRepeats) + "], got " +
+                     std::to_string(args.repeats));
   CheckpointModel ckpt = load_checkpoint_model(args.checkpoint, args.overrides, "bench generate");
   models::GPT& model = *ckpt.model;
   // The cells measure the decoder-only KV cache on windows of the val text; an encoder–decoder's
@@ -160,22 +169,26 @@ int run_bench_generate(const BenchGenerateArgs& args) {
   model.eval();
   const std::int64_t T = model.config().block_size;
   const std::unique_ptr<Dataset> data = make_dataset(data_options(ckpt.config), T);
-  const std::int64_t n = args.gen_tokens > 0 ? args.gen_tokens : 4 * T;
+  const std::int64_t n = args.gen_tokens != kDefaultGenTokens ? args.gen_tokens : 4 * T;
 
   // Every cell's options, checked before anything runs: a bad one is one line and exit 2.
   std::vector<models::InferenceOptions> cells;
+  std::vector<models::KVPolicy> policies;
   const std::vector<std::string> budgets =
       args.inference.budget.empty() ? std::vector<std::string>{} : split_list(args.inference.budget, "--kv-budget");
   for (const std::string& policy : split_list(args.inference.policy, "--kv-policy")) {
+    policies.push_back(models::parse_kv_policy(policy));
     if (models::parse_kv_policy(policy) == models::KVPolicy::full) {
-      cells.push_back(inference_options(args.inference, policy, "", model));
+      cells.push_back(inference_options(args.inference, policy, "", model, false));
       continue;
     }
     if (budgets.empty()) throw ValueError("--kv-policy " + policy + ": needs --kv-budget (e.g. 25%,50%,75%)");
     // The default list leaves out `gate` for a model whose gates value no keys; asked for, it is an error.
     if (policy == "gate" && !args.policy_given && !models::gates_value_keys(model)) continue;
-    for (const std::string& budget : budgets) cells.push_back(inference_options(args.inference, policy, budget, model));
+    for (const std::string& budget : budgets)
+      cells.push_back(inference_options(args.inference, policy, budget, model, false));
   }
+  check_policy_flags(args.inference, policies);
 
   const Batch first = data->eval_batch(0, 1, T);
   const std::int32_t start = first.x.data<std::int32_t>()[0];
@@ -218,7 +231,8 @@ Action add_bench_generate(CLI::App& bench) {
       ->required();
   add_inference_options(*cmd, args->inference, true);
   cmd->add_option("--max-windows", args->max_windows, "validation windows of block_size tokens")->capture_default_str();
-  cmd->add_option("--gen-tokens", args->gen_tokens, "tokens of free generation per timing (default 4 × block_size)");
+  cmd->add_option("--gen-tokens", args->gen_tokens,
+                  "tokens of free generation per timing, 1 … 10⁷ (default 4 × block_size)");
   cmd->add_option("--repeats", args->repeats, "timed generations per cell (the median is reported)")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "one JSON object per cell and line instead of a table");

@@ -41,6 +41,21 @@ std::int64_t checkpoint_step(const std::filesystem::path& dir) {
   return std::max<std::int64_t>(checkpoint_step_of(dir.filename().string()), 0);  // −1: not a step name
 }
 
+namespace {
+
+// "model.n_layer=2 (the checkpoint has 4), …": the model.* keys whose value `now` changed from `stored`.
+std::string changed_model_keys(const Config& stored, const Config& now) {
+  std::string out;
+  for (const config::KeySpec& s : now.schema().keys()) {
+    if (s.key.rfind("model.", 0) != 0 || now.value(s.key) == stored.value(s.key)) continue;
+    if (!out.empty()) out += ", ";
+    out += s.key + "=" + now.value(s.key).dump() + " (the checkpoint has " + stored.value(s.key).dump() + ")";
+  }
+  return out;
+}
+
+}  // namespace
+
 CheckpointModel load_checkpoint_model(const std::string& dir, const std::vector<std::string>& overrides,
                                       const std::string& who) {
   const fs::path checkpoint_dir = resolve_checkpoint(dir, who);
@@ -67,7 +82,17 @@ CheckpointModel load_checkpoint_model(const std::string& dir, const std::vector<
   check_model_memory(out.config, ModelUse::inference, Device::cpu);
   out.model =
       std::make_unique<models::GPT>(out.config.model_config(), static_cast<std::uint64_t>(out.config.get_int("seed")));
-  load_module(file, *out.model);
+  try {
+    load_module(file, *out.model);
+  } catch (const CheckpointError& e) {
+    // A tensor the model lacks or shapes otherwise: when an override changed the model, that is the
+    // user's override (exit 2), not a damaged checkpoint.
+    const std::string changed = changed_model_keys(Config::from_string(config_it->second, {}, origin), out.config);
+    if (!changed.empty())
+      throw ConfigError(who + ": " + changed + ": the checkpoint's model was trained otherwise, and an override " +
+                        "cannot change the shape of a trained model (drop it) — " + e.what());
+    throw;
+  }
   out.model->set_step(checkpoint_step(checkpoint_dir));
   // Every token id of the vocabulary must be one the model embeds (verify_checkpoint_file checked its form).
   out.codec = text_codec_from_metadata(file.metadata, who + ": " + model_path);

@@ -127,6 +127,7 @@ void add_eval_fields(nlohmann::json& line, const EvalResult& e) {
   if (e.cross_attn_entropy) line["cross_attn_entropy"] = *e.cross_attn_entropy;
   if (e.encoder_attn_entropy) line["encoder_attn_entropy"] = *e.encoder_attn_entropy;
   models::add_val_gate_stats(line, e.stats);
+  models::add_val_attention_stats(line, e.stats);
   models::add_act_max(line, e.stats, "val_");
   add_encoder_gate_stats(line, e.encoder_stats, "val_");
 }

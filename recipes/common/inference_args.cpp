@@ -56,10 +56,27 @@ std::int64_t parse_kv_budget(const std::string& text, std::int64_t block_size) {
   return static_cast<std::int64_t>(keys);
 }
 
+void check_policy_flags(const InferenceArgs& args, const std::vector<models::KVPolicy>& policies) {
+  const auto any = [&](std::initializer_list<models::KVPolicy> wanted) {
+    for (models::KVPolicy p : policies)
+      for (models::KVPolicy w : wanted)
+        if (p == w) return true;
+    return false;
+  };
+  // A flag no chosen policy reads would be ignored in silence.
+  if (args.sinks >= 0 && !any({models::KVPolicy::sink_window}))
+    throw ValueError("--kv-sinks: only --kv-policy sink_window keeps sink positions; the policy chosen has none");
+  if (args.recent >= 0 && !any({models::KVPolicy::h2o, models::KVPolicy::gate}))
+    throw ValueError(
+        "--kv-recent: only --kv-policy h2o and gate keep the newest keys apart; the policy chosen "
+        "evicts by position");
+}
+
 models::InferenceOptions inference_options(const InferenceArgs& args, const std::string& policy,
-                                           const std::string& budget, const models::GPT& model) {
+                                           const std::string& budget, const models::GPT& model, bool check_flags) {
   models::InferenceOptions o;
   o.policy = models::parse_kv_policy(policy);
+  if (check_flags) check_policy_flags(args, {o.policy});
   if (o.bounded() && budget.empty())
     throw ValueError("--kv-policy " + policy + ": needs --kv-budget (keys per head, or a percentage like 50%)");
   if (!o.bounded() && !budget.empty())

@@ -29,9 +29,14 @@ void add_inference_options(CLI::App& cmd, InferenceArgs& args, bool lists);
 // --kv-budget for anything else or a value <= 0.
 std::int64_t parse_kv_budget(const std::string& text, std::int64_t block_size);
 
-// The options of one policy and budget text (empty for full), checked against `model`.
+// The options of one policy and budget text (empty for full), checked against `model`; with
+// `check_flags`, --kv-sinks and --kv-recent must mean something for this policy.
 models::InferenceOptions inference_options(const InferenceArgs& args, const std::string& policy,
-                                           const std::string& budget, const models::GPT& model);
+                                           const std::string& budget, const models::GPT& model,
+                                           bool check_flags = true);
+
+// ValueError when --kv-sinks or --kv-recent is given and none of `policies` reads it.
+void check_policy_flags(const InferenceArgs& args, const std::vector<models::KVPolicy>& policies);
 
 // "kv policy h2o, budget 32 keys per head: 1234 keys evicted; top-k keys 8; 12.5 % of head-queries
 // skipped (below 0.1)": what a generation left out, for the terminal.

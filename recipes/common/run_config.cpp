@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
+#include "models/attention.h"
 #include "models/gating/registry.h"
 #include "recipes/common/run_schema.h"
 
@@ -104,10 +106,29 @@ void check_gate_l1(const config::Settings& cfg, const models::ModelConfig& model
   }
 }
 
+// A regulariser weight needs something to weigh: the gate ones a gate, a kind's own one (router_balance)
+// a kind in the model that computes it.
+void check_regularizer_terms(const config::Settings& cfg, const models::ModelConfig& model) {
+  const auto weighted = [&](const std::string& name) { return cfg.get_double("regularization." + name) != 0.0; };
+  for (const char* name : {models::kGateEntropy, models::kGateL1})
+    if (weighted(name) && !model.has_gates())
+      throw ConfigError(cfg.where(std::string("regularization.") + name) + ": regularization." + name +
+                        " weighs the gates' values, but the model has no gate (set model.gate.kind or drop it)");
+  std::set<std::string> computed;
+  for (const models::GateConfig& g : model.gate_entries())
+    for (const std::string& r : models::gate_kind(g.kind).regularizers) computed.insert(r);
+  for (const models::GateKindSpec* kind : models::gate_kinds())
+    for (const std::string& r : kind->regularizers)
+      if (weighted(r) && !computed.count(r))
+        throw ConfigError(cfg.where("regularization." + r) + ": regularization." + r +
+                          " means nothing here: no gate of " + "the model computes it (kind " + kind->name + " does)");
+}
+
 void validate_run(const config::Settings& cfg) {
   const models::ModelConfig model = model_config_of(cfg);
   model.validate();
   check_gate_l1(cfg, model);
+  check_regularizer_terms(cfg, model);
   check_run_name(cfg);
   const std::string kind = cfg.get_string("data.kind");
   if ((kind == "text" || kind == "tokens") && cfg.get_string("data.path").empty())

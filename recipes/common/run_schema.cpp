@@ -127,12 +127,16 @@ std::vector<KeySpec> run_keys() {
                                 "    weight_decay: 0.0\n"
                                 "    freeze_steps: 100          # unchanged (moments too) during steps 0 … 99"));
 
-  s.push_back(
-      num_key("regularization.gate_entropy", 0.0, "weight of the gate binary entropy (> 0 pushes gates to 0/1)"));
-  s.push_back(
-      num_key("regularization.gate_l1", 0.0, "weight of the mean gate value (> 0 pushes gates towards 0: sparsity)"));
-  s.push_back(num_key("regularization.attn_entropy", 0.0, "weight of the attention entropy"));
-  s.push_back(num_key("regularization.router_balance", 0.0, "weight of the routed gate's load-balance loss"));
+  s.push_back(num_key("regularization.gate_entropy", 0.0,
+                      "weight of the gate binary entropy (> 0 pushes gates to 0/1, < 0 towards 1/2; needs a gate)"));
+  s.push_back(num_key("regularization.gate_l1", 0.0,
+                      "weight of the mean gate value (> 0 pushes gates towards 0: sparsity; needs a gate)")
+                  .at_least(0));
+  s.push_back(num_key("regularization.attn_entropy", 0.0,
+                      "weight of the attention entropy (> 0 sharpens the attention, < 0 spreads it)"));
+  s.push_back(num_key("regularization.router_balance", 0.0,
+                      "weight of the routed gate's load-balance loss (needs a gate that routes)")
+                  .at_least(0));
 
   s.push_back(int_key("dist.zero", 0, "1 = shard optimizer state across ranks (ZeRO-1)").at_least(0).at_most(1));
   s.push_back(

@@ -1,7 +1,7 @@
 // flash_attention on CUDA tensors in f32 (composed from the primitive CUDA ops) against the CPU's
 // fused kernel: outputs, row entropies, statistics and the gradients of q, k, v and every term, for
 // each term alone and together, windows, skipped query rows and odd T; not causal, with query and
-// key lengths equal or not.
+// key lengths equal or not; one key/value head for all query heads (grouped-query attention).
 #include <gtest/gtest.h>
 
 #include "cuda_test_util.h"
@@ -19,7 +19,7 @@ using test::Tolerance;
 
 // Terms as the gates give them: col_bias = log σ(f) (score), a prefix sum c as row_bias = c and
 // col_bias = −c (forget), the modulation terms (pair); skip_rows: an active_queries mask; Tk the
-// key length (0: T); causal false: every query sees every key.
+// key length (0: T); causal false: every query sees every key; Hkv the key/value heads (0: H).
 struct Case {
   const char* name;
   bool col_bias, prefix_difference, modulation;
@@ -28,6 +28,7 @@ struct Case {
   bool skip_rows = false;
   std::int64_t Tk = 0;
   bool causal = true;
+  std::int64_t Hkv = 0;
 };
 
 // inputs: q [B, H, T, d], k, v [B, H, Tk, d], then the case's terms in the order f (col_bias =
@@ -59,8 +60,8 @@ Tensor run_case(const Case& c, const std::vector<Tensor>& in, int what) {
 }
 
 std::vector<Tensor> case_inputs(const Case& c, std::uint64_t seed) {
-  const std::int64_t B = 2, H = 3, d = 16, T = c.T, Tk = c.Tk ? c.Tk : c.T;
-  std::vector<Tensor> in{frand({B, H, T, d}, seed), frand({B, H, Tk, d}, seed + 1), frand({B, H, Tk, d}, seed + 2)};
+  const std::int64_t B = 2, H = 3, d = 16, T = c.T, Tk = c.Tk ? c.Tk : c.T, Hkv = c.Hkv ? c.Hkv : H;
+  std::vector<Tensor> in{frand({B, H, T, d}, seed), frand({B, Hkv, Tk, d}, seed + 1), frand({B, Hkv, Tk, d}, seed + 2)};
   if (c.col_bias) in.push_back(frand({B, H, Tk}, seed + 3, -2.0, 2.0));
   // A decreasing prefix sum of log-sigmoids, as the forget gate makes it.
   if (c.prefix_difference) {
@@ -94,6 +95,8 @@ const Case kCases[] = {
     {"not_causal", false, false, false, 0, 37, false, 0, false},
     {"cross_all_terms", true, true, true, 0, 29, false, 45, false},
     {"cross_all_terms_skip_rows", true, true, true, 0, 43, true, 17, false},
+    {"grouped_all_terms_window", true, true, true, 7, 41, false, 0, true, 1},
+    {"grouped_cross_all_terms_skip_rows", true, true, true, 0, 43, true, 17, false, 1},
 };
 
 TEST(CudaAttention, OutputsAndGradientsMatchTheCpuKernel) {

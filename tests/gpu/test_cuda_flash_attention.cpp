@@ -3,7 +3,8 @@
 // f64 on the same bf16-rounded inputs: output, statistics and every gradient, for the terms the gate
 // kinds give (none; a column bias, score; row and column biases of a prefix sum, forget; the
 // modulation, pair, with and without noise), windows, skipped query rows, head dims 16/32/64/128
-// and ragged T; not causal (an encoder's self-attention) and cross-attention with Tq ≠ Tk.
+// and ragged T; not causal (an encoder's self-attention) and cross-attention with Tq ≠ Tk; grouped
+// query heads (k, v with fewer heads than q).
 //
 // Tolerances (inputs in [−1, 1]; the CPU reference is exact up to f64):
 //  - The kernels read the very same bf16 values, accumulate in f32 (error ~T·2⁻²⁴, negligible) and
@@ -78,15 +79,16 @@ struct Inputs {
 
 // bf16-exact values in [−1, 1] for q, k, v (f32 tensors holding bf16-rounded values), f32 terms:
 // col_bias in [−2, 0] (log σ), a prefix sum c in [−0.5, 0] as row_bias = c and col_bias −= c.
-// T queries and Tk keys (0: T).
+// T queries and Tk keys (0: T); Hkv key/value heads (0: H), the terms per query head.
 Inputs make_inputs(const Kind& c, std::int64_t B, std::int64_t H, std::int64_t T, std::int64_t d, std::uint64_t seed,
-                   std::int64_t Tk = 0) {
+                   std::int64_t Tk = 0, std::int64_t Hkv = 0) {
   auto bf16_exact = [](const Tensor& t) { return t.to(DType::bf16).to(DType::f32); };
   if (Tk == 0) Tk = T;
+  if (Hkv == 0) Hkv = H;
   Inputs in;
   in.q = bf16_exact(frand({B, H, T, d}, seed));
-  in.k = bf16_exact(frand({B, H, Tk, d}, seed + 1));
-  in.v = bf16_exact(frand({B, H, Tk, d}, seed + 2));
+  in.k = bf16_exact(frand({B, Hkv, Tk, d}, seed + 1));
+  in.v = bf16_exact(frand({B, Hkv, Tk, d}, seed + 2));
   if (c.col_bias) in.col_bias = frand({B, H, Tk}, seed + 3, -2.0, 0.0);
   if (c.prefix_difference) {
     // One sequence of values over the longer length: rows take the first T, columns the first Tk.
@@ -528,6 +530,81 @@ TEST(CudaFlashAttention, NotCausalRowEntropyWithSkippedRowsMatchesTheCpuOp) {
         options.active_queries = active;
         expect_row_entropy_matches_cpu(c, in, options, g_out, g_ent, true);
       }
+}
+
+// Grouped query heads: k and v [B, H_kv, Tk, d] read in place by each group of H / H_kv query
+// heads, dK and dV summed over the group inside one block of the dK/dV kernel. Against the CPU op in
+// f64 with the bounds above (dK and dV sum H / H_kv heads' terms, each bounded as before, so the
+// same relative bound holds), for every kind, causal and not, with statistics.
+TEST(CudaFlashAttention, GroupedQueryHeadsMatchTheCpuOp) {
+  GATTN_REQUIRE_DEVICE();
+  const std::int64_t B = 2, H = 4;
+  std::uint64_t seed = 40000;
+  for (std::int64_t Hkv : {1, 2})
+    for (const auto& [d, T] : {std::pair<std::int64_t, std::int64_t>{32, 37}, {64, 130}, {128, 130}})
+      for (const Kind& c : kKinds) {
+        SCOPED_TRACE(std::string(c.name) + " H_kv=" + std::to_string(Hkv) + " d=" + std::to_string(d) +
+                     " T=" + std::to_string(T));
+        const Inputs in = make_inputs(c, B, H, T, d, seed += 10, 0, Hkv);
+        const Tensor d_out = frand({B, H, T, d}, seed + 9).to(DType::bf16);
+        const Outcome want = run_case(c, leaves(in, DType::f64, DType::f64, Device::cpu), d_out.to(DType::f64), 77);
+        const Outcome got = run_case(c, leaves(in, DType::bf16, DType::f32, Device::cuda), d_out, 77);
+        EXPECT_TRUE(close(got.out, want.out, std::ldexp(1.0, -7), 0.0, "out"));
+        for (std::size_t i = 0; i < got.grads.size(); ++i) {
+          if (got.grads[i].defined()) {
+            EXPECT_EQ(got.grads[i].shape(), want.grads[i].shape()) << kGradNames[i];
+          }
+          EXPECT_TRUE(close_grad(got.grads, want.grads, i, 1e-4, std::ldexp(1.0, -5), kGradNames[i]));
+        }
+        expect_same_stats(got.stats, want.stats);
+      }
+  for (std::int64_t Hkv : {1, 2})
+    for (const auto& [Tq, Tk] : {std::pair<std::int64_t, std::int64_t>{17, 3}, {130, 70}})
+      for (const Kind& c : kNotCausalKinds) {
+        SCOPED_TRACE(std::string(c.name) + " H_kv=" + std::to_string(Hkv) + " Tq=" + std::to_string(Tq) +
+                     " Tk=" + std::to_string(Tk));
+        const Inputs in = make_inputs(c, B, H, Tq, 32, seed += 10, Tk, Hkv);
+        const Tensor d_out = frand({B, H, Tq, 32}, seed + 9).to(DType::bf16);
+        const Outcome want = run_case(c, leaves(in, DType::f64, DType::f64, Device::cpu), d_out.to(DType::f64), 77);
+        const Outcome got = run_case(c, leaves(in, DType::bf16, DType::f32, Device::cuda), d_out, 77);
+        EXPECT_TRUE(close(got.out, want.out, std::ldexp(1.0, -7), 0.0, "out"));
+        for (std::size_t i = 0; i < got.grads.size(); ++i)
+          EXPECT_TRUE(close_grad(got.grads, want.grads, i, 1e-4, std::ldexp(1.0, -5), kGradNames[i]));
+        expect_same_stats(got.stats, want.stats);
+      }
+}
+
+// Grouped query heads with skipped query rows and the row-entropy output (its gradient through
+// f32 tensors under autocast), statistics included.
+TEST(CudaFlashAttention, GroupedQueryHeadsWithSkippedRowsAndRowEntropyMatchTheCpuOp) {
+  GATTN_REQUIRE_DEVICE();
+  const std::int64_t B = 2, H = 4, T = 130, d = 32;
+  std::uint64_t seed = 41000;
+  for (std::int64_t Hkv : {1, 2})
+    for (const Kind& c : {kKinds[0], kKinds[4], kKinds[6], kNotCausalKinds[1]}) {
+      SCOPED_TRACE(std::string(c.name) + " H_kv=" + std::to_string(Hkv));
+      const Inputs in = make_inputs(c, B, H, T, d, seed += 10, 0, Hkv);
+      const Tensor g_out = frand({B, H, T, d}, seed + 8), g_ent = frand({B, H, T}, seed + 9);
+      ops::AttentionOptions options;
+      options.causal = c.causal;
+      options.window = c.window;
+      options.active_queries = active_mask(1, B, T, seed + 7);
+      expect_row_entropy_matches_cpu(c, in, options, g_out, g_ent, true);
+    }
+}
+
+TEST(CudaFlashAttention, GroupedQueryHeadsBackwardIsBitwiseDeterministic) {
+  GATTN_REQUIRE_DEVICE();
+  const Kind& c = kKinds[6];
+  const Inputs in = make_inputs(c, 2, 4, 130, 64, 42000, 0, 1);
+  const Tensor d_out = frand({2, 4, 130, 64}, 42001).to(DType::bf16);
+  const Outcome a = run_case(c, leaves(in, DType::bf16, DType::f32, Device::cuda), d_out, 9);
+  const Outcome b = run_case(c, leaves(in, DType::bf16, DType::f32, Device::cuda), d_out, 9);
+  EXPECT_TRUE(test::same_bits(a.out, b.out));
+  for (std::size_t i = 0; i < a.grads.size(); ++i) {
+    if (!a.grads[i].defined()) continue;
+    EXPECT_TRUE(test::same_bits(a.grads[i], b.grads[i])) << kGradNames[i];
+  }
 }
 
 // bf16 inputs the kernels do not take (head dim 24, or the modulation entropy output) run the

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `gattn bench attention` on tiny CPU shapes: every registered gate kind is measured ("ok", positive times and
-# TFLOP/s) in --json mode and in the table; bad input (unknown kind, bf16 on the CPU, T = 0, an
-# unknown option) exits 2 with one line. Then, where PyTorch imports, the comparison script's CPU
-# smoke run writes its markdown table. T = 130 is not a multiple of any tile size.
+# TFLOP/s) in --json mode and in the table; grouped key/value heads (--kv-heads); bad input
+# (unknown kind, bf16 on the CPU, T = 0, key/value heads that do not divide the heads, an unknown
+# option) exits 2 with one line. Then, where PyTorch imports, the comparison scripts' CPU smoke runs
+# write their markdown tables. T = 130 is not a multiple of any tile size.
 set -u
 gattn="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -36,6 +37,15 @@ PY
 table=$(OMP_NUM_THREADS=1 "$gattn" bench attention "${base[@]}" --kinds pair,none --T 130 --heads-dim 2x16 2>&1) || fail "table mode: $table"
 [[ $(grep -c ' ok (f32)$' <<<"$table") -eq 2 ]] || fail "the table should have 2 ok rows: $table"
 
+# Grouped key/value heads: one case per count, in the order given, H_kv in the JSON.
+out=$(OMP_NUM_THREADS=1 "$gattn" bench attention "${base[@]}" --kinds none --T 130 --heads-dim 4x16 --kv-heads 4,2,1 \
+  --json 2>"$tmp/err") || fail "bench --kv-heads exited $?: $(cat "$tmp/err")"
+/usr/bin/python3 - "$out" <<'PY' || fail "the --kv-heads JSON lines are not what they should be: $out"
+import json, sys
+rows = [json.loads(l) for l in sys.argv[1].splitlines()]
+assert [(r["H"], r["H_kv"], r["status"]) for r in rows] == [(4, 4, "ok"), (4, 2, "ok"), (4, 1, "ok")], rows
+PY
+
 expect() {  # expect PATTERN ARGS...: exit 2 and one stderr line matching PATTERN
   local pattern=$1
   shift
@@ -52,6 +62,8 @@ expect "bf16" --device cpu --dtype bf16 --T 64
 expect "expected a positive integer, got '0'" "${base[@]}" --T 0
 expect "expected a positive integer" "${base[@]}" --T 64,x
 expect "expected HxD" "${base[@]}" --heads-dim 16
+expect "kv-heads 3: must divide the head count 4 of --heads-dim 4x16" "${base[@]}" --T 64 --heads-dim 4x16 --kv-heads 3
+expect "kv-heads: expected a positive integer" "${base[@]}" --T 64 --kv-heads 0
 expect "no-such" "${small[@]}" --no-such-option
 expect "expected cpu or cuda" --device tpu
 expect "iters" --device cpu --iters 0
@@ -72,5 +84,11 @@ else
   grep -q '× |' "$tmp/bench.md" || fail "no ratio in the table: $(cat "$tmp/bench.md")"
   grep -q '^- none/output ≥ 0.8×' "$tmp/bench.md" || fail "no verdict line for none/output"
   grep -q '^- score/forget/pair run at T = 16k: not measured' "$tmp/bench.md" || fail "no 16k verdict line"
+  # Grouped-query attention beside PyTorch's SDPA with enable_gqa (a PyTorch without it is said so).
+  timeout 120 "$py" "$root/benchmarks/scripts/attention_gqa_torch.py" --gattn "$gattn" --T 130 --heads-dim 4x16 \
+    --kv-heads 4,2 --tokens 260 --iters 1 --warmup 0 --threads 1 --out "$tmp/gqa.md" >"$tmp/gqa.log" 2>&1 ||
+    fail "attention_gqa_torch.py exited $?: $(tail -5 "$tmp/gqa.log")"
+  [[ $(grep -c '^| 1 | 4×16 |' "$tmp/gqa.md") -eq 2 ]] || fail "the GQA table should have 2 rows: $(cat "$tmp/gqa.md")"
+  grep -q '^- ' "$tmp/gqa.md" || fail "no verdict line in the GQA table: $(cat "$tmp/gqa.md")"
 fi
 echo "ok"

@@ -72,6 +72,13 @@ grep -qF "vocabulary differs" <<<"$err" || fail "eval on another vocabulary: $er
 err=$("$gattn" eval --checkpoint "$good" data.kind=synthetic data.task=copy 2>&1 >/dev/null); rc=$?
 [[ $rc -eq 3 ]] || fail "eval of a text model on synthetic data exited $rc, expected 3 ($err)"
 
+# An override that changes the trained model's shape is the user's config error, named as such.
+err=$("$gattn" eval --checkpoint "$good" model.n_layer=1 2>&1 >/dev/null); rc=$?
+[[ $rc -eq 2 ]] || fail "eval with another n_layer exited $rc, expected 2 ($err)"
+[[ $(wc -l <<<"$err") -eq 1 ]] || fail "eval with another n_layer printed more than one line: $err"
+grep -qF "model.n_layer=1 (the checkpoint has 2): the checkpoint's model was trained otherwise" <<<"$err" ||
+  fail "eval with another n_layer: $err"
+
 # A step that leaves the weights non-finite (an lr beyond f32's range without warm-up makes the
 # update Inf) is never checkpointed: exit 4 naming the tensor, `latest` and the earlier checkpoints
 # untouched.

@@ -71,4 +71,14 @@ expect "--kv-policy gate: the model has no gate that values keys" sample --check
   --prompt-tokens 1 --kv-policy gate --kv-budget 4
 expect "--kv-policy gate: the model has no gate that values keys" bench generate --checkpoint "$tmp/output" \
   --kv-policy gate --kv-budget 4
+# Flags no chosen policy reads, and counts no run could finish, are refused rather than ignored.
+expect "--kv-sinks: only --kv-policy sink_window keeps sink positions" "${s[@]}" --kv-policy window --kv-budget 4 \
+  --kv-sinks 1
+expect "--kv-recent: only --kv-policy h2o and gate" "${s[@]}" --kv-policy sink_window --kv-budget 4 --kv-recent 1
+expect "--kv-sinks: only --kv-policy sink_window" bench generate --checkpoint "$tmp/score" --kv-policy window,h2o \
+  --kv-budget 4 --kv-sinks 1
+expect "--gen-tokens: must be in \[1, 10000000\], got 0" bench generate --checkpoint "$tmp/score" --gen-tokens 0
+expect "--repeats: must be in \[1, 1000\], got 5000" bench generate --checkpoint "$tmp/score" --repeats 5000
+expect "--max-new-tokens: 99999999999999999999999 is beyond the 64-bit integers" "${s[@]}" \
+  --max-new-tokens 99999999999999999999999
 echo ok

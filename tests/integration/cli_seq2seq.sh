@@ -67,6 +67,7 @@ expect 2 "is an encoder_decoder" sample --checkpoint "$tmp/run" --prompt "abc"
 expect 2 "give the source" sample --checkpoint "$tmp/run"
 expect 2 "no text vocabulary" sample --checkpoint "$tmp/run" --source "abc"
 expect 2 "padding id" sample --checkpoint "$tmp/run" --source-tokens "0 3"
+expect 2 "source token 1 is the target's end id 2, which a source may not hold" sample --checkpoint "$tmp/run" --source-tokens "3 2"
 expect 2 "not both" sample --checkpoint "$tmp/run" --source-tokens "3" --source "x"
 expect 2 "for decoders" sample --checkpoint "$tmp/run" --source-tokens "3 4" --kv-policy window --kv-budget 4
 expect 2 "is an encoder_decoder" bench generate --checkpoint "$tmp/run"

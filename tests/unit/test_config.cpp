@@ -86,7 +86,7 @@ optim:
       lr: 1e-4
       weight_decay: 0
 regularization:
-  router_balance: 0.01
+  attn_entropy: 0.01
 dist:
   zero: 1
 )";
@@ -138,7 +138,7 @@ TEST(ConfigLoad, FullFile) {
   EXPECT_EQ(c.get_string("train.precision"), "bf16");
   EXPECT_DOUBLE_EQ(c.get_double("optim.lr"), 3e-4);
   EXPECT_EQ(c.get_double_list("optim.betas"), (std::vector<double>{0.8, 0.95}));
-  EXPECT_DOUBLE_EQ(c.get_double("regularization.router_balance"), 0.01);
+  EXPECT_DOUBLE_EQ(c.get_double("regularization.attn_entropy"), 0.01);
   EXPECT_EQ(c.get_int("dist.zero"), 1);
   // Untouched keys keep their defaults.
   EXPECT_EQ(c.get_int("train.log_every"), 10);

@@ -130,6 +130,21 @@ ReportRun fake_run(const std::string& name, bool gated) {
   return run;
 }
 
+TEST(ReportPage, HeadsThatSelectNothingAreRefused) {
+  ReportOptions o;
+  o.heads = parse_heads("0:0,5:0");  // the fake runs have 2 layers: layer 5 is no layer
+  try {
+    report_html({fake_run("gated", true)}, o);
+    FAIL() << "--heads 5:0 accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--heads: 5:0 selects no head"), std::string::npos) << e.what();
+  }
+  o.heads = parse_heads("-1:9");  // no head 9
+  EXPECT_THROW(report_html({fake_run("gated", true)}, o), UsageError);
+  o.heads = parse_heads("-1:0");
+  EXPECT_NO_THROW(report_html({fake_run("gated", true)}, o));
+}
+
 TEST(ReportPage, HasEveryChart) {
   ReportOptions o;
   o.heads = parse_heads("0:0,-1:0");

@@ -2,12 +2,13 @@
 // flash_attention_bwd.cu), the GPU twins of ops/attention/cpu/flash_attention.h with the same math
 // (ops/attention/attention.h) and the same Philox word per (b·h, i, j) for the modulation's noise.
 //
-// q, out, d_out, dq are [B, H, Tq, d] and k, v, dk, dv [B, H, Tk, d] device arrays of one element
-// type, bf16 or f32;
+// q, out, d_out, dq are [B, H, Tq, d] and k, v, dk, dv [B, H_kv, Tk, d] device arrays of one
+// element type, bf16 or f32, with H_kv dividing H (grouped-query attention: query head h reads
+// key/value head h / (H / H_kv); H_kv = H is plain multi-head attention);
 // f32 operands are rounded to bf16 as they are staged into shared memory (the products run on bf16
 // tensor cores with f32 accumulation either way), which is what autocast asks of f32 tensors. The
-// bias and modulation terms, lse, row statistics and those terms' gradients are f32: [B, H, Tq] for
-// the row ones, [B, H, Tk] for the column ones.
+// bias and modulation terms, lse, row statistics and those terms' gradients are f32 and per query
+// head: [B, H, Tq] for the row ones, [B, H, Tk] for the column ones.
 // Head dims 16, 32, 64 and 128 (flash_head_dim_supported); callers fall back to the composed
 // attention otherwise. CUDA builds only.
 //
@@ -26,7 +27,8 @@ enum class FlashElem { bf16, f32 };
 bool flash_head_dim_supported(long long d);
 
 struct FlashParams {
-  long long B = 0, H = 0, Tq = 0, Tk = 0, d = 0;  // queries [B, H, Tq, d], keys [B, H, Tk, d]
+  long long B = 0, H = 0, Tq = 0, Tk = 0, d = 0;  // queries [B, H, Tq, d], keys [B, H_kv, Tk, d]
+  long long H_kv = 0;                             // key/value heads: divides H (check_grid refuses other values)
   bool causal = true;                             // false: every query sees all Tk keys (window 0); true needs Tq = Tk
   long long window = 0;                           // causal only. 0 = full causal; w > 0: keys i − w < j ≤ i
   float scale = 1;                                // applied to q·k
@@ -90,11 +92,12 @@ struct FlashBackwardOutputs {
   float* d_col_bias = nullptr;        // Σ_i dS_ij
   float* d_modulation_row = nullptr;  // Σ_j du_ij
   float* d_modulation_col = nullptr;  // Σ_i du_ij
-  float* d_alpha_partial = nullptr;   // [B·H·flash_key_blocks(T)]: dL/dα partials, summed in order by the caller
+  float* d_alpha_partial = nullptr;   // [B·H·flash_key_blocks(Tk)]: dL/dα partials, summed in order by the caller
 };
 
 void flash_attention_forward(const FlashParams& p, const FlashForwardOutputs& o, CUstream_st* stream);
-// Deterministic: no atomics; every gradient element is written by one thread in a fixed order.
+// Deterministic: no atomics; every gradient element is written by one thread in a fixed order (dk and
+// dv of a key/value head sum its group's query heads inside one block, in head order).
 void flash_attention_backward(const FlashParams& p, const FlashBackwardInputs& in, const FlashBackwardOutputs& g,
                               CUstream_st* stream);
 

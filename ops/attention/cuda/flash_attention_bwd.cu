@@ -25,13 +25,14 @@ template <int D, class In>
 void launch_bwd(const FlashParams& p, const FlashBackwardInputs& in, const FlashBackwardOutputs& g, const float* Drow,
                 CUstream_st* stream) {
   constexpr int smem = bwd_smem_bytes<D>();
-  const unsigned heads = static_cast<unsigned>(p.B * p.H);
-  // dK/dV: one block per 64 keys; dQ: one block per 64 queries.
+  const unsigned heads = static_cast<unsigned>(p.B * p.H), kv_heads = static_cast<unsigned>(p.B * p.H_kv);
+  // dK/dV: one block per 64 keys of a key/value head (its group's query heads inside); dQ: one
+  // block per 64 queries of a query head.
   const unsigned key_blocks = static_cast<unsigned>(flash_key_blocks(p.Tk));
   const unsigned query_blocks = static_cast<unsigned>((p.Tq + kBlockRows - 1) / kBlockRows);
   auto* dkdv = flash_bwd_dkdv_kernel<D, In>;
   set_smem(dkdv, smem);
-  launch(dkdv, dim3(key_blocks, heads), kThreads, smem, stream, p, in, g, Drow);
+  launch(dkdv, dim3(key_blocks, kv_heads), kThreads, smem, stream, p, in, g, Drow);
   GATTN_CUDA_LAUNCH_CHECK("flash_bwd_dkdv_kernel");
   auto* dq = flash_bwd_dq_kernel<D, In>;
   set_smem(dq, smem);

@@ -1,13 +1,16 @@
 // Backward kernels of the fused flash attention, deterministic by construction (no atomics; each
 // gradient element is written by one thread, its sums taken in a fixed order):
 //  1. flash_bwd_rowdot: D_i = Σ_x dO_ix·O_ix, one warp per row (fixed shuffle tree).
-//  2. flash_bwd_dkdv: one block per (64-key block, head), each warp owning 16 keys; walks the query
-//     tiles that see its keys (all Tq queries when not causal), recomputes Sᵀ = K·Qᵀ and Pᵀ = exp(Sᵀ − L) from the
-//     saved row log-sum-exp, and accumulates dV = Aᵀ·dO, dK = scale·dSᵀ·Q and the per-key (column) sums: d col_bias_j =
-//     Σ_i dS_ij, d modulation_col_j = Σ_i du_ij, and the block's dL/dα partial.
-//  3. flash_bwd_dq: one block per (64-query block, head), each warp owning 16 queries; recomputes
-//     S and P, accumulates dQ = scale·dS·K and the per-query (row) sums: d row_bias_i = Σ_j dS_ij,
-//     d modulation_row_i = Σ_j du_ij.
+//  2. flash_bwd_dkdv: one block per (64-key block, key/value head), each warp owning 16 keys; for
+//     each query head of the key/value head's group in turn (one head without grouping), walks the
+//     query tiles that see its keys (all Tq queries when not causal), recomputes Sᵀ = K·Qᵀ and
+//     Pᵀ = exp(Sᵀ − L) from the saved row log-sum-exp, and accumulates dV = Aᵀ·dO and
+//     dK = scale·dSᵀ·Q over the whole group in registers (no atomics, no copy of K or V per query
+//     head), and per query head the per-key (column) sums: d col_bias_j = Σ_i dS_ij,
+//     d modulation_col_j = Σ_i du_ij, and the block's dL/dα partial.
+//  3. flash_bwd_dq: one block per (64-query block, query head), each warp owning 16 queries;
+//     recomputes S and P from its key/value head's K and V, accumulates dQ = scale·dS·K and the
+//     per-query (row) sums: d row_bias_i = Σ_j dS_ij, d modulation_row_i = Σ_j du_ij.
 // Skipped query rows (FlashParams::active) take no part: their dO is staged as zeros (in kernel 2
 // their q too, which dK = dSᵀ·Q sums over: a padding row may hold NaN, and 0·NaN is NaN), their
 // entries are invisible (A = dS = 0), query tiles without an active row are passed over in kernel
@@ -114,130 +117,142 @@ __global__ void __launch_bounds__(kThreads)
   const In* k = static_cast<const In*>(p.k);
   const In* v = static_cast<const In*>(p.v);
   const In* d_out = static_cast<const In*>(in.d_out);
-  // Queries [B·H·Tq] from `base`, keys [B·H·Tk] from `kbase`.
-  const long long T = p.Tq, Tk = p.Tk, bh = blockIdx.y, base = bh * T, kbase = bh * Tk;
+  // This block's key/value head kvh: its keys in [B·H_kv·Tk] from `kvbase`, and its group, the
+  // query heads kvh·group … (kvh + 1)·group − 1 of [B·H].
+  const long long T = p.Tq, Tk = p.Tk, kvh = blockIdx.y, kvbase = kvh * Tk, group = p.H / p.H_kv;
   const long long j0 = static_cast<long long>(blockIdx.x) * kBlockRows;  // block 0 (the most queries) first
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool modulated = p.modulation_row != nullptr;
-  // The sequence's row flags, for staging q and dO as zeros on skipped rows (null: every row active).
-  const std::int32_t* keep = p.active ? p.active + (bh / p.H) * T : nullptr;
 
-  stage_rows<kBlockRows, D, In>(sK, k + kbase * D, j0, Tk);
-  stage_rows<kBlockRows, D, In>(sV, v + kbase * D, j0, Tk);
+  stage_rows<kBlockRows, D, In>(sK, k + kvbase * D, j0, Tk);
+  stage_rows<kBlockRows, D, In>(sV, v + kvbase * D, j0, Tk);
   // This thread's two keys (rows of Sᵀ): h = 0 → c0/c1, h = 1 → c2/c3.
   long long key_j[2];
-  float cb_j[2], mc_j[2];
-  for (int h = 0; h < 2; ++h) {
-    key_j[h] = j0 + warp * 16 + mma::c_row(lane, 2 * h);
-    const bool ok = key_j[h] < Tk;
-    cb_j[h] = (ok && p.col_bias) ? p.col_bias[kbase + key_j[h]] : 0.0f;
-    mc_j[h] = (ok && modulated) ? p.modulation_col[kbase + key_j[h]] : 0.0f;
-  }
+  for (int h = 0; h < 2; ++h) key_j[h] = j0 + warp * 16 + mma::c_row(lane, 2 * h);
+  // dK and dV sum over the whole group: kept in registers across its query heads.
   float dk[kDT][4], dv[kDT][4];
 #pragma unroll
   for (int t = 0; t < kDT; ++t)
     for (int c = 0; c < 4; ++c) dk[t][c] = dv[t][c] = 0.0f;
-  float col_ds[2] = {0, 0}, col_du[2] = {0, 0}, d_alpha = 0.0f;
 
   // Queries that see a key of this block: causal, i ≥ j0 and i − w < j0 + 64; else all of them.
   const long long i_first = p.causal ? j0 : 0;
   const long long i_end =
       !p.causal || p.window == 0 ? T : (j0 + kBlockRows - 1 + p.window < T ? j0 + kBlockRows - 1 + p.window : T);
-  for (long long i0 = i_first; i0 < i_end; i0 += kQ) {
-    if (!block_has_active_row(p, bh, i0, kQ)) continue;  // a barrier too: the previous tile is no longer read
-    // Both staged as zeros on skipped rows: their dS is 0, but dK = dSᵀ·Q sums over the tile's
-    // rows, and 0 times a padding row's NaN or Inf is NaN.
-    stage_rows<kQ, D, In>(sQ, q + base * D, i0, T, keep);
-    stage_rows<kQ, D, In>(sdO, d_out + base * D, i0, T, keep);
-    for (int t = threadIdx.x; t < kQ; t += kThreads) {
-      const long long i = i0 + t;
-      const bool ok = i < T && row_active(p, bh, i);
-      sL[t] = ok ? in.lse[base + i] : 0.0f;
-      sD[t] = ok ? Drow[base + i] : 0.0f;
-      sRb[t] = (ok && p.row_bias) ? p.row_bias[base + i] : 0.0f;
-      sMr[t] = (ok && modulated) ? p.modulation_row[base + i] : 0.0f;
-      sdH[t] = (ok && in.d_row_entropy) ? in.d_row_entropy[base + i] : 0.0f;
-      sAct[t] = ok;
+  for (long long bh = kvh * group; bh < (kvh + 1) * group; ++bh) {
+    // Query head bh: its queries in [B·H·Tq] from `base`, its column terms in [B·H·Tk] from `kbase`.
+    const long long base = bh * T, kbase = bh * Tk;
+    // The sequence's row flags, for staging q and dO as zeros on skipped rows (null: every row active).
+    const std::int32_t* keep = p.active ? p.active + (bh / p.H) * T : nullptr;
+    float cb_j[2], mc_j[2];
+    for (int h = 0; h < 2; ++h) {
+      const bool ok = key_j[h] < Tk;
+      cb_j[h] = (ok && p.col_bias) ? p.col_bias[kbase + key_j[h]] : 0.0f;
+      mc_j[h] = (ok && modulated) ? p.modulation_col[kbase + key_j[h]] : 0.0f;
     }
-    __syncthreads();
+    float col_ds[2] = {0, 0}, col_du[2] = {0, 0}, d_alpha = 0.0f;
 
-    // Sᵀ = K_w·Qᵀ and dAᵀ = V_w·dOᵀ (16 keys × kQ queries per warp).
-    float st[kNT][4], dat[kNT][4];
-    warp_logits_and_dA<D, kNT>(sK, sV, sQ, sdO, warp, lane, st, dat);
-    // Elementwise: st ← Aᵀ (for dV), dat ← dSᵀ (for dK); column sums per key.
+    for (long long i0 = i_first; i0 < i_end; i0 += kQ) {
+      if (!block_has_active_row(p, bh, i0, kQ)) continue;  // a barrier too: the previous tile is no longer read
+      // Both staged as zeros on skipped rows: their dS is 0, but dK = dSᵀ·Q sums over the tile's
+      // rows, and 0 times a padding row's NaN or Inf is NaN.
+      stage_rows<kQ, D, In>(sQ, q + base * D, i0, T, keep);
+      stage_rows<kQ, D, In>(sdO, d_out + base * D, i0, T, keep);
+      for (int t = threadIdx.x; t < kQ; t += kThreads) {
+        const long long i = i0 + t;
+        const bool ok = i < T && row_active(p, bh, i);
+        sL[t] = ok ? in.lse[base + i] : 0.0f;
+        sD[t] = ok ? Drow[base + i] : 0.0f;
+        sRb[t] = (ok && p.row_bias) ? p.row_bias[base + i] : 0.0f;
+        sMr[t] = (ok && modulated) ? p.modulation_row[base + i] : 0.0f;
+        sdH[t] = (ok && in.d_row_entropy) ? in.d_row_entropy[base + i] : 0.0f;
+        sAct[t] = ok;
+      }
+      __syncthreads();
+
+      // Sᵀ = K_w·Qᵀ and dAᵀ = V_w·dOᵀ (16 keys × kQ queries per warp).
+      float st[kNT][4], dat[kNT][4];
+      warp_logits_and_dA<D, kNT>(sK, sV, sQ, sdO, warp, lane, st, dat);
+      // Elementwise: st ← Aᵀ (for dV), dat ← dSᵀ (for dK); column sums per key.
 #pragma unroll
-    for (int t = 0; t < kNT; ++t)
+      for (int t = 0; t < kNT; ++t)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int h = c >> 1, col = t * 8 + mma::c_col(lane, c);
-        const long long i = i0 + col, j = key_j[h];
-        float a = 0.0f, ds = 0.0f;
-        if (sAct[col] && visible(p, i, j)) {
-          const float S = st[t][c] * p.scale + cb_j[h] + sRb[col];
-          const float pij = expf(S - sL[col]);
-          const float dH = sdH[col];
-          float da = dat[t][c];
-          if (modulated) {
-            const Modulation pg = modulation(p, sMr[col], mc_j[h], bh, i, j);
-            a = pij * pg.M;
-            if (dH != 0.0f && a > 0.0f) da -= dH * ((S - sL[col]) + logf(pg.M) + 1.0f);  // ∂H/∂A = −(ln A + 1)
-            ds = pij * (da * pg.M - sD[col]);
-            const float dM = da * pij;
-            d_alpha += dM * (pg.Gv - 1.0f);
-            col_du[h] += p.alpha * dM * pg.G * (1.0f - pg.G) * p.inv_tau;
-          } else {
-            a = pij;
-            da -= dH * ((S - sL[col]) + 1.0f);
-            ds = pij * (da - sD[col]);
+        for (int c = 0; c < 4; ++c) {
+          const int h = c >> 1, col = t * 8 + mma::c_col(lane, c);
+          const long long i = i0 + col, j = key_j[h];
+          float a = 0.0f, ds = 0.0f;
+          if (sAct[col] && visible(p, i, j)) {
+            const float S = st[t][c] * p.scale + cb_j[h] + sRb[col];
+            const float pij = expf(S - sL[col]);
+            const float dH = sdH[col];
+            float da = dat[t][c];
+            if (modulated) {
+              const Modulation pg = modulation(p, sMr[col], mc_j[h], bh, i, j);
+              a = pij * pg.M;
+              if (dH != 0.0f && a > 0.0f) da -= dH * ((S - sL[col]) + logf(pg.M) + 1.0f);  // ∂H/∂A = −(ln A + 1)
+              ds = pij * (da * pg.M - sD[col]);
+              const float dM = da * pij;
+              d_alpha += dM * (pg.Gv - 1.0f);
+              col_du[h] += p.alpha * dM * pg.G * (1.0f - pg.G) * p.inv_tau;
+            } else {
+              a = pij;
+              da -= dH * ((S - sL[col]) + 1.0f);
+              ds = pij * (da - sD[col]);
+            }
+            col_ds[h] += ds;
           }
-          col_ds[h] += ds;
+          st[t][c] = a;
+          dat[t][c] = ds;
         }
-        st[t][c] = a;
-        dat[t][c] = ds;
-      }
-      // dV += Aᵀ·dO, dK += dSᵀ·Q (scale applied at the end).
+        // dV += Aᵀ·dO, dK += dSᵀ·Q (scale applied at the end).
 #pragma unroll
-    for (int kk = 0; kk < kQ / 16; ++kk) {
-      std::uint32_t aa[4], as[4];
-      a_from_c(st, kk, aa);
-      a_from_c(dat, kk, as);
+      for (int kk = 0; kk < kQ / 16; ++kk) {
+        std::uint32_t aa[4], as[4];
+        a_from_c(st, kk, aa);
+        a_from_c(dat, kk, as);
 #pragma unroll
-      for (int t = 0; t < kDT; ++t) {
-        std::uint32_t b[2];
-        load_b_kn(sdO, kStride, kk * 16, t * 8, lane, b);
-        mma_bf16(dv[t], aa, b);
-        load_b_kn(sQ, kStride, kk * 16, t * 8, lane, b);
-        mma_bf16(dk[t], as, b);
+        for (int t = 0; t < kDT; ++t) {
+          std::uint32_t b[2];
+          load_b_kn(sdO, kStride, kk * 16, t * 8, lane, b);
+          mma_bf16(dv[t], aa, b);
+          load_b_kn(sQ, kStride, kk * 16, t * 8, lane, b);
+          mma_bf16(dk[t], as, b);
+        }
       }
+    }
+
+    // Query head bh's column sums and dL/dα partial.
+    for (int h = 0; h < 2; ++h) {
+      const float cds = quad_sum(col_ds[h]), cdu = quad_sum(col_du[h]);
+      const long long j = key_j[h];
+      if (j >= Tk || mma::tig_of(lane) != 0) continue;
+      if (g.d_col_bias) g.d_col_bias[kbase + j] = cds;
+      if (g.d_modulation_col) g.d_modulation_col[kbase + j] = cdu;
+    }
+    if (g.d_alpha_partial) {
+      GATTN_FLASH_SHARED float warp_part[kWarps];
+      for (int off = 16; off > 0; off >>= 1) d_alpha += __shfl_xor_sync(0xffffffffu, d_alpha, off);
+      if (lane == 0) warp_part[warp] = d_alpha;
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        float tot = 0.0f;
+        for (int w = 0; w < kWarps; ++w) tot += warp_part[w];
+        g.d_alpha_partial[bh * gridDim.x + blockIdx.x] = tot;
+      }
+      __syncthreads();  // warp_part is read before the next query head writes it
     }
   }
 
   In* dk_out = static_cast<In*>(g.dk);
   In* dv_out = static_cast<In*>(g.dv);
   for (int h = 0; h < 2; ++h) {
-    const float cds = quad_sum(col_ds[h]), cdu = quad_sum(col_du[h]);
     const long long j = key_j[h];
     if (j >= Tk) continue;
 #pragma unroll
     for (int t = 0; t < kDT; ++t) {
       const int col = t * 8 + mma::c_col(lane, 2 * h);
-      Io<In>::store2(dk_out + (kbase + j) * D + col, dk[t][2 * h] * p.scale, dk[t][2 * h + 1] * p.scale);
-      Io<In>::store2(dv_out + (kbase + j) * D + col, dv[t][2 * h], dv[t][2 * h + 1]);
-    }
-    if (mma::tig_of(lane) == 0) {
-      if (g.d_col_bias) g.d_col_bias[kbase + j] = cds;
-      if (g.d_modulation_col) g.d_modulation_col[kbase + j] = cdu;
-    }
-  }
-  if (g.d_alpha_partial) {
-    GATTN_FLASH_SHARED float warp_part[kWarps];
-    for (int off = 16; off > 0; off >>= 1) d_alpha += __shfl_xor_sync(0xffffffffu, d_alpha, off);
-    if (lane == 0) warp_part[warp] = d_alpha;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      float tot = 0.0f;
-      for (int w = 0; w < kWarps; ++w) tot += warp_part[w];
-      g.d_alpha_partial[bh * gridDim.x + blockIdx.x] = tot;
+      Io<In>::store2(dk_out + (kvbase + j) * D + col, dk[t][2 * h] * p.scale, dk[t][2 * h + 1] * p.scale);
+      Io<In>::store2(dv_out + (kvbase + j) * D + col, dv[t][2 * h], dv[t][2 * h + 1]);
     }
   }
 }
@@ -261,7 +276,10 @@ __global__ void __launch_bounds__(kThreads)
   const In* k = static_cast<const In*>(p.k);
   const In* v = static_cast<const In*>(p.v);
   const In* d_out = static_cast<const In*>(in.d_out);
+  // Query head bh: its queries in [B·H·Tq] from `base`, its column terms in [B·H·Tk] from `kbase`,
+  // its key/value head's rows in [B·H_kv·Tk] from `kvbase`.
   const long long T = p.Tq, Tk = p.Tk, bh = blockIdx.y, base = bh * T, kbase = bh * Tk;
+  const long long kvbase = bh / (p.H / p.H_kv) * Tk;
   const long long qb = static_cast<long long>(gridDim.x) - 1 - blockIdx.x;  // the longest query blocks first
   const long long i0 = qb * kBlockRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -307,8 +325,8 @@ __global__ void __launch_bounds__(kThreads)
   const long long j_end = end_visible_key(p, i0, kBlockRows);
   for (long long j0 = j_first / kK * kK; j0 < j_end; j0 += kK) {
     __syncthreads();
-    stage_rows<kK, D, In>(sK, k + kbase * D, j0, Tk);
-    stage_rows<kK, D, In>(sV, v + kbase * D, j0, Tk);
+    stage_rows<kK, D, In>(sK, k + kvbase * D, j0, Tk);
+    stage_rows<kK, D, In>(sV, v + kvbase * D, j0, Tk);
     for (int t = threadIdx.x; t < kK; t += kThreads) {
       const long long j = j0 + t;
       const bool ok = j < Tk;

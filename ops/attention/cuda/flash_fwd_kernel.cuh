@@ -1,11 +1,13 @@
 // Forward kernel of the fused flash attention (FlashAttention-2 schedule): one block of 4 warps per
-// (64-query block, batch·head); each warp owns 16 query rows and walks the visible 64-key tiles
-// (up to the causal limit, or all Tk keys with the tail tile masked when not causal)
-// with an online softmax. S = Q·Kᵀ and A·V run on bf16 tensor cores (mma.sync m16n8k16, f32
-// accumulate); the bias terms, the mask, the modulation and the optional statistics are applied to
-// the S fragments in registers, so no T×T tensor exists. A block whose query rows are all skipped
-// (FlashParams::active) writes zeros and returns; within a block a skipped row sees no key (P = 0
-// exactly, its running max stays −inf) and its outputs are written as zeros.
+// (64-query block, batch·query head), reading the keys and values of the query head's key/value
+// head in place (grouped-query attention: no copy per query head); each warp owns 16 query rows
+// and walks the visible 64-key tiles (up to the causal limit, or all Tk keys with the tail tile
+// masked when not causal) with an online softmax. S = Q·Kᵀ and A·V run on bf16 tensor cores
+// (mma.sync m16n8k16, f32 accumulate); the bias terms, the mask, the modulation and the optional
+// statistics are applied to the S fragments in registers, so no T×T tensor exists. A block whose
+// query rows are all skipped (FlashParams::active) writes zeros and returns; within a block a
+// skipped row sees no key (P = 0 exactly, its running max stays −inf) and its outputs are written
+// as zeros.
 //
 // Per row the kernel keeps (as ops/attention/cpu/flash_attention.h): the running max m, l = Σ exp(S − m),
 // and with stats e0 = Σ w, e1 = Σ w·(S − m + ln M) over w = exp(S − m)·M, from which
@@ -51,8 +53,9 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
   const long long bh = blockIdx.y;
   const long long qb = static_cast<long long>(gridDim.x) - 1 - blockIdx.x;  // the longest (last) query blocks first
   const long long i0 = qb * kBlockQ;
-  const long long base = bh * T;    // row offset of this head's queries in [B·H·Tq]
-  const long long kbase = bh * Tk;  // and of its keys in [B·H·Tk]
+  const long long base = bh * T;                      // row offset of this head's queries in [B·H·Tq]
+  const long long kbase = bh * Tk;                    // and of its column terms in [B·H·Tk]
+  const long long kvbase = bh / (p.H / p.H_kv) * Tk;  // its key/value head's rows in [B·H_kv·Tk]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool modulated = p.modulation_row != nullptr;
   const bool stats = o.row_entropy != nullptr;
@@ -110,8 +113,8 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
   const long long j_end = end_visible_key(p, i0, kBlockQ);  // keys [j_first, j_end) can be visible
   for (long long j0 = j_first / kBlockK * kBlockK; j0 < j_end; j0 += kBlockK) {
     __syncthreads();  // the previous tile's K, V and key terms are no longer read
-    stage_rows<kBlockK, D, In>(sK, k + kbase * D, j0, Tk);
-    stage_rows<kBlockK, D, In>(sV, v + kbase * D, j0, Tk);
+    stage_rows<kBlockK, D, In>(sK, k + kvbase * D, j0, Tk);
+    stage_rows<kBlockK, D, In>(sV, v + kvbase * D, j0, Tk);
     for (int t = threadIdx.x; t < kBlockK; t += kThreads) {
       const long long j = j0 + t;
       const bool ok = j < Tk;

@@ -159,8 +159,12 @@ __device__ __forceinline__ float quad_max(float x) {
   return x;
 }
 
-// Host: the grid is (Tq or Tk blocks, B·H); refuses what does not fit the grid's y dimension.
+// Host: the grid is (Tq or Tk blocks, B·H or B·H_kv); refuses what does not fit the grid's y
+// dimension, and a head grouping the kernels cannot index.
 inline void check_grid(const FlashParams& p, const char* op) {
+  if (p.H_kv <= 0 || p.H % p.H_kv != 0)
+    throw ValueError(std::string(op) + ": H_kv = " + std::to_string(p.H_kv) +
+                     " key/value heads must divide H = " + std::to_string(p.H));
   if (p.B * p.H > 65535)
     throw ValueError(std::string(op) + ": B*H = " + std::to_string(p.B * p.H) + " exceeds 65535 heads per launch");
   if (p.Tq <= 0 || p.Tk <= 0) throw ValueError(std::string(op) + ": empty sequence");
