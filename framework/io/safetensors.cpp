@@ -78,6 +78,41 @@ bool parse_safetensors_dtype(const std::string& s, DType& out) {
   return true;
 }
 
+// The element size of every dtype the safetensors format defines (0: not one of them), for tensors
+// that are checked but not read.
+std::size_t format_dtype_size(const std::string& s) {
+  if (s == "BOOL" || s == "U8" || s == "I8" || s == "F8_E4M3" || s == "F8_E5M2") return 1;
+  if (s == "U16" || s == "I16" || s == "F16" || s == "BF16") return 2;
+  if (s == "U32" || s == "I32" || s == "F32") return 4;
+  if (s == "U64" || s == "I64" || s == "F64") return 8;
+  return 0;
+}
+
+// IEEE binary16 to binary32, exactly (subnormals, infinities and NaN included).
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  std::uint32_t exponent = (h >> 10) & 0x1fu;
+  std::uint32_t mantissa = h & 0x3ffu;
+  std::uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else {  // subnormal: normalise the mantissa
+    exponent = 113;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      --exponent;
+    }
+    bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 std::string errno_message(int e) { return std::error_code(e, std::generic_category()).message(); }
 
 std::string file_label(const std::string& path) { return "safetensors file '" + path + "'"; }
@@ -120,6 +155,8 @@ void read_exact(std::FILE* f, void* dst, std::uint64_t n, const std::string& pat
 struct Entry {
   std::string name;
   DType dtype = DType::f32;
+  bool skipped = false;  // checked, not read (SafetensorsReadOptions::skip)
+  bool f16 = false;      // F16 data, read widened to an f32 tensor
   Shape shape;
   std::uint64_t begin = 0, end = 0;
   std::size_t header_pos = 0;  // order in the header, to keep zero-size tensors in file order
@@ -188,7 +225,8 @@ std::map<std::string, std::string> parse_metadata(const json& v, const std::stri
   return out;
 }
 
-Entry parse_entry(const std::string& name, const json& v, std::uint64_t data_bytes, const std::string& path) {
+Entry parse_entry(const std::string& name, const json& v, std::uint64_t data_bytes, const std::string& path,
+                  const SafetensorsReadOptions& options) {
   Entry e;
   e.name = name;
   if (!v.is_object()) fail_tensor(path, name, "header entry is not a JSON object");
@@ -197,8 +235,21 @@ Entry parse_entry(const std::string& name, const json& v, std::uint64_t data_byt
   if (dtype_it == v.end()) fail_tensor(path, name, "missing \"dtype\"");
   if (!dtype_it->is_string()) fail_tensor(path, name, "\"dtype\" is not a string");
   const std::string& dtype = dtype_it->get_ref<const std::string&>();
-  if (!parse_safetensors_dtype(dtype, e.dtype))
-    fail_tensor(path, name, "unsupported dtype '" + printable_name(dtype) + "' (gattn reads F32, F64, I32, BF16)");
+  std::size_t element_bytes = 0;
+  e.skipped = options.skip && options.skip(name);
+  if (e.skipped) {
+    element_bytes = format_dtype_size(dtype);
+    if (element_bytes == 0) fail_tensor(path, name, "unknown dtype '" + printable_name(dtype) + "'");
+  } else if (options.widen_f16 && dtype == "F16") {
+    e.f16 = true;
+    element_bytes = 2;
+  } else if (parse_safetensors_dtype(dtype, e.dtype)) {
+    element_bytes = dtype_size(e.dtype);
+  } else {
+    fail_tensor(path, name,
+                "unsupported dtype '" + printable_name(dtype) + "' (gattn reads F32, F64, I32, BF16" +
+                    (options.widen_f16 ? ", F16)" : ")"));
+  }
 
   auto shape_it = v.find("shape");
   if (shape_it == v.end()) fail_tensor(path, name, "missing \"shape\"");
@@ -244,7 +295,7 @@ Entry parse_entry(const std::string& name, const json& v, std::uint64_t data_byt
                 "data_offsets " + offsets_str(e.begin, e.end) + " reach beyond the " + std::to_string(data_bytes) +
                     " data bytes of the file (truncated?)");
   std::uint64_t bytes = 0;
-  const bool too_big = __builtin_mul_overflow(numel, static_cast<std::uint64_t>(dtype_size(e.dtype)), &bytes);
+  const bool too_big = __builtin_mul_overflow(numel, static_cast<std::uint64_t>(element_bytes), &bytes);
   if (too_big || bytes != e.end - e.begin)
     fail_tensor(path, name,
                 "shape " + shape_str(e.shape) + " of " + dtype + " needs " +
@@ -344,7 +395,7 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   sync_directory_of(path);
 }
 
-SafetensorsFile load_safetensors(const std::string& path) {
+SafetensorsFile load_safetensors(const std::string& path, const SafetensorsReadOptions& options) {
   // A FIFO or device at `path` is refused here instead of blocking the open or reading forever.
   InputFile input(path);
   if (!input.is_open()) fail(path, "cannot open: " + input.problem());
@@ -387,7 +438,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
       out.metadata = parse_metadata(value, path);
       continue;
     }
-    entries.push_back(parse_entry(name, value, data_bytes, path));
+    entries.push_back(parse_entry(name, value, data_bytes, path, options));
     entries.back().header_pos = pos;
   }
 
@@ -419,8 +470,23 @@ SafetensorsFile load_safetensors(const std::string& path) {
   // Everything is validated and the sizes add up to the file's: now allocate and read, in order.
   out.tensors.reserve(entries.size());
   for (const Entry& e : entries) {
+    const std::string what = "tensor '" + printable_name(e.name) + "'";
+    if (e.skipped) {
+      if (e.end > e.begin && std::fseek(file.f, static_cast<long>(8 + header_len + e.end), SEEK_SET) != 0)
+        fail(path, "cannot seek past " + what + ": " + errno_message(errno));
+      continue;
+    }
+    if (e.f16) {
+      std::vector<std::uint16_t> half(static_cast<std::size_t>((e.end - e.begin) / 2));
+      read_exact(file.f, half.data(), e.end - e.begin, path, what);
+      Tensor t = Tensor::empty(e.shape, DType::f32);
+      float* dst = static_cast<float*>(t.raw_data());
+      for (std::size_t i = 0; i < half.size(); ++i) dst[i] = half_to_float(half[i]);
+      out.tensors.emplace_back(e.name, std::move(t));
+      continue;
+    }
     Tensor t = Tensor::empty(e.shape, e.dtype);
-    read_exact(file.f, t.raw_data(), e.end - e.begin, path, "tensor '" + printable_name(e.name) + "'");
+    read_exact(file.f, t.raw_data(), e.end - e.begin, path, what);
     out.tensors.emplace_back(e.name, std::move(t));
   }
   return out;

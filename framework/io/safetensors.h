@@ -3,6 +3,7 @@
 // before touching memory, so no file, however damaged, can crash the reader.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -39,12 +40,23 @@ struct SafetensorsFile {
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
-// Reads a safetensors file with dtypes F32, F64, I32 and BF16. Throws CheckpointError, naming the
-// file (and the tensor where there is one), for anything that is not a well-formed file: missing
-// or unreadable, truncated, oversized or invalid header, missing or ill-typed fields, unknown
-// dtypes, bad shapes, data_offsets out of range, overlapping, leaving gaps or not matching the
-// shape, duplicate names, or bytes after the last tensor.
-SafetensorsFile load_safetensors(const std::string& path);
+// What a reader of other tools' files (framework/io/hf_checkpoint.h) accepts beyond gattn's own
+// files; the defaults read gattn checkpoints as they are written.
+struct SafetensorsReadOptions {
+  // F16 tensors are read as F32. Every f16 value is an f32, so nothing is lost; gattn has no f16
+  // tensors to keep them in.
+  bool widen_f16 = false;
+  // Tensors for which this returns true are checked like every other (shape, offsets, a dtype
+  // safetensors defines: BOOL, U8 … F64) but not read, and are absent from the result.
+  std::function<bool(const std::string&)> skip;
+};
+
+// Reads a safetensors file with dtypes F32, F64, I32 and BF16 (and what `options` allows). Throws
+// CheckpointError, naming the file (and the tensor where there is one), for anything that is not a
+// well-formed file: missing or unreadable, truncated, oversized or invalid header, missing or
+// ill-typed fields, unknown dtypes, bad shapes, data_offsets out of range, overlapping, leaving
+// gaps or not matching the shape, duplicate names, or bytes after the last tensor.
+SafetensorsFile load_safetensors(const std::string& path, const SafetensorsReadOptions& options = {});
 
 // `s` for an error message: names and header text come from untrusted files, so non-printable
 // bytes become \xNN and long strings are cut to `max_len` characters.

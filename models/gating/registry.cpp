@@ -80,6 +80,21 @@ const GateKindSpec* find_gate_kind(const std::string& name) {
   return nullptr;
 }
 
+GateConfig equivalent_gate(const std::string& foreign) {
+  for (const GateKindSpec* k : gate_kinds()) {
+    auto it = k->equivalents.find(foreign);
+    if (it == k->equivalents.end()) continue;
+    GateConfig g;
+    g.kind = k->name;
+    for (const auto& [key, value] : it->second.items()) {
+      g.options[key] = value;
+      g.set_keys.push_back(key);
+    }
+    return g;
+  }
+  throw ValueError("no gate kind of this build computes " + foreign);
+}
+
 std::string gate_kind_list() {
   std::string out = kNoGate;
   for (const GateKindSpec* k : gate_kinds()) out += ", " + k->name;

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -83,6 +84,9 @@ struct GateKindSpec {
   // has: a regularization.<name> weight needs a kind in the model that computes it.
   std::vector<std::string> regularizers;
   std::vector<GateLoggedParameter> logged_parameters;
+  // Gates of other models' architectures that are this kind, by the name the importer gives them
+  // (models/hf/, docs/import.md), each with the options that make the kind compute them.
+  std::map<std::string, nlohmann::json> equivalents;
 };
 
 // Every registered kind (not "none"), in the order of application.
@@ -94,6 +98,9 @@ const GateKindSpec* find_gate_kind(const std::string& name);
 const GateKindSpec& gate_kind(const std::string& name, const std::string& key_path = "model.gate.kind");
 // "none, input, output, …": every valid value of a kind key.
 std::string gate_kind_list();
+// The gate entry (on every layer of the self-attention) that computes `foreign`, a gate some kind
+// lists among its `equivalents`; throws ValueError when no kind does.
+GateConfig equivalent_gate(const std::string& foreign);
 // The common keys a gate entry may hold for any kind besides its own: kind, layers, where.
 bool is_entry_key(const std::string& key);
 // The keys every kind may read (activation, temperature, init_bias, init_weight, init_std).

@@ -221,6 +221,9 @@ int run_inspect(const InspectArgs& args) {
   std::cout << "checkpoint: " << args.checkpoint << "\n";
   auto format_it = file.metadata.find("format");
   std::cout << "format: " << (format_it == file.metadata.end() ? "(none)" : format_it->second) << "\n";
+  // Where `gattn import` took the weights from (docs/import.md).
+  if (auto import_it = file.metadata.find("import"); import_it != file.metadata.end())
+    std::cout << "imported: " << printable_name(import_it->second, 400) << "\n";
   if (auto tokenizer = tokenizer_from_metadata(file.metadata, "checkpoint file '" + model_path.string() + "'"))
     std::cout << "tokenizer: " << tokenizer->size() << " pieces, sha256 " << tokenizer->sha256() << "\n";
   std::int64_t total = 0;
