@@ -111,5 +111,12 @@ TEST(RunFiles, AtomicWriterNeverReplacesALinkOrFollowsOne) {
   EXPECT_EQ(test::read_file(dir.file("out")), "new");
 }
 
+TEST(RunFiles, AtomicWriterSaysWhyAWriteFailed) {
+  TempDir dir;
+  // No such folder: the message carries the system's reason, not only the path.
+  EXPECT_TRUE(contains(test::message_of<CheckpointError>([&] { write_file_atomically(dir.file("missing/out"), "x"); }),
+                       "No such file or directory"));
+}
+
 }  // namespace
 }  // namespace gattn
