@@ -185,9 +185,21 @@ TEST(EncoderDecoderGradcheck, GatesOnEverySite) {
 }
 
 // Decoding with the KV cache and the source's memory computed once gives the logits of the full
-// forward, position by position, with gates on every site and a padded batch.
-TEST(EncoderDecoder, CachedDecodingEqualsFullForward) {
+// forward, position by position, with gates on every site and a padded batch; with GPT-2's parts and
+// with Llama's (RMSNorm, SwiGLU, rope, q/k norm, no biases, and one key/value head for the two query
+// heads of every attention, the cross-attention's among them).
+class CachedDecoding : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CachedDecoding, EqualsFullForward) {
   ModelConfig c = seq2seq_config();
+  if (GetParam()) {
+    c.n_kv_head = 1;
+    c.norm = models::kNormRms;
+    c.mlp = models::kMlpSwiglu;
+    c.qk_norm = models::kNormRms;
+    c.position = models::kPositionRope;
+    c.bias = false;
+  }
   c.gates = {gate_at("input", models::kSiteCross, 0),   gate_at("score", models::kSiteCross, 1),
              gate_at("output", models::kSiteCross, 2),  gate_at("context", models::kSiteCross, 3),
              gate_at("score", models::kSiteEncoder, 4), gate_at("output", models::kSiteSelf, 5)};
@@ -210,6 +222,9 @@ TEST(EncoderDecoder, CachedDecodingEqualsFullForward) {
             << "b " << b << " position " << pos;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(EncoderDecoder, CachedDecoding, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Llama" : "Gpt2"; });
 
 // Padding after a source's end changes nothing: the encoder and the cross-attention mask it.
 TEST(EncoderDecoder, SourcePaddingIsMasked) {
