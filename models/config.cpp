@@ -114,10 +114,8 @@ void ModelConfig::validate() const {
   if (!gates.empty() && gate.kind != kNoGate)
     bad("model.gates", "given together with model.gate (kind '" + gate.kind +
                            "'): use model.gate for one gate or model.gates for several, not both");
-  for (const GateConfig* g : {&gate}) {
-    if (g->kind != kNoGate && !g->all_layers && g->layers.empty())
-      bad(g->where + ".layers", "lists no block: give block indices, or all (or leave the gate out)");
-  }
+  if (gate.kind != kNoGate && !gate.all_layers && gate.layers.empty())
+    bad(gate.where + ".layers", "lists no block: give block indices, or all (or leave the gate out)");
   for (const GateConfig& g : gates)
     if (!g.all_layers && g.layers.empty())
       bad(g.where + ".layers", "lists no block: give block indices, or all (or leave the entry out)");
