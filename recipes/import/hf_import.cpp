@@ -17,34 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-// The model section of the run config for `c`: the sizes always, the block's parts where they are
-// not GPT-2's defaults, and the gate, so that Config builds exactly this model (and eval, sample and
-// inspect rebuild it from the checkpoint's metadata).
-json model_section(const models::ModelConfig& c) {
-  json m = {{"vocab_size", c.vocab_size}, {"block_size", c.block_size}, {"n_layer", c.n_layer},
-            {"n_head", c.n_head},         {"n_embd", c.n_embd},         {"position", c.position}};
-  const models::ModelConfig gpt2;
-  if (c.norm != gpt2.norm) m["norm"] = c.norm;
-  if (c.norm_eps != gpt2.norm_eps) m["norm_eps"] = c.norm_eps;
-  if (c.norm_offset != gpt2.norm_offset) m["norm_offset"] = c.norm_offset;
-  if (c.mlp != gpt2.mlp) m["mlp"] = c.mlp;
-  if (c.mlp_hidden != gpt2.mlp_hidden) m["mlp_hidden"] = c.mlp_hidden;
-  if (c.n_kv_head != gpt2.n_kv_head) m["n_kv_head"] = c.n_kv_head;
-  if (c.head_dim_size != gpt2.head_dim_size) m["head_dim"] = c.head_dim_size;
-  if (c.qk_norm != gpt2.qk_norm) m["qk_norm"] = c.qk_norm;
-  if (c.rope_theta != gpt2.rope_theta) m["rope_theta"] = c.rope_theta;
-  if (c.rope_fraction != gpt2.rope_fraction) m["rope_fraction"] = c.rope_fraction;
-  if (c.bias != gpt2.bias) m["bias"] = c.bias;
-  if (c.qkv_bias != gpt2.qkv_bias) m["qkv_bias"] = c.qkv_bias;
-  if (c.tie_embeddings != gpt2.tie_embeddings) m["tie_embeddings"] = c.tie_embeddings;
-  if (c.gate.kind != models::kNoGate) {
-    json gate = {{"kind", c.gate.kind}};
-    for (const std::string& key : c.gate.set_keys) gate[key] = c.gate.options.at(key);
-    m["gate"] = gate;
-  }
-  return m;
-}
-
 // Every parameter of gattn's model is filled and nothing else: the mapping (models/hf/) and the
 // model's parameter names must agree.
 void check_names(models::GPT& model, const std::vector<std::pair<std::string, Tensor>>& tensors,
@@ -74,7 +46,9 @@ ImportedModel import_hf(const std::string& dir, std::int64_t block_size_cap) {
       read_hf_weights(files, [&hf](const std::string& name) { return models::hf_ignored_tensor(hf, name); });
   const auto tensors = models::hf_to_gattn(hf, dir, weights);
 
-  Config config = Config::from_string(json{{"model", model_section(hf.config)}}.dump(), {},
+  // The model section as a checkpoint's metadata holds it (models::to_json), so Config builds exactly
+  // this model and eval, sample and inspect rebuild it.
+  Config config = Config::from_string(json{{"model", models::to_json(hf.config)}}.dump(), {},
                                       "the config imported from " + files.config_path);
   auto model = std::make_unique<models::GPT>(config.model_config(), static_cast<std::uint64_t>(config.get_int("seed")));
   check_names(*model, tensors, hf);
