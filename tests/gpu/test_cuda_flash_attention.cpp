@@ -256,11 +256,8 @@ TEST(CudaFlashAttention, F32UnderAutocastMatchesBf16Inputs) {
   EXPECT_FALSE(ops::cuda_attention_fused(in.q.to(Device::cuda), {}));
 }
 
-TEST(CudaFlashAttention, BackwardIsBitwiseDeterministic) {
-  GATTN_REQUIRE_DEVICE();
-  const Kind& c = kKinds[6];
-  const Inputs in = make_inputs(c, 2, 4, 257, 64, 777);
-  const Tensor d_out = frand({2, 4, 257, 64}, 778).to(DType::bf16);
+// Two runs of case `c` on the same bf16 inputs give the same bits, output and every gradient.
+void expect_bitwise_deterministic(const Kind& c, const Inputs& in, const Tensor& d_out) {
   const Outcome a = run_case(c, leaves(in, DType::bf16, DType::f32, Device::cuda), d_out, 9);
   const Outcome b = run_case(c, leaves(in, DType::bf16, DType::f32, Device::cuda), d_out, 9);
   EXPECT_TRUE(test::same_bits(a.out, b.out));
@@ -268,6 +265,12 @@ TEST(CudaFlashAttention, BackwardIsBitwiseDeterministic) {
     if (!a.grads[i].defined()) continue;
     EXPECT_TRUE(test::same_bits(a.grads[i], b.grads[i])) << kGradNames[i];
   }
+}
+
+TEST(CudaFlashAttention, BackwardIsBitwiseDeterministic) {
+  GATTN_REQUIRE_DEVICE();
+  const Kind& c = kKinds[6];
+  expect_bitwise_deterministic(c, make_inputs(c, 2, 4, 257, 64, 777), frand({2, 4, 257, 64}, 778).to(DType::bf16));
 }
 
 // The row-entropy output and the gradients of Σ out·gO + Σ H·gH, from the fused CUDA kernels under
@@ -596,15 +599,8 @@ TEST(CudaFlashAttention, GroupedQueryHeadsWithSkippedRowsAndRowEntropyMatchTheCp
 TEST(CudaFlashAttention, GroupedQueryHeadsBackwardIsBitwiseDeterministic) {
   GATTN_REQUIRE_DEVICE();
   const Kind& c = kKinds[6];
-  const Inputs in = make_inputs(c, 2, 4, 130, 64, 42000, 0, 1);
-  const Tensor d_out = frand({2, 4, 130, 64}, 42001).to(DType::bf16);
-  const Outcome a = run_case(c, leaves(in, DType::bf16, DType::f32, Device::cuda), d_out, 9);
-  const Outcome b = run_case(c, leaves(in, DType::bf16, DType::f32, Device::cuda), d_out, 9);
-  EXPECT_TRUE(test::same_bits(a.out, b.out));
-  for (std::size_t i = 0; i < a.grads.size(); ++i) {
-    if (!a.grads[i].defined()) continue;
-    EXPECT_TRUE(test::same_bits(a.grads[i], b.grads[i])) << kGradNames[i];
-  }
+  expect_bitwise_deterministic(c, make_inputs(c, 2, 4, 130, 64, 42000, 0, 1),
+                               frand({2, 4, 130, 64}, 42001).to(DType::bf16));
 }
 
 // bf16 inputs the kernels do not take (head dim 24, or the modulation entropy output) run the

@@ -19,6 +19,7 @@
 #include "ops/scan.h"
 #include "ops/shape.h"
 #include "ops/unary.h"
+#include "reference/attention_leaves.h"
 #include "reference/attention_reference.h"
 #include "test_util.h"
 
@@ -44,31 +45,12 @@ std::string dims_str(const Dims& s) {
          (s.Tk ? " Tk=" + std::to_string(s.Tk) : std::string()) + " d=" + std::to_string(s.d);
 }
 
+using Inputs = test::AttentionLeaves;
+constexpr auto& kLeafNames = test::kAttentionLeafNames;
+
 // Leaf tensors for q, k, v and the chosen terms, each requiring grad. The terms have the shapes and
 // ranges the model produces: log σ(f) ≤ 0 column biases, a cumulative sum of log σ(f) (decreasing)
 // as row bias and its negation in the column bias, modulation logits of either sign, α in (0, 1).
-struct Inputs {
-  Tensor q, k, v, row_bias, col_bias, mod_row, mod_col, mod_alpha;
-  double tau = 1.0;
-  double hard_threshold = std::numeric_limits<double>::quiet_NaN();  // a hard modulation when finite
-
-  ops::AttentionTerms terms(Generator* noise = nullptr) const {
-    ops::AttentionTerms t;
-    t.row_bias = row_bias;
-    t.col_bias = col_bias;
-    t.modulation_row = mod_row;
-    t.modulation_col = mod_col;
-    t.modulation_alpha = mod_alpha;
-    t.modulation_temperature = tau;
-    t.modulation_hard_threshold = hard_threshold;
-    t.modulation_noise = noise;
-    return t;
-  }
-  std::vector<Tensor> leaves() const { return {q, k, v, row_bias, col_bias, mod_row, mod_col, mod_alpha}; }
-  bool modulated() const { return mod_row.defined(); }
-};
-
-const char* const kLeafNames[] = {"q", "k", "v", "row_bias", "col_bias", "mod_row", "mod_col", "mod_alpha"};
 
 Inputs make_inputs(const Dims& s, unsigned terms, std::uint64_t seed, double tau = 1.0, double alpha = 0.7) {
   NoGradGuard no_grad;

@@ -22,6 +22,7 @@
 #include "ops/scan.h"
 #include "ops/shape.h"
 #include "ops/unary.h"
+#include "reference/attention_leaves.h"
 #include "reference/attention_reference.h"
 #include "test_util.h"
 
@@ -42,28 +43,8 @@ struct Dims {
   }
 };
 
-struct Inputs {
-  Tensor q, k, v, row_bias, col_bias, mod_row, mod_col, mod_alpha;
-  double tau = 1.0;
-  double hard_threshold = std::numeric_limits<double>::quiet_NaN();
-
-  ops::AttentionTerms terms(Generator* noise = nullptr) const {
-    ops::AttentionTerms t;
-    t.row_bias = row_bias;
-    t.col_bias = col_bias;
-    t.modulation_row = mod_row;
-    t.modulation_col = mod_col;
-    t.modulation_alpha = mod_alpha;
-    t.modulation_temperature = tau;
-    t.modulation_hard_threshold = hard_threshold;
-    t.modulation_noise = noise;
-    return t;
-  }
-  std::vector<Tensor> leaves() const { return {q, k, v, row_bias, col_bias, mod_row, mod_col, mod_alpha}; }
-  bool modulated() const { return mod_row.defined(); }
-};
-
-const char* const kLeafNames[] = {"q", "k", "v", "row_bias", "col_bias", "mod_row", "mod_col", "mod_alpha"};
+using Inputs = test::AttentionLeaves;
+constexpr auto& kLeafNames = test::kAttentionLeafNames;
 
 // Leaves requiring grad; every term is per query head ([B, H, ·]).
 Inputs make_inputs(const Dims& s, unsigned terms, std::uint64_t seed, double tau = 0.8) {
