@@ -212,7 +212,7 @@ Tensor GatedAttention::forward_cached(const Tensor& h, LayerKVCache& cache, cons
     if (g->mixes_attention()) mixture = g.get();
   }
   terms.col_bias = cache.col_bias;  // allocated by the first gate with a column term, if any
-  Tensor y = mixture ? mixture->attend_cached(attention_in, cache, pos, terms)
+  Tensor y = mixture ? mixture->attend_cached(attention_in, cache, pos, terms, eval)
                      : run_cached_attention(attention_in, cache, pos, terms);
   for (const auto& g : gates) y = g->gate_heads(in, y, eval);
   y = merge_heads(y);

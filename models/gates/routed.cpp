@@ -6,6 +6,9 @@
 // With top_k ≥ 2 the chosen ones are renormalised to sum to 1. Each expert computes only the query
 // rows routed to it (the others have weight exactly 0), so top-1 of E experts costs about one
 // expert's attention. The Switch load-balance loss keeps the router from collapsing onto one expert.
+// The ramp (ramp_start, ramp_steps) blends the mixture in from the plain causal attention,
+// y = (1 − r)·y_full + r·Σ_e r̃_e y_e: at r = 0 the layer is exactly an ungated attention, which is how
+// a router added to a trained model (train.init_from) starts at the model's own function.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -15,6 +18,7 @@
 #include "core/autograd/grad_mode.h"
 #include "models/gating/activation.h"
 #include "models/gating/gate.h"
+#include "models/gating/options.h"
 #include "models/gating/registry.h"
 #include "models/inspection.h"
 #include "ops/elementwise.h"
@@ -113,7 +117,7 @@ struct Routing {
 class RoutedGate : public Gate {
  public:
   RoutedGate(const ModelConfig& model, const GateConfig& gate, Generator& init)
-      : windows_(gate.int_list_option("windows")), top_k_(gate.int_option("top_k")) {
+      : windows_(gate.int_list_option("windows")), top_k_(gate.int_option("top_k")), options_(GateOptions::of(gate)) {
     const auto E = static_cast<std::int64_t>(windows_.size());
     weight = register_parameter("weight", init_gate_weight({E, model.n_embd}, model, gate, init));
     bias = register_parameter("bias", Tensor::zeros({E}, model.dtype));  // uniform routing at the start
@@ -122,6 +126,8 @@ class RoutedGate : public Gate {
   bool mixes_attention() const override { return true; }
 
   Tensor attend(const AttentionInputs& in, const ops::AttentionTerms& terms, AttentionContext& ctx) override {
+    const double ramp = options_.ramp_at(ctx.step);
+    if (ramp == 0.0) return run_attention(in, terms, ctx).out;  // before the ramp: the plain attention
     const std::int64_t B = in.q.size(0), H = in.q.size(1), T = in.q.size(2);
     const auto E = static_cast<std::int64_t>(windows_.size());
     const Routing routing = route(in.h);
@@ -156,11 +162,14 @@ class RoutedGate : public Gate {
       ctx.add_regularizer(kRouterBalance, switch_balance_loss(routing.r, routing.mask, top_k_), 0);
     if (ctx.inspect) inspect(in, terms, routing, *ctx.inspect);
     if (collect) report_stats(routing, row_entropy, sink, B, H, T, *ctx.stats);
+    if (ramp < 1.0) y = y * ramp + run_attention(in, terms, ctx, {}, /*report_rows=*/false).out * (1.0 - ramp);
     return y;
   }
 
   Tensor attend_cached(const AttentionInputs& in, const LayerKVCache& cache, std::int64_t pos,
-                       const ops::CachedAttentionInputs& terms) override {
+                       const ops::CachedAttentionInputs& terms, const AttentionContext& ctx) override {
+    const double ramp = options_.ramp_at(ctx.step);
+    if (ramp == 0.0) return run_cached_attention(in, cache, pos, terms);
     const std::int64_t B = in.q.size(0), n = in.q.size(2);
     const Routing routing = route(in.h);
     Tensor y;
@@ -171,6 +180,7 @@ class RoutedGate : public Gate {
       Tensor w = ops::reshape(ops::slice(routing.weights, 2, e, e + 1), {B, 1, n, 1});
       accumulate(y, run_cached_attention(in, cache, pos, expert) * w);
     }
+    if (ramp < 1.0) y = y * ramp + run_cached_attention(in, cache, pos, terms) * (1.0 - ramp);
     return y;
   }
 
@@ -268,6 +278,7 @@ class RoutedGate : public Gate {
 
   std::vector<std::int64_t> windows_;
   std::int64_t top_k_;
+  GateOptions options_;  // the ramp
 };
 
 }  // namespace
@@ -315,6 +326,7 @@ GATTN_GATE_KIND(routed) {
                            g.where + ".windows), got " + v.dump());
       });
   s.options = {windows, top_k};
+  for (GateOptionSpec& o : shared_gate_options({"ramp_start", "ramp_steps"})) s.options.push_back(std::move(o));
   s.gate_l1_refusal = "the router's weights are a softmax (their mean is fixed)";
   s.regularizers = {kRouterBalance};
   s.module_name = "router";

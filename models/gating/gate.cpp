@@ -24,8 +24,8 @@ Tensor Gate::attend(const AttentionInputs&, const ops::AttentionTerms&, Attentio
   throw std::logic_error("Gate::attend called on a gate that does not mix attentions");
 }
 
-Tensor Gate::attend_cached(const AttentionInputs&, const LayerKVCache&, std::int64_t,
-                           const ops::CachedAttentionInputs&) {
+Tensor Gate::attend_cached(const AttentionInputs&, const LayerKVCache&, std::int64_t, const ops::CachedAttentionInputs&,
+                           const AttentionContext&) {
   throw std::logic_error("Gate::attend_cached called on a gate that does not mix attentions");
 }
 

@@ -41,8 +41,9 @@ class Gate : public nn::Module {
   virtual bool mixes_attention() const { return false; }
   // The mixture's output [B, H, T, d] given the block's terms; reports the attention statistics.
   virtual Tensor attend(const AttentionInputs& in, const ops::AttentionTerms& terms, AttentionContext& ctx);
+  // `ctx` is the generation's eval-mode context, as for add_cached_terms.
   virtual Tensor attend_cached(const AttentionInputs& in, const LayerKVCache& cache, std::int64_t pos,
-                               const ops::CachedAttentionInputs& terms);
+                               const ops::CachedAttentionInputs& terms, const AttentionContext& ctx);
   // Inference shortcuts (models/kv_policy.h): whether the gate adds a per-key term that ranks keys
   // for every later query (a column bias, or the pair modulation's column term) …
   virtual bool ranks_keys() const { return false; }

@@ -20,11 +20,7 @@ namespace gattn::recipes {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// A checkpoint directory as given, or the one a run directory's checkpoints/latest names
-// (latest_checkpoint refuses a damaged or dangling `latest`).
-fs::path resolve_checkpoint(const std::string& dir, const std::string& who) {
+fs::path checkpoint_directory(const std::string& dir, const std::string& who) {
   const fs::path p(dir);
   if (fs::exists(p / "model.safetensors")) return p;
   const std::string latest = fs::exists(p / "checkpoints") ? latest_checkpoint(dir) : "";
@@ -33,8 +29,6 @@ fs::path resolve_checkpoint(const std::string& dir, const std::string& who) {
                         " is neither a checkpoint directory (no model.safetensors) nor a run directory with a "
                         "checkpoint (no checkpoints/latest)");
 }
-
-}  // namespace
 
 std::int64_t checkpoint_step(const std::filesystem::path& dir) {
   if (fs::exists(dir / kStateFile)) return read_train_state((dir / kStateFile).string()).step;
@@ -58,7 +52,7 @@ std::string changed_model_keys(const Config& stored, const Config& now) {
 
 CheckpointModel load_checkpoint_model(const std::string& dir, const std::vector<std::string>& overrides,
                                       const std::string& who) {
-  const fs::path checkpoint_dir = resolve_checkpoint(dir, who);
+  const fs::path checkpoint_dir = checkpoint_directory(dir, who);
   const std::string model_path = (checkpoint_dir / "model.safetensors").string();
   const SafetensorsFile file = load_safetensors(model_path);
   verify_checkpoint_file(file);

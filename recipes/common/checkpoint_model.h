@@ -30,6 +30,11 @@ struct CheckpointModel {
 // ramp) for eval and generation; a damaged state.json throws CheckpointError.
 std::int64_t checkpoint_step(const std::filesystem::path& dir);
 
+// `dir` as a checkpoint directory: itself when it holds model.safetensors, else the one a run
+// directory's checkpoints/latest names (a damaged or dangling `latest` is refused). CheckpointError
+// (exit 3) prefixed by `who` when it is neither.
+std::filesystem::path checkpoint_directory(const std::string& dir, const std::string& who);
+
 // `dir` is a checkpoint directory (holding model.safetensors) or a run directory, whose
 // checkpoints/latest is used. Sets the CPU thread count from train.threads. Throws CheckpointError
 // (exit 3) for a missing or unreadable checkpoint, ConfigError (exit 2) for a bad override.

@@ -94,6 +94,9 @@ std::vector<KeySpec> run_keys() {
                          "rows (a part of the batch per thread) | ops (each op over the threads) | auto (rows when "
                          "the threads divide batch_size on the CPU)"));
   s.push_back(choice_key("train.precision", "fp32", {"fp32", "bf16"}, "fp32 | bf16 (mixed precision on CUDA)"));
+  s.push_back(str_key("train.init_from", "",
+                      "a checkpoint (or run) directory whose weights start the run, not its optimizer or step; "
+                      "the config may add gates, each with a ramp (docs/finetune.md)"));
   s.push_back(
       int_key("train.max_bad_steps", 3, "consecutive NaN/Inf steps skipped before the run fails (exit 4)").at_least(1));
 

@@ -14,6 +14,7 @@
 #include "framework/io/run_files.h"
 #include "framework/runtime/threads.h"
 #include "ops/cuda/runtime_info.h"
+#include "recipes/common/init_from.h"
 #include "recipes/common/memory_check.h"
 
 namespace gattn::recipes {
@@ -95,8 +96,16 @@ void apply_thread_setting(const Config& cfg) {
   set_num_threads(count.threads);
 }
 
-RunSetup prepare_run(const std::string& config_path, const std::vector<std::string>& overrides, bool resuming) {
-  Config cfg = Config::load(config_path, overrides);
+RunSetup prepare_run(const std::string& config_path, const std::vector<std::string>& user_overrides, bool resuming) {
+  Config cfg = Config::load(config_path, user_overrides);
+  // train.init_from: the checkpoint's model settings first, so the config names only what it changes.
+  std::vector<std::string> overrides = init_from_overrides(cfg);
+  if (!overrides.empty()) {
+    overrides.insert(overrides.end(), user_overrides.begin(), user_overrides.end());
+    cfg = Config::load(config_path, overrides);
+  } else {
+    overrides = user_overrides;
+  }
   const Device device = resolve_device(cfg);
   const ops::ComputePrecision precision = resolve_precision(cfg, device);
   apply_thread_setting(cfg);
@@ -106,6 +115,7 @@ RunSetup prepare_run(const std::string& config_path, const std::vector<std::stri
   models::ModelConfig mc = run.config.model_config();
   run.data = make_dataset(data_options(run.config), mc.block_size);
   check_arch_fits_data(run.config, *run.data);
+  check_init_from_vocabulary(run.config, *run.data);
   const std::int64_t data_vocab = run.data->vocab_size();
   if (mc.vocab_size == 0) {
     mc.vocab_size = data_vocab;

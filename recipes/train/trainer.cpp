@@ -10,6 +10,7 @@
 
 #include "core/autograd/engine.h"
 #include "core/autograd/op_profile.h"
+#include "framework/config/errors.h"
 #include "framework/config/schema.h"
 #include "framework/data/dataset.h"
 #include "framework/dist/sharding.h"
@@ -184,9 +185,18 @@ Trainer::Trainer(const TrainArgs& args)
 }
 
 void Trainer::restore_from_checkpoint() {
-  if (args_.resume.empty()) return;
-  resumed_ = resume_run(args_.resume, run_, [&](const OptimizerSnapshot& state) { optimizer_->load_state(state); });
-  if (!resumed_) return;
+  const bool init_from = !run_.config.get_string("train.init_from").empty();
+  // --resume auto continues a fine-tuning run from its own checkpoints (starting from init_from when
+  // it has none yet); a checkpoint named beside init_from would be two places to start from.
+  if (init_from && !args_.resume.empty() && args_.resume != "auto")
+    throw ConfigError(run_.config.where("train.init_from") + ": train.init_from and --resume " + args_.resume +
+                      " name two starting points; continue a run with --resume auto, or start one from init_from");
+  if (!args_.resume.empty())
+    resumed_ = resume_run(args_.resume, run_, [&](const OptimizerSnapshot& state) { optimizer_->load_state(state); });
+  if (!resumed_) {
+    if (init_from) initialized_ = init_from_checkpoint(run_.config, *run_.data, *run_.model);
+    return;
+  }
   start_step_ = resumed_->state.step;
   guard_ = NanGuard(run_.config.get_int("train.max_bad_steps"), resumed_->state.bad_steps_in_a_row);
   elapsed_before_ = resumed_->state.elapsed_s;
@@ -239,6 +249,14 @@ void Trainer::announce() {
   } else if (!args_.resume.empty()) {
     say("--resume auto: no checkpoint in " + (fs::path(run_.dir) / "checkpoints").string() +
         " yet; starting from step 0");
+  }
+  if (initialized_) {
+    say("started from " + initialized_->dir + " (train.init_from: its weights, " +
+        std::to_string(initialized_->tensors) + " tensors; not its optimizer state or step)");
+    for (const std::string& change : initialized_->config_changes) say("  config changed: " + change);
+    for (const std::string& move : initialized_->renamed) say("  renamed: " + move);
+    if (initialized_->new_parameters.empty()) say("  no new parameters");
+    for (const std::string& p : initialized_->new_parameters) say("  new parameter: " + p);
   }
 }
 

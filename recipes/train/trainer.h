@@ -27,6 +27,7 @@
 #include "framework/runtime/progress.h"
 #include "models/attention.h"
 #include "recipes/common/evaluation.h"
+#include "recipes/common/init_from.h"
 #include "recipes/common/run_setup.h"
 #include "recipes/common/stats_reduce.h"
 #include "recipes/train/checkpoint_policy.h"
@@ -113,6 +114,7 @@ class Trainer {
   NanGuard guard_;
   CheckpointPolicy checkpoints_;
   std::optional<Resumed> resumed_;
+  std::optional<InitFrom> initialized_;  // train.init_from on a fresh start
   std::int64_t start_step_ = 0, rewound_ = 0;
   std::int64_t profile_from_ = -1;  // the first profiled step, -1 while not profiling
   double elapsed_before_ = 0;       // training time of the attempts before this one

@@ -311,6 +311,9 @@ inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
                   ops::reshape(ops::slice(rt, 2, e, e + 1), {B, 1, T, 1});
       yh = yh.defined() ? yh + ye : ye;
     }
+    // The ramp blends the mixture in from the plain causal attention.
+    const double ramp = ref_ramp(rg, step);
+    if (ramp < 1.0) yh = yh * ramp + naive_attention(qa, ka, v, g, 0) * (1.0 - ramp);
   } else {
     yh = naive_attention(qa, ka, v, g, 0);
   }

@@ -102,6 +102,13 @@ TEST(GateOptionsReference, ScoreGroupsHeadsFormsAndHard) {
   expect_reference(options_config("score", {{"hard", true}, {"ramp_start", 0}, {"ramp_steps", 4}}), 2);
 }
 
+TEST(GateOptionsReference, RoutedRampBlendsInTheMixture) {
+  expect_reference(options_config("routed", {{"ramp_steps", 4}}), 0);                     // r = 0: plain attention
+  expect_reference(options_config("routed", {{"ramp_start", 1}, {"ramp_steps", 4}}), 2);  // r = 1/4
+  expect_reference(options_config("routed", {{"ramp_steps", 4}, {"top_k", 2}}), 3);       // r = 3/4
+  expect_gradcheck(options_config("routed", {{"ramp_steps", 4}}), 2);
+}
+
 TEST(GateOptionsReference, ScheduleNormAndRampAtAStep) {
   const nlohmann::json sched = {
       {"temperature", 2.0}, {"temperature_final", 0.5}, {"temperature_steps", 10}, {"input_norm", true}};
@@ -185,6 +192,29 @@ TEST(GateOptionsReference, KvCacheEqualsTheFullForwardAtTheModelsStep) {
     Tensor logits = model.forward_cached(ops::slice(idx, 1, pos, pos + chunk), cache);
     EXPECT_TRUE(test::all_close(logits, ops::slice(full, 1, pos, pos + chunk), 1e-11, 1e-9)) << "at " << pos;
     pos += chunk;
+  }
+}
+
+TEST(GateOptionsCache, RoutedRampEqualsTheFullForward) {
+  for (std::int64_t step : {0, 2, 9}) {  // r = 0, 1/2 and 1
+    ModelConfig c = options_config("routed", {{"ramp_steps", 4}, {"windows", {0, 2}}});
+    c.block_size = 9;
+    GPT model(c, 3);
+    test::perturb_gate_parameters(model, 11);
+    model.set_step(step);
+    model.eval();
+    const std::int64_t B = 2, T = 9;
+    Tensor idx = test::tokens(B, T, c.vocab_size, 5);
+    NoGradGuard no_grad;
+    const Tensor full = model.forward(idx).logits;
+    models::KVCache cache(c, B);
+    std::int64_t pos = 0;
+    for (std::int64_t chunk : {3, 1, 2, 1, 2}) {
+      Tensor logits = model.forward_cached(ops::slice(idx, 1, pos, pos + chunk), cache);
+      EXPECT_TRUE(test::all_close(logits, ops::slice(full, 1, pos, pos + chunk), 1e-11, 1e-9))
+          << "step " << step << " at " << pos;
+      pos += chunk;
+    }
   }
 }
 
