@@ -119,6 +119,8 @@ GATTN_GATE_KIND(output) {
   };
   // Qwen3-Next's (and Qwen3.5's) attention output gate: o_proj(y ⊙ σ(h·W_gᵀ)), W_g the gate rows of q_proj.
   s.equivalents["qwen3_next_output_gate"] = {{"granularity", "elementwise"}, {"bias", false}};
+  // One value per head is that gate with the d rows of each head equal (gattn export writes the row d times).
+  s.equivalents["qwen3_next_output_gate_per_head"] = {{"granularity", "headwise"}, {"bias", false}};
   s.multiply_adds = [](const ModelConfig& m, const GateConfig& g) {
     return static_cast<double>(gate_rows(m, g) * m.n_embd * (has_magnitude_projection(g) ? 2 : 1));
   };

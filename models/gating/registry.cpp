@@ -95,6 +95,22 @@ GateConfig equivalent_gate(const std::string& foreign) {
   throw ValueError("no gate kind of this build computes " + foreign);
 }
 
+std::vector<std::string> equivalent_mismatches(const GateConfig& gate, const std::string& foreign) {
+  const GateKindSpec* k = find_gate_kind(gate.kind);
+  if (!k || !k->equivalents.count(foreign)) return {"kind is '" + gate.kind + "'"};
+  const nlohmann::json& want = k->equivalents.at(foreign);
+  std::vector<std::string> out;
+  const auto compare = [&](const std::string& key, const nlohmann::json& have, const nlohmann::json& fallback) {
+    const nlohmann::json need = want.contains(key) ? want.at(key) : fallback;
+    if (have != need) out.push_back(key + " is " + have.dump() + " (it needs " + need.dump() + ")");
+  };
+  const GateConfig defaults;
+  compare("activation", gate.activation, defaults.activation);
+  compare("temperature", gate.temperature, defaults.temperature);
+  for (const GateOptionSpec& o : k->options) compare(o.key, gate.option(o.key), o.default_value);
+  return out;
+}
+
 std::string gate_kind_list() {
   std::string out = kNoGate;
   for (const GateKindSpec* k : gate_kinds()) out += ", " + k->name;

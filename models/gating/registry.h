@@ -84,8 +84,8 @@ struct GateKindSpec {
   // has: a regularization.<name> weight needs a kind in the model that computes it.
   std::vector<std::string> regularizers;
   std::vector<GateLoggedParameter> logged_parameters;
-  // Gates of other models' architectures that are this kind, by the name the importer gives them
-  // (models/hf/, docs/import.md), each with the options that make the kind compute them.
+  // Gates of other models' architectures that are this kind, by the name models/hf/ gives them
+  // (gattn import and export, docs/import.md), each with the options that make the kind compute them.
   std::map<std::string, nlohmann::json> equivalents;
 };
 
@@ -101,6 +101,12 @@ std::string gate_kind_list();
 // The gate entry (on every layer of the self-attention) that computes `foreign`, a gate some kind
 // lists among its `equivalents`; throws ValueError when no kind does.
 GateConfig equivalent_gate(const std::string& foreign);
+// The other direction: what keeps `gate` from computing `foreign` exactly, empty when it does — its
+// kind lists `foreign` among its equivalents, and each option that changes what a trained gate
+// computes (the kind's options, activation, temperature) has the equivalent's value, or the default
+// where the equivalent names none. Otherwise one item per key that differs, as `bias is true (it
+// needs false)`. The initialisation keys (init_*) are not compared: they only set where training began.
+std::vector<std::string> equivalent_mismatches(const GateConfig& gate, const std::string& foreign);
 // The common keys a gate entry may hold for any kind besides its own: kind, layers, where.
 bool is_entry_key(const std::string& key);
 // The keys every kind may read (activation, temperature, init_bias, init_weight, init_std).
