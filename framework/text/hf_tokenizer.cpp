@@ -273,7 +273,7 @@ HfTokenizer::HfTokenizer(std::map<std::string, std::string> files, const std::st
     size_ = std::max<std::int64_t>(size_, t.id + 1);
     if (t.normalized) {
       normalized.push_back(t);
-      normalized_patterns.push_back(normalize(t.content, false));
+      normalized_patterns.push_back(normalize(t.content));
     } else {
       raw.push_back(t);
       raw_patterns.push_back(t.content);
@@ -345,7 +345,7 @@ const AddedToken* HfTokenizer::added(std::int32_t id) const {
   return it == added_by_id_.end() ? nullptr : &added_[it->second];
 }
 
-std::string HfTokenizer::normalize(std::string_view text, bool) const {
+std::string HfTokenizer::normalize(std::string_view text) const {
   switch (normalizer_) {
     case Normalizer::nfc:
       return to_nfc(text);
@@ -411,7 +411,7 @@ void HfTokenizer::encode_into(const std::string& text, bool continues, std::vect
     if (normalizer_ == Normalizer::sentencepiece && continues && r.begin == 0)
       normalized = replace_all(piece, " ", kSpaceMark);
     else
-      normalized = normalize(piece, r.begin == 0);
+      normalized = normalize(piece);
     if (normalized_matcher_.empty()) {
       encode_segment(normalized, out);
       continue;

@@ -89,7 +89,7 @@ class HfTokenizer : public Tokenizer {
  private:
   enum class Normalizer { none, nfc, sentencepiece };
   void encode_into(const std::string& text, bool continues, std::vector<std::int32_t>& out) const;
-  std::string normalize(std::string_view text, bool first) const;
+  std::string normalize(std::string_view text) const;
   void encode_segment(std::string_view text, std::vector<std::int32_t>& out) const;
   void encode_word(std::string_view word, std::vector<std::int32_t>& out) const;
   const AddedToken* added(std::int32_t id) const;
