@@ -230,6 +230,9 @@ HfTokenizer::HfTokenizer(std::map<std::string, std::string> files, const std::st
     if (static_cast<std::int64_t>(vocab.size()) != sentencepiece_->size())
       throw DataError(where + " has " + std::to_string(vocab.size()) + " tokens, tokenizer.model " +
                       std::to_string(sentencepiece_->size()) + " (files of two tokenizers?)");
+    sentencepiece_by_line_ = true;
+    for (std::int32_t id = 0; id < sentencepiece_->size(); ++id)
+      if (sentencepiece_->piece(id).find('\n') != std::string::npos) sentencepiece_by_line_ = false;
     BpeModel check(std::move(vocab), merges, where);  // merges naming unknown tokens are damage here too
     size_ = check.size();
     for (const json& d : flattened(decoder, "decoders"))
@@ -386,8 +389,13 @@ void HfTokenizer::encode_word(std::string_view word, std::vector<std::int32_t>& 
 void HfTokenizer::encode_segment(std::string_view text, std::vector<std::int32_t>& out) const {
   if (text.empty()) return;
   if (sentencepiece_) {
-    const std::vector<std::int32_t> ids = sentencepiece_->encode(std::string(text));
-    out.insert(out.end(), ids.begin(), ids.end());
+    for (std::size_t at = 0; at < text.size();) {
+      std::size_t end = sentencepiece_by_line_ ? text.find('\n', at) : std::string_view::npos;
+      end = end == std::string_view::npos ? text.size() : end + 1;
+      const std::vector<std::int32_t> ids = sentencepiece_->encode(std::string(text.substr(at, end - at)));
+      out.insert(out.end(), ids.begin(), ids.end());
+      at = end;
+    }
     return;
   }
   std::vector<std::string_view> words;

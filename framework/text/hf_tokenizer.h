@@ -105,6 +105,9 @@ class HfTokenizer : public Tokenizer {
   bool ignore_merges_ = false;
   std::unique_ptr<SubwordTokenizer> sentencepiece_;  // the SentencePiece family
   bool strip_leading_space_ = false;
+  // No piece of the SentencePiece model holds a newline: text is encoded line by line, the same
+  // ids as whole (no merge can span a newline) and several times faster in SentencePiece.
+  bool sentencepiece_by_line_ = false;
   std::vector<AddedToken> added_;
   std::map<std::int32_t, std::size_t> added_by_id_;
   AddedTokenMatcher raw_matcher_, normalized_matcher_;
