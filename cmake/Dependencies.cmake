@@ -34,6 +34,12 @@ add_library(gattn::sentencepiece INTERFACE IMPORTED)
 target_link_libraries(gattn::sentencepiece INTERFACE ${GATTN_SENTENCEPIECE_TRAIN_LIB} ${GATTN_SENTENCEPIECE_LIB})
 target_include_directories(gattn::sentencepiece SYSTEM INTERFACE ${GATTN_SENTENCEPIECE_INCLUDE})
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+# Hugging Face tokenizers (framework/text/hf_*): PCRE2 (Debian's libpcre2-dev) compiles their
+# pre-tokenizer regexes with Unicode properties; ICU (libicu-dev) normalizes text to NFC (Qwen's
+# normalizer) and classifies characters for the added tokens' strip rules.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(GATTN_PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+find_package(ICU REQUIRED COMPONENTS uc)
 
 # OpenBLAS: prefer Debian's OpenMP build so BLAS and our own OpenMP loops share one thread pool
 # (the pthread build would oversubscribe the cores when both run).

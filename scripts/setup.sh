@@ -17,6 +17,7 @@ packages=(
   libdnnl-dev  # oneDNN: the f32 GEMMs (docs/benchmarks.md, "GEMM libraries")
   zlib1g-dev  # CRC-32 of checkpoint tensors
   libsentencepiece-dev libssl-dev  # gattn tokenize; the tokenizer's SHA-256 and base64
+  libpcre2-dev libicu-dev  # Hugging Face tokenizers: their regexes; NFC and character classes
   clang-format  # ./scripts/test.sh checks the tree is formatted
   libopenmpi-dev openmpi-bin
   python3-numpy

@@ -20,10 +20,11 @@ struct Piece {
   std::string text;
   bool val = false;
   bool end_of_file = false;  // append the end-of-document token after the block's tokens
+  bool continues = false;    // not the first block of its file
   std::vector<std::int32_t> ids;
 };
 
-void check_options(const SubwordTokenizer& tokenizer, const CorpusEncodingOptions& o) {
+void check_options(const Tokenizer& tokenizer, const CorpusEncodingOptions& o) {
   if (o.inputs.empty()) throw ValueError("tokenize encode: no --input files given");
   if (!(o.val_fraction > 0 && o.val_fraction < 1))
     throw ValueError("tokenize encode: --val-fraction must be in (0, 1), got " + std::to_string(o.val_fraction));
@@ -49,7 +50,7 @@ std::size_t val_start(const std::string& block, std::uint64_t begin, std::uint64
 
 }  // namespace
 
-nlohmann::json encode_corpus(const SubwordTokenizer& tokenizer, const CorpusEncodingOptions& options,
+nlohmann::json encode_corpus(const Tokenizer& tokenizer, const CorpusEncodingOptions& options,
                              const std::filesystem::path& dir, const EncodingProgress& progress) {
   check_options(tokenizer, options);
   const auto start = std::chrono::steady_clock::now();
@@ -57,7 +58,9 @@ nlohmann::json encode_corpus(const SubwordTokenizer& tokenizer, const CorpusEnco
   nlohmann::json inputs = nlohmann::json::array();
   std::uint64_t total = 0;
   for (const auto& path : options.inputs) {
-    files.push_back(std::make_unique<TextBlocks>(path, "the text to encode", options.block_bytes));
+    files.push_back(
+        std::make_unique<TextBlocks>(path, "the text to encode", options.block_bytes,
+                                     tokenizer.block_cut() == Tokenizer::BlockCut::newline_between_non_space));
     inputs.push_back({{"path", path}, {"bytes", files.back()->size()}});
     total += files.back()->size();
   }
@@ -74,33 +77,37 @@ nlohmann::json encode_corpus(const SubwordTokenizer& tokenizer, const CorpusEnco
   std::size_t file = 0;
   std::string block;
   bool at_line_start = true;  // the next block starts a line (or a file)
+  bool file_start = true;     // the next block starts a file
   while (file < files.size()) {
     // Read a batch of blocks, cutting the block where the val split starts in two.
     pieces.clear();
     while (pieces.size() < batch && file < files.size()) {
       if (!files[file]->next(block)) {
-        pieces.push_back({"", in_val, true, {}});  // only the end-of-document token
+        pieces.push_back({"", in_val, true, true, {}});  // only the end-of-document token
         ++file;
         at_line_start = true;
+        file_start = true;
         continue;
       }
       const std::uint64_t begin = offset;
       offset += block.size();
       const std::size_t cut = in_val ? 0 : val_start(block, begin, val_from, at_line_start);
       at_line_start = block.back() == '\n';
-      if (cut > 0) pieces.push_back({block.substr(0, cut), false, false, {}});
+      if (cut > 0) pieces.push_back({block.substr(0, cut), false, false, !file_start, {}});
       if (cut < block.size()) {
         in_val = true;
-        pieces.push_back({block.substr(cut), true, false, {}});
+        pieces.push_back({block.substr(cut), true, false, cut > 0 || !file_start, {}});
       }
+      file_start = false;
     }
-    // Encode in parallel: SentencePiece's processor is safe to use from several threads.
+    // Encode in parallel: SentencePiece's processor and HfTokenizer are safe to use from several threads.
     const auto n = static_cast<std::int64_t>(pieces.size());
     std::string error;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(options.threads)
     for (std::int64_t i = 0; i < n; ++i) {
       try {
-        pieces[static_cast<std::size_t>(i)].ids = tokenizer.encode_lines(pieces[static_cast<std::size_t>(i)].text);
+        Piece& piece = pieces[static_cast<std::size_t>(i)];
+        piece.ids = tokenizer.encode_block(piece.text, piece.continues);
       } catch (const std::exception& e) {
 #pragma omp critical(gattn_encode_error)
         error = e.what();

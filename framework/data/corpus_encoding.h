@@ -2,8 +2,8 @@
 // token shards. The files are one stream, in the order given, with the tokenizer's end-of-document
 // token after each file; the last `val_fraction` of the stream's bytes (from the next line start
 // on) is the val split, the rest the train split, as char-level text data splits its file. Blocks
-// of about 256 KiB ending at line ends are encoded in parallel and written in order, so the shards
-// are the same for any thread count.
+// of about 256 KiB ending at line ends (where the tokenizer's block_cut allows) are encoded in
+// parallel and written in order, so the shards are the same for any thread count.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/text/subword_tokenizer.h"
+#include "framework/text/tokenizer.h"
 
 namespace gattn {
 
@@ -31,7 +31,7 @@ using EncodingProgress = std::function<void(std::uint64_t done, std::uint64_t to
 // and bytes per split, the shards, the tokenizer's sha256. ValueError (exit 2) for bad options or
 // a tokenizer whose ids do not fit uint16; DataError (exit 3) for unreadable inputs, a corpus with
 // no text, or a split that would be empty.
-nlohmann::json encode_corpus(const SubwordTokenizer& tokenizer, const CorpusEncodingOptions& options,
+nlohmann::json encode_corpus(const Tokenizer& tokenizer, const CorpusEncodingOptions& options,
                              const std::filesystem::path& dir, const EncodingProgress& progress);
 
 }  // namespace gattn

@@ -12,7 +12,7 @@
 #include "core/tensor/tensor.h"
 #include "framework/base/errors.h"
 #include "framework/data/seq2seq_tokens.h"
-#include "framework/text/subword_tokenizer.h"
+#include "framework/text/tokenizer.h"
 
 namespace gattn {
 
@@ -69,7 +69,7 @@ class Dataset {
   virtual std::string vocab_json() const { return ""; }
   // For token shards made by `gattn tokenize`: the tokenizer found beside them (docs/tokenize.md); for
   // pairs, data.tokenizer. It goes into the run's checkpoints. nullptr for other data.
-  virtual std::shared_ptr<const SubwordTokenizer> tokenizer() const { return nullptr; }
+  virtual std::shared_ptr<const Tokenizer> tokenizer() const { return nullptr; }
   // What turns the data's token ids into text and back: the tokenizer, else the byte vocabulary of
   // text data; nullptr for bare token ids and synthetic tasks.
   std::shared_ptr<const TextCodec> text_codec() const;

@@ -10,6 +10,7 @@
 #include "framework/base/input_file.h"
 #include "framework/data/seq2seq_batch.h"
 #include "framework/data/windowed_dataset.h"
+#include "framework/text/tokenizer_directory.h"
 
 namespace gattn::data_detail {
 namespace {
@@ -50,7 +51,7 @@ class PairDataset : public Dataset {
   }
   bool reports_accuracy() const override { return true; }
   bool seq2seq() const override { return true; }
-  std::shared_ptr<const SubwordTokenizer> tokenizer() const override { return tokenizer_; }
+  std::shared_ptr<const Tokenizer> tokenizer() const override { return tokenizer_; }
 
   // The reserved ids are null: they stand for no byte (framework/io/byte_vocab.h).
   std::string vocab_json() const override {
@@ -105,7 +106,7 @@ class PairDataset : public Dataset {
   std::string where(std::int64_t line) const { return "pairs file " + path_ + " line " + std::to_string(line); }
 
   void load_tokenizer(const std::string& dir) {
-    tokenizer_ = SubwordTokenizer::load(dir);
+    tokenizer_ = gattn::load_tokenizer(dir);
     // Its control pieces must sit where seq2seq data puts pad, start and end.
     const char* const expected[] = {"<unk>", "<s>", "</s>"};
     bool ok = tokenizer_->size() > kSeq2SeqFirstContent;
@@ -216,8 +217,8 @@ class PairDataset : public Dataset {
   }
 
   std::string path_;
-  std::shared_ptr<const SubwordTokenizer> tokenizer_;  // nullptr: byte-level
-  std::vector<unsigned char> bytes_;                   // byte-level: id kSeq2SeqFirstContent + i is bytes_[i]
+  std::shared_ptr<const Tokenizer> tokenizer_;  // nullptr: byte-level
+  std::vector<unsigned char> bytes_;            // byte-level: id kSeq2SeqFirstContent + i is bytes_[i]
   std::array<std::int32_t, 256> id_of_{};
   std::vector<std::int32_t> tokens_;
   std::vector<PairSpan> pairs_;  // in file order: [0, n_train_) train, the rest val

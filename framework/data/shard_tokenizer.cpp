@@ -1,4 +1,4 @@
-// find_shard_tokenizer: tokenizer.model checked against meta.json.
+// find_shard_tokenizer: the tokenizer beside the shards checked against meta.json.
 #include "framework/data/shard_tokenizer.h"
 
 #include <filesystem>
@@ -6,13 +6,18 @@
 
 #include "framework/base/errors.h"
 #include "framework/base/input_file.h"
+#include "framework/text/hf_tokenizer.h"
+#include "framework/text/subword_tokenizer.h"
+#include "framework/text/tokenizer_directory.h"
 
 namespace gattn {
 
 namespace fs = std::filesystem;
 
-std::shared_ptr<const SubwordTokenizer> find_shard_tokenizer(const std::string& dir) {
-  const fs::path model = fs::path(dir) / kTokenizerModelFile, meta_path = fs::path(dir) / "meta.json";
+std::shared_ptr<const Tokenizer> find_shard_tokenizer(const std::string& dir) {
+  const bool hf = is_hf_tokenizer_directory(dir);
+  const fs::path model = fs::path(dir) / (hf ? kHfTokenizerFile : kTokenizerModelFile),
+                 meta_path = fs::path(dir) / "meta.json";
   std::error_code ec;
   std::string recorded;  // the sha256 meta.json records, if any
   if (fs::exists(meta_path, ec)) {
@@ -31,7 +36,7 @@ std::shared_ptr<const SubwordTokenizer> find_shard_tokenizer(const std::string& 
                       "… (meta.json), but " + model.string() + " is missing");
     return nullptr;
   }
-  std::shared_ptr<const SubwordTokenizer> tokenizer = SubwordTokenizer::load(model.string());
+  std::shared_ptr<const Tokenizer> tokenizer = load_tokenizer(hf ? dir : model.string());
   if (!recorded.empty() && recorded != tokenizer->sha256())
     throw DataError("token shards in " + dir + " were made with tokenizer " + recorded.substr(0, 12) +
                     "… (meta.json), but " + model.string() + " is " + tokenizer->sha256().substr(0, 12) +

@@ -5,14 +5,15 @@
 #include <memory>
 #include <string>
 
-#include "framework/text/subword_tokenizer.h"
+#include "framework/text/tokenizer.h"
 
 namespace gattn {
 
-// Looks in `dir` (the shards' directory) for tokenizer.model: nullptr when there is none and no
+// Looks in `dir` (the shards' directory) for its tokenizer — a Hugging Face tokenizer.json, else
+// gattn's tokenizer.model (framework/text/tokenizer_directory.h): nullptr when there is none and no
 // meta.json that names one. DataError when meta.json names a tokenizer that is missing or whose
 // sha256 differs from the tokenizer.model found (shards and tokenizer from different runs of
 // `gattn tokenize`), or when either file is damaged.
-std::shared_ptr<const SubwordTokenizer> find_shard_tokenizer(const std::string& dir);
+std::shared_ptr<const Tokenizer> find_shard_tokenizer(const std::string& dir);
 
 }  // namespace gattn

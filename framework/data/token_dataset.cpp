@@ -51,8 +51,7 @@ std::vector<std::string> list_shards(const std::string& pattern) {
 // from it must be listed with the token count its header holds; when the run reads the directory
 // whole, every listed shard must be there and the splits' totals must match meta.json's.
 void check_shard_provenance(const std::vector<const TokenShards*>& splits, const std::string& path,
-                            const std::shared_ptr<const SubwordTokenizer>& tokenizer,
-                            const std::string& tokenizer_dir) {
+                            const std::shared_ptr<const Tokenizer>& tokenizer, const std::string& tokenizer_dir) {
   std::error_code ec;
   const bool whole_directory = fs::is_directory(path, ec);
   const std::string used = tokenizer ? "tokenizer " + tokenizer->sha256().substr(0, 12) + "… (" + tokenizer_dir + ")"
@@ -72,7 +71,7 @@ void check_shard_provenance(const std::vector<const TokenShards*>& splits, const
   for (const auto& [dir, files] : by_dir) {
     const std::string first = (fs::path(dir) / files.front().name).string();
     if (fs::weakly_canonical(dir, ec) != fs::weakly_canonical(tokenizer_dir, ec)) {
-      const std::shared_ptr<const SubwordTokenizer> other = find_shard_tokenizer(dir);
+      const std::shared_ptr<const Tokenizer> other = find_shard_tokenizer(dir);
       const std::string theirs = other ? other->sha256() : "", ours = tokenizer ? tokenizer->sha256() : "";
       if (theirs != ours)
         throw DataError("token shard " + first + " belongs to " +
@@ -159,7 +158,7 @@ class TokenDataset : public WindowedDataset {
     if (tokenizer_ && options.vocab_size > 0 && options.vocab_size < tokenizer_->size())
       throw ValueError("model.vocab_size " + std::to_string(options.vocab_size) + " is smaller than the " +
                        std::to_string(tokenizer_->size()) + " pieces of the shards' tokenizer (" + shard_dir +
-                       "/tokenizer.model): set it to at least " + std::to_string(tokenizer_->size()) +
+                       "): set it to at least " + std::to_string(tokenizer_->size()) +
                        ", or to 0 to take the tokenizer's size");
     const std::int64_t max_id =
         std::max(train_shards.scan_ids(options.vocab_size), val_shards.scan_ids(options.vocab_size));
@@ -167,15 +166,15 @@ class TokenDataset : public WindowedDataset {
     if (tokenizer_) {
       if (max_id >= tokenizer_->size())
         throw DataError("token shards at " + options.path + " hold token id " + std::to_string(max_id) +
-                        ", but their " + "tokenizer (" + shard_dir + "/tokenizer.model) has " +
-                        std::to_string(tokenizer_->size()) + " pieces: the shards were not made with it");
+                        ", but their " + "tokenizer (" + shard_dir + ") has " + std::to_string(tokenizer_->size()) +
+                        " pieces: the shards were not made with it");
       // At least the tokenizer's pieces, so that every id it encodes a prompt into has an embedding;
       // a smaller model.vocab_size is then refused as smaller than the data's vocabulary.
       vocab_size_ = std::max(vocab_size_, tokenizer_->size());
     }
   }
 
-  std::shared_ptr<const SubwordTokenizer> tokenizer() const override { return tokenizer_; }
+  std::shared_ptr<const Tokenizer> tokenizer() const override { return tokenizer_; }
 
   std::int64_t vocab_size() const override { return vocab_size_; }
 
@@ -191,7 +190,7 @@ class TokenDataset : public WindowedDataset {
  private:
   std::vector<std::string> train_files_, val_files_;
   std::int64_t vocab_size_ = 0;
-  std::shared_ptr<const SubwordTokenizer> tokenizer_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
 };
 
 }  // namespace

@@ -19,20 +19,14 @@ char byte_of_piece(const std::string& piece) { return static_cast<char>(std::sto
 
 // SentencePiece replaces each byte that is not valid UTF-8 by U+FFFD (three byte pieces), which
 // would silently break the round trip; such text is refused instead, naming the byte.
-void check_utf8(std::string_view text) {
-  const std::size_t at = invalid_utf8_offset(text);
-  if (at == std::string::npos) return;
-  char hex[8];
-  std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text[at]));
-  throw ValueError("the text is not valid UTF-8 at byte offset " + std::to_string(at) + " (" + hex +
-                   "): the subword tokenizer reads UTF-8 only (convert the text, e.g. with iconv)");
-}
+void check_utf8(std::string_view text) { require_utf8(text, "the subword tokenizer"); }
 
 }  // namespace
 
 SubwordTokenizer::SubwordTokenizer(std::string serialized_model, const std::string& source)
     : serialized_(std::move(serialized_model)),
       sha256_(sha256_hex(serialized_)),
+      files_{{kTokenizerModelFile, serialized_}},
       processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
   const auto status = processor_->LoadFromSerializedProto(serialized_);
   if (!status.ok())

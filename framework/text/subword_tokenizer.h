@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "framework/text/text_codec.h"
+#include "framework/text/tokenizer.h"
 
 namespace sentencepiece {
 class SentencePieceProcessor;
@@ -20,7 +20,7 @@ namespace gattn {
 inline constexpr const char* kTokenizerModelFile = "tokenizer.model";
 inline constexpr const char* kTokenizerInfoFile = "tokenizer.json";
 
-class SubwordTokenizer : public TextCodec {
+class SubwordTokenizer : public Tokenizer {
  public:
   // Loads SentencePiece's serialized model; `source` names it in the DataError thrown when the
   // bytes are not a model.
@@ -43,15 +43,21 @@ class SubwordTokenizer : public TextCodec {
   std::int32_t start_token() const override;
 
   // The piece as SentencePiece writes it ("▁the", "<0x0A>"), for listings.
-  std::string piece(std::int32_t id) const;
+  std::string piece(std::int32_t id) const override;
   // The end-of-document id (SentencePiece's </s>) put between input files, or -1 when the model
   // has none.
-  std::int32_t end_of_document() const;
+  std::int32_t end_of_document() const override;
+  BlockCut block_cut() const override { return BlockCut::any_newline; }
+  std::vector<std::int32_t> encode_block(const std::string& text, bool) const override { return encode_lines(text); }
+  std::string kind() const override { return "SentencePiece"; }
+  // {"tokenizer.model": the serialized model}.
+  const std::map<std::string, std::string>& files() const override { return files_; }
   const std::string& serialized() const { return serialized_; }
-  const std::string& sha256() const { return sha256_; }
+  const std::string& sha256() const override { return sha256_; }
 
  private:
   std::string serialized_, sha256_;
+  std::map<std::string, std::string> files_;
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
 };
 

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "core/tensor/error.h"
+
 namespace gattn {
 
 std::vector<std::int32_t> token_byte_lengths(const TextCodec& codec) {
@@ -57,6 +59,15 @@ std::size_t invalid_utf8_offset(std::string_view text) {
     i += len;
   }
   return std::string::npos;
+}
+
+void require_utf8(std::string_view text, const std::string& who) {
+  const std::size_t at = invalid_utf8_offset(text);
+  if (at == std::string::npos) return;
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text[at]));
+  throw ValueError("the text is not valid UTF-8 at byte offset " + std::to_string(at) + " (" + hex + "): " + who +
+                   " reads UTF-8 only (convert the text, e.g. with iconv)");
 }
 
 std::string display_token(const std::string& bytes) {

@@ -92,8 +92,11 @@ CheckpointModel load_checkpoint_model(const std::string& dir, const std::vector<
   out.codec = text_codec_from_metadata(file.metadata, who + ": " + model_path);
   if (out.codec && out.codec->size() > out.model->config().vocab_size)
     throw CheckpointError(who + ": " + model_path + ": its " +
-                          (file.metadata.count(kTokenizerKey) ? "\"tokenizer\"" : "\"vocab\"") + " metadata has " +
-                          std::to_string(out.codec->size()) + " tokens, more than the model's vocab_size " +
+                          (file.metadata.count(kTokenizerKey)     ? "\"tokenizer\""
+                           : file.metadata.count(kHfTokenizerKey) ? "\"hf_tokenizer\""
+                                                                  : "\"vocab\"") +
+                          " metadata has " + std::to_string(out.codec->size()) +
+                          " tokens, more than the model's vocab_size " +
                           std::to_string(out.model->config().vocab_size) + " (damaged?)");
   return out;
 }

@@ -147,9 +147,10 @@ void start_run_directory(RunSetup& run) {
   run.lock = std::make_unique<RunDirectoryLock>(run.dir);
   write_file_atomically((fs::path(run.dir) / "config.yaml").string(), run.config.to_yaml());
   // The tokenizer of token shards beside the config, so the run directory says how to read its
-  // tokens (its checkpoints carry it too).
+  // tokens (its checkpoints carry it too): tokenizer.model, or a Hugging Face tokenizer's files.
   if (auto tokenizer = run.data->tokenizer())
-    write_file_atomically((fs::path(run.dir) / kTokenizerModelFile).string(), tokenizer->serialized());
+    for (const auto& [name, bytes] : tokenizer->files())
+      write_file_atomically((fs::path(run.dir) / name).string(), bytes);
 }
 
 void check_arch_fits_data(const Config& cfg, const Dataset& data) {

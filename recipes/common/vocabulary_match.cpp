@@ -16,7 +16,7 @@ std::string value_of(const std::map<std::string, std::string>& metadata, const s
 }
 
 void check_same_tokenizer(const std::string& saved_sha, const std::string& where, const Dataset& data) {
-  const std::shared_ptr<const SubwordTokenizer> now = data.tokenizer();
+  const std::shared_ptr<const Tokenizer> now = data.tokenizer();
   if (saved_sha.empty() && !now) return;
   if (saved_sha.empty())
     throw CheckpointError(where + "its model was trained on token ids without a tokenizer; the data (" +

@@ -162,7 +162,7 @@ int run_sample(const SampleArgs& args) {
         "--prompt-tokens \"1 2 3\"");
   } else if (args.prompt && !args.prompt->empty()) {
     try {
-      prompt = vocab->encode(*args.prompt);
+      prompt = vocab->encode_prompt(*args.prompt);
     } catch (const ValueError& e) {
       throw ValueError(std::string("--prompt: ") + e.what());
     }

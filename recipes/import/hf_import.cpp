@@ -5,11 +5,13 @@
 #include <set>
 
 #include "framework/io/checkpoint.h"
+#include "framework/io/checkpoint_text.h"
 #include "framework/io/errors.h"
 #include "framework/io/hf_checkpoint.h"
 #include "framework/io/module_io.h"
 #include "framework/io/safetensors.h"
 #include "framework/io/staged_directory.h"
+#include "framework/text/tokenizer_directory.h"
 
 namespace gattn::recipes {
 
@@ -39,7 +41,7 @@ void check_names(models::GPT& model, const std::vector<std::pair<std::string, Te
 
 }  // namespace
 
-ImportedModel import_hf(const std::string& dir, std::int64_t block_size_cap) {
+ImportedModel import_hf(const std::string& dir, std::int64_t block_size_cap, bool with_tokenizer) {
   const HfDirectory files = open_hf_directory(dir);
   models::HfModel hf = models::hf_model_from_config(files.config, files.config_path, block_size_cap);
   const auto weights =
@@ -63,7 +65,21 @@ ImportedModel import_hf(const std::string& dir, std::int64_t block_size_cap) {
     origin["transformers_version"] = *v;
   std::map<std::string, std::string> metadata = {
       {"format", kCheckpointFormat}, {"config", config.to_json().dump()}, {kImportKey, origin.dump()}};
-  return ImportedModel{dir, std::move(hf), std::move(config), std::move(model), std::move(metadata)};
+  std::shared_ptr<const Tokenizer> tokenizer;
+  if (with_tokenizer && is_hf_tokenizer_directory(dir)) {
+    try {
+      tokenizer = load_tokenizer(dir);
+    } catch (const ValueError& e) {
+      throw ValueError(std::string("import --hf: ") + e.what() + " (--no-tokenizer imports the weights without it)");
+    }
+    if (tokenizer->size() > model->config().vocab_size)
+      throw CheckpointError("import --hf: " + dir + "/tokenizer.json has " + std::to_string(tokenizer->size()) +
+                            " token ids, more than config.json's vocab_size " +
+                            std::to_string(model->config().vocab_size) + ": the files disagree");
+    add_tokenizer_metadata(metadata, *tokenizer);
+  }
+  return ImportedModel{
+      dir, std::move(hf), std::move(config), std::move(model), std::move(metadata), std::move(tokenizer)};
 }
 
 void write_imported_checkpoint(ImportedModel& imported, const std::string& out) {

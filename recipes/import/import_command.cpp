@@ -14,13 +14,14 @@ struct ImportArgs {
   std::string hf;
   std::string out;
   std::int64_t block_size = 0;
+  bool no_tokenizer = false;
 };
 
 int run_import(const ImportArgs& args) {
   if (args.block_size < 0)
     throw ValueError("import --block-size must be > 0 (or left out: max_position_embeddings), got " +
                      std::to_string(args.block_size));
-  ImportedModel imported = import_hf(args.hf, args.block_size);
+  ImportedModel imported = import_hf(args.hf, args.block_size, !args.no_tokenizer);
   write_imported_checkpoint(imported, args.out);
   const models::ModelConfig& c = imported.model->config();
   std::cout << "imported " << imported.hf.architecture << " (" << imported.hf.model_type << ") from " << args.hf << ": "
@@ -29,6 +30,9 @@ int run_import(const ImportArgs& args) {
   std::cout << " of width " << c.head_dim() << ", n_embd " << c.n_embd << ", vocab " << c.vocab_size << ", block size "
             << c.block_size << ", " << imported.model->num_parameters() << " parameters\n"
             << "checkpoint: " << args.out << "\n";
+  if (imported.tokenizer)
+    std::cout << "tokenizer: " << imported.tokenizer->kind() << ", " << imported.tokenizer->size() << " ids, sha256 "
+              << imported.tokenizer->sha256().substr(0, 12) << "…\n";
   return 0;
 }
 
@@ -43,6 +47,8 @@ Action add_import(CLI::App& app) {
   cmd->add_option("--out", args->out, "the checkpoint directory to write (must not exist)")->required();
   cmd->add_option("--block-size", args->block_size,
                   "the model's context length, at most max_position_embeddings (default: that)");
+  cmd->add_flag("--no-tokenizer", args->no_tokenizer,
+                "leave the directory's tokenizer.json out of the checkpoint (sampling then takes token ids)");
   return [args] { return run_import(*args); };
 }
 

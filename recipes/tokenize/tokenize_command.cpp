@@ -12,8 +12,10 @@
 #include "framework/io/checkpoint.h"
 #include "framework/io/staged_directory.h"
 #include "framework/runtime/threads.h"
+#include "framework/text/hf_tokenizer.h"
 #include "framework/text/subword_tokenizer.h"
 #include "framework/text/text_codec.h"
+#include "framework/text/tokenizer_directory.h"
 #include "framework/text/tokenizer_training.h"
 #include "recipes/common/progress_bar.h"
 #include "recipes/common/recipe.h"
@@ -58,7 +60,7 @@ bool is_shard_name(const std::string& name) {
 OutputDirectoryKind shards_output() {
   return {"tokenize encode", {"meta.json"}, [](const std::string& name) {
             return name == "meta.json" || name == kTokenizerModelFile || name == kTokenizerInfoFile ||
-                   is_shard_name(name);
+                   name == kHfTokenizerConfigFile || name == kHfSpecialTokensFile || is_shard_name(name);
           }};
 }
 
@@ -127,7 +129,7 @@ int run_train(TrainArgs args) {
 
 int run_encode(EncodeArgs args) {
   args.options.threads = checked_threads(args.options.threads, "tokenize encode --threads", 1 << 16);
-  const std::shared_ptr<const SubwordTokenizer> tokenizer = SubwordTokenizer::load(args.tokenizer);
+  const std::shared_ptr<const Tokenizer> tokenizer = load_tokenizer(args.tokenizer);
   std::vector<std::pair<std::string, std::string>> inputs{{"--tokenizer", args.tokenizer}};
   for (const auto& input : args.options.inputs) inputs.emplace_back("--input", input);
   StagedDirectory out(args.out, args.force, "tokenize encode --out", shards_output(), inputs);
@@ -135,11 +137,14 @@ int run_encode(EncodeArgs args) {
   const nlohmann::json meta = encode_corpus(*tokenizer, args.options, out.path(),
                                             [&](std::uint64_t done, std::uint64_t total) { bar.update(done, total); });
   bar.finish();
-  // The tokenizer travels with its shards: a run on them finds it there (docs/tokenize.md).
-  write_file_atomically(out.file(kTokenizerModelFile).string(), tokenizer->serialized());
+  // The tokenizer travels with its shards: a run on them finds it there (docs/tokenize.md). A
+  // Hugging Face tokenizer's files are its tokenizer.json and the rest; gattn's is tokenizer.model,
+  // with the tokenizer.json that says how it was trained.
+  for (const auto& [name, bytes] : tokenizer->files()) write_file_atomically(out.file(name).string(), bytes);
   const fs::path info = fs::path(args.tokenizer) / kTokenizerInfoFile;
   std::error_code ec;
-  if (fs::is_directory(args.tokenizer, ec) && fs::is_regular_file(info, ec))
+  if (!tokenizer->files().count(kHfTokenizerFile) && fs::is_directory(args.tokenizer, ec) &&
+      fs::is_regular_file(info, ec))
     fs::copy_file(info, out.file(kTokenizerInfoFile), fs::copy_options::overwrite_existing);
   write_file_atomically(out.file("meta.json").string(), meta.dump(2) + "\n");
   out.commit();
@@ -180,7 +185,8 @@ Action add_tokenize(CLI::App& app) {
   auto encode = std::make_shared<EncodeArgs>();
   encode->options.threads = 0;
   CLI::App* e = cmd->add_subcommand("encode", "encode text files into llm.c token shards (train and val)");
-  e->add_option("--tokenizer", encode->tokenizer, "tokenizer directory (from tokenize train) or .model file")
+  e->add_option("--tokenizer", encode->tokenizer,
+                "tokenizer directory (from tokenize train, or a Hugging Face one with tokenizer.json) or .model file")
       ->required();
   e->add_option("--input", encode->options.inputs, "UTF-8 text files, one document each")->required()->expected(1, -1);
   e->add_option("--out", encode->out, "directory for the shards, meta.json and the tokenizer")->required();

@@ -14,6 +14,7 @@
 
 #include "framework/data/dataset.h"
 #include "framework/io/byte_vocab.h"
+#include "framework/text/subword_tokenizer.h"
 #include "framework/text/tokenizer_training.h"
 #include "recipes/common/run_config.h"
 #include "recipes/common/run_setup.h"

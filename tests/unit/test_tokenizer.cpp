@@ -387,7 +387,7 @@ TEST(CheckpointText, TokenizerMetadataRoundTripsAndRefusesDamage) {
   EXPECT_EQ(meta.at(kTokenizerShaKey), t.sha256());
   const auto back = tokenizer_from_metadata(meta, "ckpt");
   ASSERT_TRUE(back);
-  EXPECT_EQ(back->serialized(), t.serialized());
+  EXPECT_EQ(back->files().at("tokenizer.model"), t.serialized());
   EXPECT_EQ(text_codec_from_metadata(meta, "ckpt")->size(), t.size());
   EXPECT_FALSE(tokenizer_from_metadata({{"vocab", "[97]"}}, "ckpt"));
   EXPECT_EQ(text_codec_from_metadata({{"vocab", "[97,98]"}}, "ckpt")->size(), 2);
