@@ -207,6 +207,23 @@ double GateOptions::temperature_at(std::int64_t step) const {
   return f >= 1.0 ? temperature_final : temperature + (temperature_final - temperature) * f;
 }
 
+GateConfig settled_gate(const GateConfig& gate, std::int64_t step) {
+  GateConfig g = gate;
+  const GateOptions o = GateOptions::of(gate);
+  // Only options the entry holds at a value other than the default change, so only ones its kind reads.
+  if ((o.ramp_start != 0 || o.ramp_steps != 0) && o.ramp_at(step) == 1.0) {
+    g.options["ramp_start"] = 0;
+    g.options["ramp_steps"] = 0;
+  }
+  if (o.temperature_steps > 0 && step >= o.temperature_steps) {
+    g.temperature = o.temperature_final;
+    g.options["temperature_final"] = nullptr;
+    g.options["temperature_steps"] = 0;
+  }
+  if (o.dropout != 0.0) g.options["dropout"] = 0.0;
+  return g;
+}
+
 double GateOptions::ramp_at(std::int64_t step) const {
   if (ramp_steps <= 0) return step >= ramp_start ? 1.0 : 0.0;
   const double r = static_cast<double>(step - ramp_start) / static_cast<double>(ramp_steps);

@@ -44,6 +44,12 @@ struct GateOptions {
   bool plain_effect() const { return !hard && dropout == 0.0 && ramp_at(0) == 1.0; }
 };
 
+// The gate as evaluation and generation compute it at optimizer step `step`: a ramp that is over
+// is no ramp, a temperature schedule that has ended is its final temperature, and dropout (drawn
+// only while training) is 0. A gate fine-tuned in through a ramp (train.init_from) is then the plain
+// gate it has become, which is what `gattn export` compares with another architecture's gate.
+GateConfig settled_gate(const GateConfig& gate, std::int64_t step);
+
 // How a kind's per-head gate values map to heads: `groups` consecutive heads share one unit, and
 // only the units of the carried heads (`heads`) exist. Unit u of U serves heads heads_of_unit[u].
 struct HeadUnits {

@@ -47,8 +47,8 @@ Source read_source(const Config& cfg) {
     Config config = Config::from_string(it->second, {}, origin);
     return Source{dir.string(), model_path, std::move(file), std::move(config)};
   } catch (const Error& e) {
-    throw CheckpointError(who + ": " + model_path + ": its 'config' metadata is not a valid gattn config (damaged?): " +
-                          e.what());
+    throw CheckpointError(who + ": " + model_path +
+                          ": its 'config' metadata is not a valid gattn config (damaged?): " + e.what());
   }
 }
 
@@ -85,9 +85,9 @@ std::string name_under_kind(const std::string& name, const models::ModelConfig& 
   const std::size_t at = name.rfind(".gate.");
   const std::size_t blocks = name.rfind("blocks.", at);
   if (at == std::string::npos || blocks == std::string::npos) return "";
-  const std::string site = name.rfind("encoder.", 0) == 0                            ? models::kSiteEncoder
+  const std::string site = name.rfind("encoder.", 0) == 0                      ? models::kSiteEncoder
                            : at >= 6 && name.compare(at - 6, 6, ".cross") == 0 ? models::kSiteCross
-                                                                                   : models::kSiteSelf;
+                                                                               : models::kSiteSelf;
   std::int64_t layer = -1;
   try {
     layer = std::stoll(name.substr(blocks + 7));
@@ -209,8 +209,8 @@ InitFrom init_from_checkpoint(const Config& cfg, const Dataset& data, models::GP
       bool had = false;
       for (const models::GateConfig& old : before.layer_gates(l, g.site)) had = had || old.kind == g.kind;
       if (had || models::GateOptions::of(g).ramp_at(0) == 0.0) continue;
-      throw ConfigError(where_entry(cfg, g) + ": " + g.where + ": " + kKey + " adds a '" + g.kind +
-                        "' gate to block " + std::to_string(l) +
+      throw ConfigError(where_entry(cfg, g) + ": " + g.where + ": " + kKey + " adds a '" + g.kind + "' gate to block " +
+                        std::to_string(l) +
                         " of a trained model; give it a ramp (ramp_steps >= 1, or ramp_start >= 1) so that it "
                         "starts with no effect and step 0 computes the checkpoint's function");
     }

@@ -4,10 +4,12 @@
 #include <filesystem>
 
 #include "framework/io/checkpoint.h"
+#include "framework/io/checkpoint_text.h"
 #include "framework/io/errors.h"
 #include "framework/io/hf_checkpoint.h"
 #include "framework/io/safetensors.h"
 #include "framework/io/staged_directory.h"
+#include "models/gating/options.h"
 #include "recipes/common/checkpoint_model.h"
 #include "recipes/import/hf_import.h"
 
@@ -15,7 +17,11 @@ namespace gattn::recipes {
 
 ExportedHfModel export_hf_model(models::GPT& model, const std::string& wanted_class) {
   ExportedHfModel out;
-  out.target = models::hf_export_target(model.config(), wanted_class);
+  // Gates as inference computes them at the checkpoint's step: a ramp that is over is no ramp.
+  models::ModelConfig config = model.config();
+  config.gate = models::settled_gate(config.gate, model.step());
+  for (models::GateConfig& g : config.gates) g = models::settled_gate(g, model.step());
+  out.target = models::hf_export_target(config, wanted_class);
   out.tensors = models::gattn_to_hf(out.target, model.named_parameters());
   // Two-space indent, sorted keys and a final newline, as save_pretrained writes it.
   out.files[kHfConfigFile] = models::hf_export_config(out.target).dump(2) + "\n";
@@ -47,8 +53,10 @@ ExportedHfModel export_hf(const std::string& checkpoint, const std::string& want
   // An imported checkpoint goes back to its own class unless another is asked for.
   ExportedHfModel out = export_hf_model(*loaded.model, wanted_class.empty() ? imported_class(loaded) : wanted_class);
   out.source = checkpoint;
-  // The tokenizer's files (tokenizer.json, tokenizer_config.json, …), made from loaded.metadata,
-  // go into out.files here by name; write_hf_directory writes every entry.
+  // The tokenizer's files as the checkpoint carries them (a Hugging Face tokenizer byte for byte, or
+  // gattn's SentencePiece tokenizer.model), beside config.json and the weights.
+  for (auto& [name, bytes] : tokenizer_files(loaded.metadata, "export --hf: " + loaded.model_path))
+    out.files.emplace(name, std::move(bytes));
   return out;
 }
 

@@ -43,6 +43,26 @@ round_trip trained_gpt2 "$tmp/run_gpt2"
 round_trip trained_gated "$tmp/run_gated"
 grep -q '"model_type": "qwen3_next"' "$tmp/trained_gated.hf/config.json" || fail "the gated run is not Qwen3-Next"
 
+# The tokenizer goes with the model, byte for byte, and comes back through the import.
+tok_model="$(cd "$data/../tokenizer/tiny_gpt2" && pwd)"
+"$gattn" import --hf "$tok_model" --out "$tmp/tok_ckpt" >/dev/null 2>&1 || fail "could not import the model with a tokenizer"
+round_trip with_tokenizer "$tmp/tok_ckpt"
+for f in "$tok_model"/tokenizer*.json; do
+  cmp -s "$f" "$tmp/with_tokenizer.hf/$(basename "$f")" || fail "export: $(basename "$f") is not the model's own"
+  cmp -s "$f" "$tmp/with_tokenizer.again/$(basename "$f")" || fail "export of the import: $(basename "$f") differs"
+done
+
+# A gate fine-tuned into a Qwen3-style run (train.init_from, ramped in) exports as Qwen3-Next once
+# its ramp is over, and is refused while it is still ramping in (the class has no ramp).
+"$gattn" train --config "$tmp/tiny.yaml" run.dir="$tmp/run_qwen3" train.max_steps=5 model.position=rope \
+  model.norm=rmsnorm model.mlp=swiglu model.qk_norm=rmsnorm model.bias=false >/dev/null 2>&1 ||
+  fail "could not train the Qwen3-style run"
+"$gattn" train --config "$tmp/tiny.yaml" run.dir="$tmp/run_tuned" train.max_steps=4 checkpoint.every=2 train.init_from="$tmp/run_qwen3" \
+  "model.gate={kind: output, bias: false, ramp_steps: 3}" >/dev/null 2>&1 || fail "could not fine-tune the gate in"
+round_trip tuned "$tmp/run_tuned"
+grep -q '"model_type": "qwen3_next"' "$tmp/tuned.hf/config.json" || fail "the fine-tuned gate is not Qwen3-Next's"
+expect 2 "ramp_steps is 3" export --hf "$tmp/run_tuned/checkpoints/step_00000002" --out "$tmp/x"
+
 # Refusals: one line, the right code, nothing at --out.
 expect 2 "already exists" export --hf "$data/gpt2" --out "$tmp/gpt2.hf"
 expect 2 "required" export --hf "$data/gpt2"

@@ -2,10 +2,9 @@
 // trained one's function at step 0, for every gate kind; the checkpoint's settings are inherited;
 // what may not change is refused naming the key or the tensor.
 #include <gtest/gtest.h>
-
-#include <cmath>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -55,9 +54,10 @@ void write_checkpoint(const fs::path& dir, const std::string& yaml, std::uint64_
 // The config of a fine-tuning run: init_from `dir`, `extra` YAML lines, with the checkpoint's
 // settings inherited as `gattn train` inherits them.
 Config fine_tuning_config(const fs::path& dir, const std::string& extra) {
-  const std::string yaml = "seed: 11\ndata: {kind: synthetic, task: assoc_recall, vocab_size: 24, n_pairs: 3}\n"
-                           "train: {init_from: " +
-                           dir.string() + "}\n" + extra;
+  const std::string yaml =
+      "seed: 11\ndata: {kind: synthetic, task: assoc_recall, vocab_size: 24, n_pairs: 3}\n"
+      "train: {init_from: " +
+      dir.string() + "}\n" + extra;
   const Config first = Config::from_string(yaml);
   return Config::from_string(yaml, recipes::init_from_overrides(first));
 }
@@ -68,8 +68,7 @@ struct Started {
 };
 
 Started start(const Config& cfg) {
-  const std::unique_ptr<Dataset> data =
-      make_dataset(recipes::data_options(cfg), cfg.model_config().block_size);
+  const std::unique_ptr<Dataset> data = make_dataset(recipes::data_options(cfg), cfg.model_config().block_size);
   Started s{std::make_unique<models::GPT>(cfg.model_config(), 5), {}};
   s.init = recipes::init_from_checkpoint(cfg, *data, *s.model);
   return s;
@@ -154,22 +153,20 @@ TEST(InitFrom, RefusesWhatItCannotStartFrom) {
   Dir tmp;
   write_checkpoint(tmp.path / "src", kSource);
   // An added gate without a ramp would change the function at step 0.
-  EXPECT_TRUE(contains(message_of<ConfigError>([&] {
-                         start(fine_tuning_config(tmp.path / "src", "model: {gate: {kind: output}}\n"));
-                       }),
-                       "give it a ramp"));
+  EXPECT_TRUE(contains(
+      message_of<ConfigError>([&] { start(fine_tuning_config(tmp.path / "src", "model: {gate: {kind: output}}\n")); }),
+      "give it a ramp"));
   // A key that shapes a tensor, named.
-  EXPECT_TRUE(contains(message_of<ConfigError>([&] {
-                         start(fine_tuning_config(tmp.path / "src", "model: {n_embd: 32}\n"));
-                       }),
-                       "model.n_embd: 16 -> 32"));
+  EXPECT_TRUE(
+      contains(message_of<ConfigError>([&] { start(fine_tuning_config(tmp.path / "src", "model: {n_embd: 32}\n")); }),
+               "model.n_embd: 16 -> 32"));
   // A key that shapes nothing may change; it is reported.
   Started changed = start(fine_tuning_config(tmp.path / "src", "model: {norm_eps: 1.0e-6}\n"));
   ASSERT_EQ(changed.init.config_changes.size(), 1u);
   EXPECT_TRUE(contains(changed.init.config_changes[0], "model.norm_eps"));
   // Missing, and a run directory without a checkpoint.
-  EXPECT_TRUE(contains(message_of<CheckpointError>([&] { fine_tuning_config(tmp.path / "nowhere", ""); }),
-                       "does not exist"));
+  EXPECT_TRUE(
+      contains(message_of<CheckpointError>([&] { fine_tuning_config(tmp.path / "nowhere", ""); }), "does not exist"));
   fs::create_directories(tmp.path / "empty");
   EXPECT_TRUE(contains(message_of<CheckpointError>([&] { fine_tuning_config(tmp.path / "empty", ""); }),
                        "neither a checkpoint directory"));
