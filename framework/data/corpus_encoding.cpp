@@ -24,7 +24,7 @@ struct Piece {
   std::vector<std::int32_t> ids;
 };
 
-void check_options(const Tokenizer& tokenizer, const CorpusEncodingOptions& o) {
+void check_options(const CorpusEncodingOptions& o) {
   if (o.inputs.empty()) throw ValueError("tokenize encode: no --input files given");
   if (!(o.val_fraction > 0 && o.val_fraction < 1))
     throw ValueError("tokenize encode: --val-fraction must be in (0, 1), got " + std::to_string(o.val_fraction));
@@ -32,9 +32,6 @@ void check_options(const Tokenizer& tokenizer, const CorpusEncodingOptions& o) {
     throw ValueError("tokenize encode: --shard-tokens must be in [1, 2147483647] (the header's count is int32), got " +
                      std::to_string(o.shard_tokens));
   if (o.threads < 1) throw ValueError("tokenize encode: --threads must be >= 1");
-  if (tokenizer.size() > kMaxTokenizerVocab)
-    throw ValueError("tokenize encode: the tokenizer has " + std::to_string(tokenizer.size()) +
-                     " pieces; token shards store ids as uint16, so at most " + std::to_string(kMaxTokenizerVocab));
 }
 
 // Where in `block` (which starts at stream byte `begin`) the val split starts: the first line start
@@ -52,7 +49,7 @@ std::size_t val_start(const std::string& block, std::uint64_t begin, std::uint64
 
 nlohmann::json encode_corpus(const Tokenizer& tokenizer, const CorpusEncodingOptions& options,
                              const std::filesystem::path& dir, const EncodingProgress& progress) {
-  check_options(tokenizer, options);
+  check_options(options);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<TextBlocks>> files;
   nlohmann::json inputs = nlohmann::json::array();
@@ -68,7 +65,8 @@ nlohmann::json encode_corpus(const Tokenizer& tokenizer, const CorpusEncodingOpt
   // The val split starts at the first line start at or after this byte of the stream.
   const auto val_from = static_cast<std::uint64_t>(static_cast<double>(total) * (1.0 - options.val_fraction));
 
-  TokenShardWriter train(dir, "train", options.shard_tokens), val(dir, "val", options.shard_tokens);
+  TokenShardWriter train(dir, "train", options.shard_tokens, tokenizer.size()),
+      val(dir, "val", options.shard_tokens, tokenizer.size());
   std::uint64_t offset = 0, train_bytes = 0, val_bytes = 0;
   bool in_val = false;
   const std::int32_t eod = tokenizer.end_of_document();

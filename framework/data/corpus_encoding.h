@@ -28,8 +28,8 @@ struct CorpusEncodingOptions {
 using EncodingProgress = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
 // Writes <split>_NNNNNN.bin shards into `dir` and returns the summary meta.json records: tokens
-// and bytes per split, the shards, the tokenizer's sha256. ValueError (exit 2) for bad options or
-// a tokenizer whose ids do not fit uint16; DataError (exit 3) for unreadable inputs, a corpus with
+// and bytes per split, the shards, the tokenizer's sha256. ValueError (exit 2) for bad options;
+// DataError (exit 3) for unreadable inputs, a corpus with
 // no text, or a split that would be empty.
 nlohmann::json encode_corpus(const Tokenizer& tokenizer, const CorpusEncodingOptions& options,
                              const std::filesystem::path& dir, const EncodingProgress& progress);

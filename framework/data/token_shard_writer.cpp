@@ -19,8 +19,9 @@ void put_le32(unsigned char* p, std::int32_t v) {
 
 }  // namespace
 
-TokenShardWriter::TokenShardWriter(std::filesystem::path dir, std::string split, std::int64_t shard_tokens)
-    : dir_(std::move(dir)), split_(std::move(split)), shard_tokens_(shard_tokens) {}
+TokenShardWriter::TokenShardWriter(std::filesystem::path dir, std::string split, std::int64_t shard_tokens,
+                                   std::int64_t vocab)
+    : dir_(std::move(dir)), split_(std::move(split)), shard_tokens_(shard_tokens), wide_(vocab > kShardNarrowVocab) {}
 
 TokenShardWriter::~TokenShardWriter() {
   if (file_) std::fclose(file_);  // an unfinished writer: its directory is staged and gets removed
@@ -42,7 +43,7 @@ void TokenShardWriter::close_current() {
   if (!file_) return;
   unsigned char header[12];
   put_le32(header, kShardMagic);
-  put_le32(header + 4, kShardVersion);
+  put_le32(header + 4, wide_ ? kShardVersionWide : kShardVersion);
   put_le32(header + 8, static_cast<std::int32_t>(shards_.back().tokens));
   const std::string path = (dir_ / shards_.back().file).string();
   const bool ok = std::fseek(file_, 0, SEEK_SET) == 0 && std::fwrite(header, 1, sizeof header, file_) == sizeof header;
@@ -57,11 +58,11 @@ void TokenShardWriter::append(const std::vector<std::int32_t>& ids) {
     if (!file_) open_next();
     const auto room = static_cast<std::size_t>(shard_tokens_ - shards_.back().tokens);
     const std::size_t n = std::min(room, ids.size() - at);
-    buffer_.resize(2 * n);
+    const std::size_t width = wide_ ? 4 : 2;
+    buffer_.resize(width * n);
     for (std::size_t i = 0; i < n; ++i) {
-      const auto id = static_cast<std::uint16_t>(ids[at + i]);
-      buffer_[2 * i] = static_cast<unsigned char>(id & 0xFF);
-      buffer_[2 * i + 1] = static_cast<unsigned char>(id >> 8);
+      const auto id = static_cast<std::uint32_t>(ids[at + i]);
+      for (std::size_t b = 0; b < width; ++b) buffer_[width * i + b] = static_cast<unsigned char>(id >> (8 * b));
     }
     if (std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size())
       throw DataError("cannot write token shard " + (dir_ / shards_.back().file).string() + ": " +

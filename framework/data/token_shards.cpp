@@ -30,9 +30,13 @@ std::int32_t read_le_i32(const unsigned char* p) {
 }
 
 // A token as stored (little-endian) to its id on this machine.
-inline std::uint16_t le16(std::uint16_t v) {
+inline std::uint32_t le(std::uint16_t v) {
   if constexpr (std::endian::native == std::endian::little) return v;
   return static_cast<std::uint16_t>((v >> 8) | (v << 8));
+}
+inline std::uint32_t le(std::uint32_t v) {
+  if constexpr (std::endian::native == std::endian::little) return v;
+  return (v >> 24) | ((v >> 8) & 0xFF00u) | ((v << 8) & 0xFF0000u) | (v << 24);
 }
 
 // Reads exactly n bytes at offset, or returns why not.
@@ -117,8 +121,13 @@ bool read_mapped(const Read& read) noexcept {
                   " (truncated or replaced in place?); restore the shard and resume from the last checkpoint");
 }
 
-// The token count of the shard open as file, after checking its header against its size.
-std::int64_t read_header(const InputFile& file, const std::string& path) {
+struct Header {
+  std::int64_t count = 0;
+  bool wide = false;
+};
+
+// The token count and id width of the shard open as file, after checking its header against its size.
+Header read_header(const InputFile& file, const std::string& path) {
   const std::uint64_t file_size = file.size();
   if (file_size < kShardHeaderBytes)
     throw DataError("token shard " + path + " is truncated: " + std::to_string(file_size) +
@@ -129,14 +138,35 @@ std::int64_t read_header(const InputFile& file, const std::string& path) {
   const std::int32_t magic = read_le_i32(header), version = read_le_i32(header + 4), count = read_le_i32(header + 8);
   if (magic != kShardMagic)
     throw DataError("token shard " + path + " has bad magic " + std::to_string(magic) + " (expected 20240520)");
-  if (version != kShardVersion)
-    throw DataError("token shard " + path + " has unsupported version " + std::to_string(version) + " (expected 1)");
+  if (version != kShardVersion && version != kShardVersionWide)
+    throw DataError("token shard " + path + " has unsupported version " + std::to_string(version) +
+                    " (expected 1, uint16 ids, or 2, uint32 ids)");
   if (count < 0) throw DataError("token shard " + path + " has a negative token count " + std::to_string(count));
-  const std::uint64_t expected = kShardHeaderBytes + 2 * static_cast<std::uint64_t>(count);
+  const std::uint64_t expected = kShardHeaderBytes + shard_token_bytes(version) * static_cast<std::uint64_t>(count);
   if (file_size != expected)
     throw DataError("token shard " + path + " is " + std::to_string(file_size) + " bytes but its header promises " +
                     std::to_string(count) + " tokens (" + std::to_string(expected) + " bytes)");
-  return count;
+  return {count, version == kShardVersionWide};
+}
+
+// The ids [begin, end) of a shard's stored tokens into out (as int32).
+template <class Stored>
+void convert(const void* tokens, std::int64_t begin, std::int64_t end, std::int32_t* out) {
+  const Stored* src = static_cast<const Stored*>(tokens);
+  for (std::int64_t i = begin; i < end; ++i) out[i - begin] = static_cast<std::int32_t>(le(src[i]));
+}
+
+// The largest id of a shard's stored tokens [begin, end).
+template <class Stored>
+std::uint32_t max_of(const void* tokens, std::int64_t begin, std::int64_t end) {
+  const Stored* src = static_cast<const Stored*>(tokens);
+  std::uint32_t m = 0;
+  for (std::int64_t i = begin; i < end; ++i) m = std::max(m, le(src[i]));
+  return m;
+}
+
+std::uint32_t id_at(const void* tokens, bool wide, std::int64_t i) {
+  return wide ? le(static_cast<const std::uint32_t*>(tokens)[i]) : le(static_cast<const std::uint16_t*>(tokens)[i]);
 }
 
 }  // namespace
@@ -153,7 +183,9 @@ TokenShards::TokenShards(const std::vector<std::string>& files, Access access)
       if (!file.is_open()) throw DataError(input_file_message("the token shard", path, file.problem()));
       Shard shard;
       shard.path = path;
-      shard.count = read_header(file, path);
+      const Header header = read_header(file, path);
+      shard.count = header.count;
+      shard.wide = header.wide;
       if (shard.count > 0) {
         // The mapping outlives the descriptor, which is closed at once: a run over thousands of
         // shards holds no file open.
@@ -167,7 +199,7 @@ TokenShards::TokenShards(const std::vector<std::string>& files, Access access)
                           (e == ENOMEM ? " (the shards need as much address space as their size: ulimit -v?)" : ""));
         }
         shard.map = map;
-        shard.tokens = reinterpret_cast<const std::uint16_t*>(static_cast<const char*>(map) + kShardHeaderBytes);
+        shard.tokens = static_cast<const char*>(map) + kShardHeaderBytes;
         ::madvise(map, shard.map_bytes, advice_);
       }
       shards_.push_back(shard);
@@ -195,10 +227,14 @@ void TokenShards::copy(std::int64_t start, std::int64_t n, std::int32_t* out) co
     const Shard& shard = shards_[s];
     const std::int64_t offset = start - starts_[s];
     const std::int64_t take = std::min(n, shard.count - offset);
-    const std::uint16_t* src = shard.tokens + offset;
+    const void* src = shard.tokens;
+    const bool wide = shard.wide;
     std::int32_t* dst = out;
-    if (!read_mapped([src, take, dst] {
-          for (std::int64_t i = 0; i < take; ++i) dst[i] = le16(src[i]);
+    if (!read_mapped([src, wide, offset, take, dst] {
+          if (wide)
+            convert<std::uint32_t>(src, offset, offset + take, dst);
+          else
+            convert<std::uint16_t>(src, offset, offset + take, dst);
         }))
       throw_unreadable(shard.path, shard.map_bytes);
     out += take;
@@ -220,34 +256,35 @@ std::int64_t TokenShards::scan_shard(const Shard& shard, std::int64_t vocab) con
   auto* base = static_cast<char*>(shard.map);
   ::madvise(base, shard.map_bytes, MADV_SEQUENTIAL);  // one pass front to back: read ahead far
   std::size_t released = 0;                           // bytes of the mapping already dropped
-  std::uint16_t max_id = 0;
+  const std::uint64_t width = shard.wide ? 4 : 2;
+  std::uint32_t max_id = 0;
   for (std::int64_t begin = 0; begin < shard.count; begin += kScanChunk) {
     const std::int64_t end = std::min(shard.count, begin + kScanChunk);
-    std::uint16_t chunk_max = 0;
-    const std::uint16_t* tokens = shard.tokens;
-    std::uint16_t* max_out = &chunk_max;
-    if (!read_mapped([tokens, begin, end, max_out] {
-          std::uint16_t m = 0;
-          for (std::int64_t i = begin; i < end; ++i) m = std::max(m, le16(tokens[i]));
-          *max_out = m;
+    std::uint32_t chunk_max = 0;
+    const void* tokens = shard.tokens;
+    const bool wide = shard.wide;
+    std::uint32_t* max_out = &chunk_max;
+    if (!read_mapped([tokens, wide, begin, end, max_out] {
+          *max_out = wide ? max_of<std::uint32_t>(tokens, begin, end) : max_of<std::uint16_t>(tokens, begin, end);
         }))
       throw_unreadable(shard.path, shard.map_bytes);
     if (vocab > 0 && chunk_max >= vocab) {
       std::int64_t i = begin;
       std::int64_t* at = &i;
-      if (!read_mapped([tokens, at, vocab] {
-            while (le16(tokens[*at]) < vocab) ++*at;
+      if (!read_mapped([tokens, wide, at, vocab] {
+            while (id_at(tokens, wide, *at) < vocab) ++*at;
           }))
         throw_unreadable(shard.path, shard.map_bytes);
-      throw DataError(
-          "token shard " + shard.path + " holds token id " + std::to_string(le16(shard.tokens[i])) + " at token " +
-          std::to_string(i) + " (byte offset " + std::to_string(kShardHeaderBytes + 2 * static_cast<std::uint64_t>(i)) +
-          ") of the shard, outside the model's vocabulary (model.vocab_size " + std::to_string(vocab) + ")");
+      throw DataError("token shard " + shard.path + " holds token id " +
+                      std::to_string(id_at(shard.tokens, shard.wide, i)) + " at token " + std::to_string(i) +
+                      " (byte offset " + std::to_string(kShardHeaderBytes + width * static_cast<std::uint64_t>(i)) +
+                      ") of the shard, outside the model's vocabulary (model.vocab_size " + std::to_string(vocab) +
+                      ")");
     }
     max_id = std::max(max_id, chunk_max);
     // Drop the whole pages read so far: the page cache keeps them, but they leave this process's
     // resident set, which otherwise would grow by the size of the data set.
-    const std::size_t done = (kShardHeaderBytes + 2 * static_cast<std::size_t>(end)) / page * page;
+    const std::size_t done = (kShardHeaderBytes + width * static_cast<std::size_t>(end)) / page * page;
     if (done > released) {
       ::madvise(base + released, done - released, MADV_DONTNEED);
       released = done;

@@ -1,7 +1,7 @@
 // Internal to framework/data: llm.c token shards (a 256-int32 little-endian header: magic 20240520,
-// version 1, token count; then uint16 tokens) mapped read-only into memory and read as one stream,
-// in the order of the files given. Nothing is read into a buffer of the process: a window's tokens
-// are copied out of the page cache, so the process's own memory does not grow with the data set.
+// version, token count; then uint16 ids, or uint32 under version 2) mapped read-only into memory and read as one
+// stream, in the order of the files given. Nothing is read into a buffer of the process: a window's tokens are copied
+// out of the page cache, so the process's own memory does not grow with the data set.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -41,7 +41,8 @@ class TokenShards final : public TokenSource {
  private:
   struct Shard {
     std::string path;
-    const std::uint16_t* tokens = nullptr;  // little-endian, inside the mapping
+    const void* tokens = nullptr;  // little-endian uint16 or uint32 (`wide`), inside the mapping
+    bool wide = false;             // version 2: uint32 ids
     std::int64_t count = 0;
     void* map = nullptr;  // the whole file; null for a shard without tokens
     std::size_t map_bytes = 0;

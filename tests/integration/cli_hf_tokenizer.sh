@@ -85,13 +85,21 @@ b=$("$gattn" sample --checkpoint "$tmp/tiny" --prompt "Hello world" --max-new-to
 "$gattn" import --hf "$data/tiny_gpt2" --out "$tmp/bare" --no-tokenizer >/dev/null || fail "--no-tokenizer exited $?"
 expect 2 "no text vocabulary" sample --checkpoint "$tmp/bare" --prompt "Hello"
 
-# --- refusals ---
-# Shards hold uint16 ids: a tokenizer with ids past 65535 (Llama 3's, Qwen's) cannot write them.
+# A tokenizer with ids past 65535 (Llama 3's, Qwen's) writes uint32 shards (version 2), and a run
+# trains on them.
 mkdir "$tmp/wide" && python3 - "$data/tiny_gpt2/tokenizer.json" "$tmp/wide/tokenizer.json" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1])); t["model"]["vocab"]["zzzz"] = 70000; json.dump(t, open(sys.argv[2], "w"))
 PY
-expect 2 "at most 65536" tokenize encode --tokenizer "$tmp/wide" --input "$corpus" --out "$tmp/x"
+"$gattn" tokenize encode --tokenizer "$tmp/wide" --input "$corpus" --out "$tmp/wide_shards" >/dev/null 2>&1 ||
+  fail "tokenize encode with a vocabulary past 65536 failed"
+[[ $(od -An -t d4 -j 4 -N 4 "$tmp/wide_shards/train_000000.bin" | tr -d ' ') == 2 ]] ||
+  fail "a vocabulary past 65536 did not write version-2 (uint32) shards"
+out=$("$gattn" train --config "$tmp/hf.yaml" data.path="$tmp/wide_shards" run.dir="$tmp/run_wide" model.n_embd=8 \
+  model.n_head=2 train.max_steps=2 2>&1) || fail "training on uint32 shards failed: $out"
+grep -q "vocab 70001" <<<"$out" || fail "the uint32 shards' vocabulary is not the tokenizer's: $out"
+
+# --- refusals ---
 mkdir "$tmp/wp" && python3 - "$data/tiny_gpt2/tokenizer.json" "$tmp/wp/tokenizer.json" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1])); t["model"]["type"] = "WordPiece"; json.dump(t, open(sys.argv[2], "w"))

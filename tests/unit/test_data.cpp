@@ -294,7 +294,7 @@ TEST(TokensDataset, BadMagic) {
 }
 
 TEST(TokensDataset, BadVersion) {
-  expect_shard_error([](const std::string& p) { write_shard(p, iota_tokens(0, 30), 20240520, 2); }, "version");
+  expect_shard_error([](const std::string& p) { write_shard(p, iota_tokens(0, 30), 20240520, 3); }, "version");
 }
 
 TEST(TokensDataset, TruncatedTokens) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "framework/data/dataset.h"
+#include "framework/data/token_shard_writer.h"
 #include "framework/data/token_shards.h"
 #include "framework/data/windowed_dataset.h"
 #include "test_util.h"
@@ -187,12 +189,43 @@ void expect_bad_val_shard(const std::function<void(const std::string&)>& write_b
   EXPECT_TRUE(contains(msg, needle));
 }
 
+// Vocabularies past 65,536 ids (Llama 3's, Qwen's) are written as version 2, uint32 ids, and read back
+// exactly, across shard boundaries; smaller ones stay llm.c's version 1.
+TEST(TokenShardWriter, WideIdsRoundTrip) {
+  TempDir dir;
+  std::vector<std::int32_t> ids(250);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>((i * 7919 + 3) % 151936);
+  ids[7] = 151935;
+  TokenShardWriter wide(dir.path(), "train", 100, 151936);
+  wide.append(ids);
+  ASSERT_EQ(wide.finish().size(), 3u);
+  std::vector<std::string> files;
+  for (int i = 0; i < 3; ++i) files.push_back(dir.file("train_00000" + std::to_string(i) + ".bin"));
+  EXPECT_EQ(std::filesystem::file_size(files[0]), 1024u + 4u * 100u);
+  data_detail::TokenShards shards(files, data_detail::TokenShards::Access::sequential);
+  std::vector<std::int32_t> back(ids.size());
+  shards.copy(0, static_cast<std::int64_t>(ids.size()), back.data());
+  EXPECT_EQ(back, ids);
+  EXPECT_EQ(shards.scan_ids(0), 151935);
+  EXPECT_TRUE(contains(message_of<DataError>([&] { shards.scan_ids(151000); }),
+                       "holds token id 151935 at token 7 (byte offset 1052)"));
+
+  TempDir small;
+  TokenShardWriter narrow(small.path(), "val", 1000, 65536);
+  narrow.append({0, 65535, 12});
+  narrow.finish();
+  EXPECT_EQ(std::filesystem::file_size(small.file("val_000000.bin")), 1024u + 2u * 3u);
+}
+
 TEST(TokenShardChecks, BadHeaders) {
   const auto tokens = lcg_tokens(30, 2);
   expect_bad_val_shard([&](const std::string& p) { write_shard(p, tokens, 20240519); },
                        "has bad magic 20240519 (expected 20240520)");
+  expect_bad_val_shard([&](const std::string& p) { write_shard(p, tokens, 20240520, 3); },
+                       "has unsupported version 3 (expected 1, uint16 ids, or 2, uint32 ids)");
+  // Version 2 holds 4 bytes an id: 30 uint16 ids are half the data its header promises.
   expect_bad_val_shard([&](const std::string& p) { write_shard(p, tokens, 20240520, 2); },
-                       "has unsupported version 2 (expected 1)");
+                       "is 1084 bytes but its header promises 30 tokens (1144 bytes)");
   expect_bad_val_shard([&](const std::string& p) { write_shard(p, tokens, 20240520, 1, -5); },
                        "has a negative token count -5");
   expect_bad_val_shard([](const std::string& p) { test::write_text(p, ""); },
