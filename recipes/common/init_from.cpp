@@ -101,6 +101,24 @@ std::string name_under_kind(const std::string& name, const models::ModelConfig& 
   return !kind.empty() && params.count(moved) ? moved : "";
 }
 
+// Schedules of a gate entry (`entry`: as the config holds it) that are over at the checkpoint's
+// step, written as their end: no ramp, the final temperature. A new run counts steps from 0 again, so
+// a kept gate whose ramp had ended would otherwise ramp in once more, and start elsewhere than the
+// checkpoint's function. A schedule still running at that step restarts (docs/finetune.md).
+nlohmann::json settled_entry(nlohmann::json entry, std::int64_t step) {
+  const models::GateOptions o = models::GateOptions::of(models::gate_from_json(entry, "model.gates", true));
+  if (o.ramp_at(step) == 1.0) {
+    entry.erase("ramp_start");
+    entry.erase("ramp_steps");
+  }
+  if (o.temperature_steps > 0 && step >= o.temperature_steps) {
+    entry["temperature"] = o.temperature_final;
+    entry.erase("temperature_final");
+    entry.erase("temperature_steps");
+  }
+  return entry;
+}
+
 }  // namespace
 
 std::vector<std::string> init_from_overrides(const Config& cfg) {
@@ -109,11 +127,20 @@ std::vector<std::string> init_from_overrides(const Config& cfg) {
   bool names_gates = false;
   for (const config::KeySpec& s : cfg.schema().keys())
     names_gates = names_gates || (is_gate_key(s.key) && cfg.set_by_user(s.key));
+  // The checkpoint's gates as they compute at its step: the shorthand's keys through its entry.
+  const std::int64_t step = checkpoint_step(src.dir);
+  nlohmann::json shorthand = nlohmann::json::object();
+  for (const config::KeySpec& s : cfg.schema().keys())
+    if (s.key.rfind("model.gate.", 0) == 0) shorthand[s.key.substr(11)] = src.config.value(s.key);
+  if (shorthand.value("kind", "") != models::kNoGate) shorthand = settled_entry(shorthand, step);
   std::vector<std::string> out;
   const Config defaults = Config::defaults();
   for (const config::KeySpec& s : cfg.schema().keys()) {
     if (!is_model_key(s.key) || cfg.set_by_user(s.key) || (names_gates && is_gate_key(s.key))) continue;
-    const nlohmann::json& v = src.config.value(s.key);
+    nlohmann::json v = src.config.value(s.key);
+    if (s.key.rfind("model.gate.", 0) == 0) v = shorthand.value(s.key.substr(11), defaults.value(s.key));
+    if (s.key == "model.gates")
+      for (nlohmann::json& entry : v) entry = settled_entry(entry, step);
     if (v != defaults.value(s.key)) out.push_back(s.key + "=" + v.dump());  // JSON is YAML
   }
   return out;

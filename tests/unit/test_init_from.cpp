@@ -13,6 +13,7 @@
 #include "framework/io/errors.h"
 #include "framework/io/module_io.h"
 #include "framework/io/safetensors.h"
+#include "models/gating/options.h"
 #include "models/gating/registry.h"
 #include "recipes/common/init_from.h"
 #include "recipes/common/run_setup.h"
@@ -147,6 +148,26 @@ TEST(InitFrom, InheritsTheCheckpointsModelAndKeepsItsGates) {
                          start(fine_tuning_config(tmp.path / "src", "model: {gate: {kind: input, ramp_steps: 5}}\n"));
                        }),
                        "keeps the checkpoint's gates"));
+}
+
+// A kept gate whose ramp was over at the checkpoint's step does not ramp in again in the new run.
+TEST(InitFrom, KeptGatesKeepTheirSettledSchedules) {
+  Dir tmp;
+  std::string ramped = kSource;
+  ramped.replace(ramped.find("n_embd: 16}"), 11,
+                 "n_embd: 16, gates: [{kind: output, ramp_steps: 4}, {kind: score, ramp_start: 50}]}");
+  const fs::path src = tmp.path / "run" / "step_00000010";  // the step a checkpoint's name gives
+  write_checkpoint(src, ramped);
+  models::GPT source(Config::from_string(ramped).model_config(), 1);
+  load_module((src / "model.safetensors").string(), source);
+  const Config inherited = fine_tuning_config(src, "");
+  const std::vector<models::GateConfig> gates = inherited.model_config().gate_entries();
+  ASSERT_EQ(gates.size(), 2u);
+  EXPECT_EQ(models::GateOptions::of(gates[0]).ramp_at(0), 1.0);  // over at step 10: gone
+  EXPECT_EQ(models::GateOptions::of(gates[1]).ramp_start, 50);   // not yet begun: as it was
+  Started kept = start(inherited);
+  EXPECT_TRUE(kept.init.new_parameters.empty());
+  EXPECT_NEAR(loss_at(*kept.model, 0), loss_at(source, 10), 1e-6);
 }
 
 TEST(InitFrom, RefusesWhatItCannotStartFrom) {
