@@ -88,6 +88,26 @@ Tensor eval_logits(GPT& model, std::int64_t step) {
 
 bool bitwise_equal(const Tensor& a, const Tensor& b) { return a.to_vector() == b.to_vector(); }
 
+// Generation through the KV cache, in uneven chunks, gives the full forward's logits at `step`.
+void expect_cache_equals_full_forward(const ModelConfig& c, std::int64_t step) {
+  GPT model(c, 3);
+  test::perturb_gate_parameters(model, 11);
+  model.set_step(step);
+  model.eval();
+  const std::int64_t B = 2, T = 9;
+  Tensor idx = test::tokens(B, T, c.vocab_size, 5);
+  NoGradGuard no_grad;
+  const Tensor full = model.forward(idx).logits;
+  models::KVCache cache(c, B);
+  std::int64_t pos = 0;
+  for (std::int64_t chunk : {3, 1, 2, 1, 2}) {
+    Tensor logits = model.forward_cached(ops::slice(idx, 1, pos, pos + chunk), cache);
+    EXPECT_TRUE(test::all_close(logits, ops::slice(full, 1, pos, pos + chunk), 1e-11, 1e-9))
+        << c.gate.kind << " step " << step << " at " << pos;
+    pos += chunk;
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- against the reference
@@ -178,43 +198,14 @@ TEST(GateOptionsReference, KvCacheEqualsTheFullForwardAtTheModelsStep) {
                               {"temperature_steps", 4}},
                              "model.gates[3]", true)};
   c.validate();
-  GPT model(c, 3);
-  test::perturb_gate_parameters(model, 11);
-  model.set_step(2);
-  model.eval();
-  const std::int64_t B = 2, T = 9;
-  Tensor idx = test::tokens(B, T, c.vocab_size, 5);
-  NoGradGuard no_grad;
-  const Tensor full = model.forward(idx).logits;
-  models::KVCache cache(c, B);
-  std::int64_t pos = 0;
-  for (std::int64_t chunk : {3, 1, 2, 1, 2}) {
-    Tensor logits = model.forward_cached(ops::slice(idx, 1, pos, pos + chunk), cache);
-    EXPECT_TRUE(test::all_close(logits, ops::slice(full, 1, pos, pos + chunk), 1e-11, 1e-9)) << "at " << pos;
-    pos += chunk;
-  }
+  expect_cache_equals_full_forward(c, 2);
 }
 
 TEST(GateOptionsCache, RoutedRampEqualsTheFullForward) {
   for (std::int64_t step : {0, 2, 9}) {  // r = 0, 1/2 and 1
     ModelConfig c = options_config("routed", {{"ramp_steps", 4}, {"windows", {0, 2}}});
     c.block_size = 9;
-    GPT model(c, 3);
-    test::perturb_gate_parameters(model, 11);
-    model.set_step(step);
-    model.eval();
-    const std::int64_t B = 2, T = 9;
-    Tensor idx = test::tokens(B, T, c.vocab_size, 5);
-    NoGradGuard no_grad;
-    const Tensor full = model.forward(idx).logits;
-    models::KVCache cache(c, B);
-    std::int64_t pos = 0;
-    for (std::int64_t chunk : {3, 1, 2, 1, 2}) {
-      Tensor logits = model.forward_cached(ops::slice(idx, 1, pos, pos + chunk), cache);
-      EXPECT_TRUE(test::all_close(logits, ops::slice(full, 1, pos, pos + chunk), 1e-11, 1e-9))
-          << "step " << step << " at " << pos;
-      pos += chunk;
-    }
+    expect_cache_equals_full_forward(c, step);
   }
 }
 
