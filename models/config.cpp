@@ -80,8 +80,8 @@ void ModelConfig::validate() const {
   if (n_head % kv_heads() != 0)
     bad("model.n_kv_head",
         "must divide model.n_head, got n_kv_head=" + std::to_string(n_kv_head) + " n_head=" + std::to_string(n_head));
-  if (position != kPositionLearned && position != kPositionRope)
-    bad("model.position", "must be learned or rope, got '" + position + "'");
+  if (position != kPositionLearned && position != kPositionRope && position != kPositionNone)
+    bad("model.position", "must be learned, rope or none, got '" + position + "'");
   if (!(rope_theta > 1.0) || !std::isfinite(rope_theta))
     bad("model.rope_theta", "must be a finite number > 1, got " + std::to_string(rope_theta));
   if (!(rope_fraction > 0.0 && rope_fraction <= 1.0))
@@ -310,7 +310,7 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
   c.n_embd = get_int(j, "model.", "n_embd");
   // Metadata from before rotary positions has no "position": those models learned theirs.
   if (auto it = j.find("position"); it != j.end()) {
-    if (!it->is_string()) bad("model.position", "expected learned or rope, got " + it->dump());
+    if (!it->is_string()) bad("model.position", "expected learned, rope or none, got " + it->dump());
     c.position = it->get<std::string>();
   }
   // Metadata from before encoder–decoder models has no "arch" (nor "n_encoder_layer", nor a gate's

@@ -18,9 +18,12 @@ inline constexpr const char* kNoGate = "none";
 
 // `model.position`: how the model knows where a token is. learned: the GPT-2 table wpe.weight [T, C]
 // added to the token embeddings; rope: no table, q and k of every head rotated by their absolute
-// position (ops/rope.h), so positions past block_size have a meaning.
+// position (ops/rope.h), so positions past block_size have a meaning; none: no positional encoding
+// at all (the Forgetting Transformer's setting: the causal mask, and a forget gate's decay, are all
+// the model knows of order), so any length runs.
 inline constexpr const char* kPositionLearned = "learned";
 inline constexpr const char* kPositionRope = "rope";
+inline constexpr const char* kPositionNone = "none";
 
 // `model.arch`: decoder (the GPT: causal self-attention blocks) or encoder_decoder (a bidirectional
 // encoder, and decoder blocks that add cross-attention over its output; docs/seq2seq.md).
@@ -87,7 +90,7 @@ struct ModelConfig {
   std::int64_t n_layer = 4;
   std::int64_t n_head = 4;
   std::int64_t n_embd = 128;
-  std::string position = kPositionLearned;  // learned | rope
+  std::string position = kPositionLearned;  // learned | rope | none
   std::string arch = kArchDecoder;          // decoder | encoder_decoder
   std::int64_t n_encoder_layer = 0;         // encoder_decoder: encoder blocks (0 = n_layer)
   // The block's parts (docs/architecture.md). Every default is GPT-2's, so a config or checkpoint
@@ -124,6 +127,8 @@ struct ModelConfig {
   bool swiglu() const { return mlp == kMlpSwiglu; }
   bool has_qkv_bias() const { return bias || qkv_bias; }
   bool rope() const { return position == kPositionRope; }
+  // The wpe table exists, and with it the block_size limit on positions (rope and none run on).
+  bool learned_positions() const { return position == kPositionLearned; }
   bool encoder_decoder() const { return arch == kArchEncoderDecoder; }
   // The encoder's blocks: n_encoder_layer, or n_layer when it is 0 (none for a decoder).
   std::int64_t encoder_layers() const {

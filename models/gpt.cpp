@@ -64,7 +64,7 @@ GPT::GPT(const ModelConfig& config, std::uint64_t seed) : config_(checked(config
   const std::int64_t C = config_.n_embd;
   wte = register_module("wte", std::make_shared<nn::Embedding>(config_.vocab_size, C, init, 0.02, config_.dtype));
   // Rotary positions live in the attention (q, k rotated per head): no table.
-  if (!config_.rope())
+  if (config_.learned_positions())
     wpe = register_module("wpe", std::make_shared<nn::Embedding>(config_.block_size, C, init, 0.02, config_.dtype));
   if (config_.encoder_decoder()) encoder = register_module("encoder", std::make_shared<Encoder>(config_, init));
   blocks = register_module("blocks", std::make_shared<nn::ModuleList<Block>>());
@@ -233,8 +233,9 @@ Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache, std::int64_t posit
       cache.layers.size() != static_cast<std::size_t>(config_.n_layer))
     throw ShapeError("GPT.forward_cached: the cache was made for another batch or model (batch " +
                      std::to_string(cache.batch()) + ", idx " + shape_str(idx.shape()) + ")");
-  // Learned positions end with the table; rotary ones go on (as far as i32 positions reach).
-  const std::int64_t last_position = config_.rope() ? std::numeric_limits<std::int32_t>::max() : config_.block_size - 1;
+  // Learned positions end with the table; rotary ones and none go on (as far as i32 positions reach).
+  const std::int64_t last_position =
+      config_.learned_positions() ? config_.block_size - 1 : std::numeric_limits<std::int32_t>::max();
   if (position < 0 || position + n - 1 > last_position)
     throw ShapeError("GPT.forward_cached: positions " + std::to_string(position) + " … " +
                      std::to_string(position + n - 1) + " are outside 0 … " + std::to_string(last_position) +

@@ -98,8 +98,8 @@ std::vector<std::int32_t> generate(GPT& model, const std::vector<std::int32_t>& 
     return last_row(forward_in_chunks(model, Tensor::from_ints(tokens, {1, static_cast<std::int64_t>(tokens.size())}),
                                       cache, true));
   };
-  // Rotary positions under a KV budget never run out: the cache evicts and generation goes on.
-  const bool endless = model.config().rope() && inference.bounded();
+  // Rotary positions (or none) under a KV budget never run out: the cache evicts and generation goes on.
+  const bool endless = !model.config().learned_positions() && inference.bounded();
   std::vector<double> logits = run(context);
   std::vector<std::int32_t> out;
   // Reserved up to a million ids: beyond that the vector grows as tokens come (a caller streaming

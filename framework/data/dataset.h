@@ -20,13 +20,13 @@ namespace gattn {
 struct DataOptions {
   std::string kind;  // text | tokens | synthetic | pairs
   std::string path;  // text, pairs: a file; tokens: a glob pattern or a directory of .bin shards
-  // synthetic: copy | assoc_recall | noisy_recall, or the seq2seq tasks reverse | sort | noisy_copy
+  // synthetic: copy | assoc_recall | noisy_recall | mqar, or the seq2seq tasks reverse | sort | noisy_copy
   std::string task;
   std::string tokenizer;  // pairs: a `gattn tokenize train` directory (or tokenizer.model); "": byte-level
   // synthetic: the task's vocabulary (data.vocab_size; 0: the task's default). tokens: the model's
   // vocabulary (model.vocab_size), which every token id must be below (0: taken from the data).
   std::int64_t vocab_size = 0;
-  // recall: key-value pairs; copy and the seq2seq tasks: content tokens per sequence (0: a default)
+  // recall, mqar: key-value pairs; copy and the seq2seq tasks: content tokens per sequence (0: a default)
   std::int64_t n_pairs = 0;
   std::int64_t n_distractors = 0;  // noisy_recall (0: fill the rest of the block); noisy_copy (0: n_pairs)
   std::uint64_t seed = 0;          // synthetic: seeds the fixed validation set

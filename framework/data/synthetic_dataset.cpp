@@ -38,7 +38,7 @@ class SyntheticDataset : public GeneratedDataset {
     else if (options.task == "noisy_recall")
       task_ = Task::noisy_recall;
     else
-      throw DataError("data.task must be copy, assoc_recall, noisy_recall, reverse, sort or noisy_copy, got '" +
+      throw DataError("data.task must be copy, assoc_recall, noisy_recall, mqar, reverse, sort or noisy_copy, got '" +
                       options.task + "'");
 
     const bool noisy = task_ == Task::noisy_recall;
@@ -182,6 +182,7 @@ class SyntheticDataset : public GeneratedDataset {
 
 std::unique_ptr<Dataset> make_synthetic_dataset(const DataOptions& options, std::int64_t block_size) {
   if (is_seq2seq_task(options.task)) return make_seq2seq_synthetic_dataset(options, block_size);
+  if (options.task == "mqar") return make_mqar_dataset(options, block_size);
   return std::make_unique<SyntheticDataset>(options, block_size);
 }
 

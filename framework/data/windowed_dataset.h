@@ -38,6 +38,8 @@ std::unique_ptr<Dataset> make_synthetic_dataset(const DataOptions& options, std:
 // make_synthetic_dataset hands to make_seq2seq_synthetic_dataset.
 bool is_seq2seq_task(const std::string& task);
 std::unique_ptr<Dataset> make_seq2seq_synthetic_dataset(const DataOptions& options, std::int64_t block_size);
+// data.task mqar (framework/data/mqar_dataset.cpp), which make_synthetic_dataset hands on.
+std::unique_ptr<Dataset> make_mqar_dataset(const DataOptions& options, std::int64_t block_size);
 std::unique_ptr<Dataset> make_pair_dataset(const DataOptions& options, std::int64_t block_size);
 
 }  // namespace gattn::data_detail

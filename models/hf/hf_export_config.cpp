@@ -54,7 +54,7 @@ std::string no_gates(const ModelConfig& c, const std::string& architecture) {
 
 std::string gpt2_needs(const ModelConfig& c, const char* a) {
   const std::string arch = a;
-  if (c.rope()) return is("position", c.position) + ": " + arch + " has learned positions";
+  if (!c.learned_positions()) return is("position", c.position) + ": " + arch + " has learned positions";
   if (c.rms_norm()) return is("norm", c.norm) + ": " + arch + ", the class with learned positions, has LayerNorm";
   if (c.swiglu()) return is("mlp", c.mlp) + ": " + arch + "'s MLP is GELU";
   if (!c.bias) return is("bias", false) + ": " + arch + " has biases on every linear layer";
@@ -174,7 +174,7 @@ const std::vector<ExportClass>& classes() {
 // settings point at.
 const ExportClass& nearest(const ModelConfig& c) {
   const std::string type = c.has_gates()              ? "qwen3_next"
-                           : !c.rope()                ? "gpt2"
+                           : c.learned_positions()    ? "gpt2"
                            : c.qk_norm != kQkNormNone ? "qwen3"
                            : c.qkv_bias && !c.bias    ? "qwen2"
                                                       : "llama";

@@ -1,4 +1,4 @@
-// `gattn report RUN_DIR… [--output FILE] [--heads L:H,…]`: one self-contained report.html over the
+// `gattn report RUN_DIR… [--output FILE] [--heads L:H,…] [--context N]`: one self-contained report.html over the
 // runs (an ablation directory stands for its cells).
 #include <algorithm>
 #include <filesystem>
@@ -23,6 +23,7 @@ struct ReportArgs {
   std::string title = "gattn report";
   std::int64_t windows = 8;
   std::int64_t sample_tokens = 64;
+  std::int64_t context = 0;
 };
 
 // A run directory as given; an ablation directory (no metrics.jsonl, a cells/ folder) as its cells.
@@ -54,6 +55,7 @@ int run_report(const ReportArgs& args) {
   request.options.title = args.title;
   request.windows = args.windows;
   request.sample_tokens = args.sample_tokens;
+  request.context = args.context;
   const std::uintmax_t bytes = write_report(request);
   std::cout << "report: " << request.output << " (" << request.run_dirs.size() << " run(s), " << (bytes + 512) / 1024
             << " KB)\n";
@@ -80,6 +82,10 @@ Action add_report(CLI::App& app) {
   cmd->add_option("--sample-tokens", args->sample_tokens, "positions of the sample text (at most the block size)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  cmd->add_option("--context", args->context,
+                  "the loss-by-position chart's window length (default: each run's block size; longer than a "
+                  "block only for model.position rope or none)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
   return [args] { return run_report(*args); };
 }
 

@@ -128,6 +128,35 @@ std::string final_bars(const std::vector<ReportRun>& runs, const std::optional<d
   return figure(report::bar_chart(labels, values, o));
 }
 
+std::string position_loss_chart(const std::vector<ReportRun>& runs) {
+  std::vector<Series> series;
+  std::string notes;
+  std::int64_t widest = 0;
+  for (const ReportRun& r : runs) {
+    const RunPositionLoss& p = r.by_position;
+    if (!p.note.empty()) notes += "<li>" + escape_xml(r.record.name + ": " + p.note) + "</li>";
+    if (p.buckets.empty()) continue;
+    Series s{r.record.name + " (T=" + std::to_string(p.context) + ")", {}, {}};
+    for (const PositionBucket& b : p.buckets)
+      if (b.tokens > 0) {
+        s.x.push_back(std::log2(static_cast<double>(b.to)));
+        s.y.push_back(b.loss());
+      }
+    widest = std::max(widest, p.context);
+    series.push_back(std::move(s));
+  }
+  std::string out;
+  if (series.empty())
+    out = "<p class=\"note\">no run could be evaluated by position</p>";
+  else
+    out = "<div class=\"charts\">" +
+          line_chart(series, {"loss-by-position", "val loss by position (up to " + std::to_string(widest) + ")",
+                              "log2 position (bucket end)", "loss"}) +
+          "</div>";
+  if (!notes.empty()) out += "<ul class=\"note\">" + notes + "</ul>";
+  return out;
+}
+
 bool has_gates(const ReportRun& run) { return run.record.gate_mean.has_value(); }
 
 // model.arch encoder_decoder in the run's config (a run whose probe failed still gets its note in
@@ -477,6 +506,13 @@ std::string report_html(const std::vector<ReportRun>& runs, const ReportOptions&
   if (any_accuracy)
     s += curves_chart(runs, "val", "accuracy", "accuracy-val", "validation answer accuracy", "accuracy");
   s += "</div></section>\n";
+
+  s += "<section id=\"loss-by-position\"><h2>Loss by position</h2><p class=\"note\">The final checkpoint on "
+       "its first val windows: the mean loss of the tokens predicted at positions [2^k, 2^(k+1)) of the window, "
+       "drawn at the bucket's end (log2). A model that uses its context falls with position; past the length it "
+       "trained at, a rise is where it stops extrapolating.</p>";
+  s += position_loss_chart(runs);
+  s += "</section>\n";
 
   s += "<section id=\"attention-stats\"><h2>Attention entropy and sink ratio</h2>"
        "<p class=\"note\">Entropy: mean over layers, heads and queries of −Σ A ln A; sink ratio: mean attention on "

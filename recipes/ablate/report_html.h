@@ -6,12 +6,14 @@
 // runs add the sample's source and a cross-attention section: per decoder block the map of target
 // positions (rows) over source positions (columns), averaged over heads and for the chosen heads,
 // and the encoder's self-attention, all with token-labelled axes; their cross and encoder gate
-// values get histograms of their own.
+// values get histograms of their own. The loss by position (log-spaced buckets of the val windows at
+// one context, the report's --context) shows how each run uses its context and how it extrapolates.
 #pragma once
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "recipes/ablate/run_position_loss.h"
 #include "recipes/ablate/run_probe.h"
 #include "recipes/ablate/run_summary.h"
 
@@ -20,6 +22,7 @@ namespace gattn::recipes {
 struct ReportRun {
   RunRecord record;
   RunProbe probe;
+  RunPositionLoss by_position;  // the loss by position at the report's context
 };
 
 struct HeadChoice {

@@ -12,8 +12,12 @@ namespace gattn::recipes {
 std::uintmax_t write_report(const ReportRequest& request) {
   check_output_file(request.output, "report: output");  // before the runs are read and probed
   std::vector<ReportRun> runs;
-  for (const std::string& dir : request.run_dirs) runs.push_back(ReportRun{read_run(dir), RunProbe{}});
-  for (ReportRun& run : runs) run.probe = probe_run(run.record.dir, request.windows, request.sample_tokens);
+  for (const std::string& dir : request.run_dirs)
+    runs.push_back(ReportRun{read_run(dir), RunProbe{}, RunPositionLoss{}});
+  for (ReportRun& run : runs) {
+    run.probe = probe_run(run.record.dir, request.windows, request.sample_tokens);
+    run.by_position = run_position_loss(run.record.dir, request.context, request.windows);
+  }
   const std::string html = report_html(runs, request.options);
   write_file_atomically(request.output, html);
   return html.size();

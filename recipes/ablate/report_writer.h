@@ -14,6 +14,7 @@ struct ReportRequest {
   ReportOptions options;
   std::int64_t windows = 8;         // val windows for the gate histograms
   std::int64_t sample_tokens = 64;  // positions of the sample text (at most the block size)
+  std::int64_t context = 0;         // the loss-by-position windows' length (0: each run's block size)
 };
 
 // Reads every run, probes its latest checkpoint, writes the page atomically; returns its size in bytes.

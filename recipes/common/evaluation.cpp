@@ -14,12 +14,13 @@
 namespace gattn::recipes {
 
 EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t batch_size,
-                    dist::Communicator* comm) {
+                    dist::Communicator* comm, const EvalOptions& options) {
   const int world = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
   NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
-  const std::int64_t T = model.config().block_size;
+  const std::int64_t T = options.context > 0 ? options.context : model.config().block_size;
+  std::vector<PositionBucket> by_position = options.by_position ? position_buckets(T) : std::vector<PositionBucket>{};
   const bool encoder_decoder = model.config().encoder_decoder();
   const Device device = model.parameters().front().device();  // batches go where the model is
   // On the GPU, evaluated in the precision the run trains in, so val loss measures the model as
@@ -51,6 +52,7 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
       if (t >= 0 && t < static_cast<double>(byte_lengths.size())) bytes += byte_lengths[static_cast<std::size_t>(t)];
     }
     loss_sum += r.loss.item() * static_cast<double>(n);
+    if (options.by_position) add_position_losses(r.logits, batch.y, by_position);
     if (data.seq2seq()) {
       const Dataset::ExactMatch m = Dataset::exact_match_counts(r.logits.to(Device::cpu), batch);
       correct += static_cast<double>(m.right);
@@ -62,9 +64,16 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
   }
   model.train(was_training);
   if (world > 1) {
-    const std::vector<double> sums =
-        comm->all_reduce_host({loss_sum, correct, static_cast<double>(tokens), bytes, static_cast<double>(sequences)},
-                              dist::ReduceOp::sum, "all-reduce of the eval sums");
+    std::vector<double> local = {loss_sum, correct, static_cast<double>(tokens), bytes, static_cast<double>(sequences)};
+    for (const PositionBucket& b : by_position) {
+      local.push_back(b.loss_sum);
+      local.push_back(static_cast<double>(b.tokens));
+    }
+    const std::vector<double> sums = comm->all_reduce_host(local, dist::ReduceOp::sum, "all-reduce of the eval sums");
+    for (std::size_t i = 0; i < by_position.size(); ++i) {
+      by_position[i].loss_sum = sums[5 + 2 * i];
+      by_position[i].tokens = static_cast<std::int64_t>(sums[6 + 2 * i]);
+    }
     loss_sum = sums[0];
     correct = sums[1];
     tokens = static_cast<std::int64_t>(sums[2]);
@@ -79,6 +88,8 @@ EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, 
   e.cross_attn_entropy = mean_attn_entropy(e.cross_stats);
   e.encoder_attn_entropy = mean_attn_entropy(e.encoder_stats);
   e.tokens = tokens;
+  e.context = T;
+  e.by_position = std::move(by_position);
   e.loss = tokens ? loss_sum / static_cast<double>(tokens) : 0.0;
   e.seq2seq = data.seq2seq();
   e.sequences = sequences;
@@ -126,6 +137,7 @@ void add_eval_fields(nlohmann::json& line, const EvalResult& e) {
   if (e.bits_per_byte) line["bits_per_byte"] = *e.bits_per_byte;
   if (e.cross_attn_entropy) line["cross_attn_entropy"] = *e.cross_attn_entropy;
   if (e.encoder_attn_entropy) line["encoder_attn_entropy"] = *e.encoder_attn_entropy;
+  if (!e.by_position.empty()) line["loss_by_position"] = position_loss_json(e.by_position);
   models::add_val_gate_stats(line, e.stats);
   models::add_val_attention_stats(line, e.stats);
   models::add_act_max(line, e.stats, "val_");

@@ -10,6 +10,7 @@
 #include "framework/data/dataset.h"
 #include "framework/dist/communicator.h"
 #include "models/gpt.h"
+#include "recipes/common/position_loss.h"
 #include "recipes/common/run_config.h"
 
 namespace gattn::recipes {
@@ -33,6 +34,15 @@ struct EvalResult {
   // block, summed like `stats`, and the mean over those layers of their attention entropy (nats).
   std::vector<models::LayerStats> cross_stats, encoder_stats;
   std::optional<double> cross_attn_entropy, encoder_attn_entropy;
+  std::int64_t context = 0;                 // the window length evaluated at
+  std::vector<PositionBucket> by_position;  // the loss by position (EvalOptions::by_position), else empty
+};
+
+struct EvalOptions {
+  // Tokens per window: 0 for the model's block_size; another length needs a model that can run it
+  // (recipes/common/context_model.h) and data that can cut windows of it.
+  std::int64_t context = 0;
+  bool by_position = false;  // the loss in log-spaced position buckets (recipes/common/position_loss.h)
 };
 
 // Mean loss over the val split's eval windows (docs/config.md), in batches of `batch_size` windows, and
@@ -40,7 +50,7 @@ struct EvalResult {
 // several ranks the batches are dealt round-robin and the sums reduced: every rank gets the same
 // result, each having run 1/world of the windows.
 EvalResult evaluate(models::GPT& model, const Dataset& data, const Config& cfg, std::int64_t batch_size,
-                    dist::Communicator* comm = nullptr);
+                    dist::Communicator* comm = nullptr, const EvalOptions& options = {});
 // "eval at step N: val loss …" with the answer accuracy (synthetic tasks) or exact match (seq2seq),
 // the val gate mean and std (models with gates) and the cross-attention entropy (encoder–decoders).
 std::string format_eval(std::int64_t step, const EvalResult& e);

@@ -33,7 +33,7 @@ void check_model_memory(const Config& cfg, ModelUse use, Device device) {
   const double per_param = host_trains ? 16.0 : 4.0;
   std::vector<Term> terms = {
       {per_param * V * C, "the token embedding, model.vocab_size x model.n_embd", {"model.vocab_size", "model.n_embd"}},
-      {mc.rope() ? 0.0 : per_param * T * C,  // rotary positions have no table
+      {mc.learned_positions() ? per_param * T * C : 0.0,  // rope and none have no table
        "the position embedding, model.block_size x model.n_embd",
        {"model.block_size", "model.n_embd"}},
       {per_param * L * 12.0 * C * C,

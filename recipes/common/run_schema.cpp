@@ -27,9 +27,10 @@ std::vector<KeySpec> run_keys() {
   s.push_back(int_key("model.n_layer", 4, "Transformer blocks").greater_than(0));
   s.push_back(int_key("model.n_head", 4, "attention heads per block").greater_than(0));
   s.push_back(int_key("model.n_embd", 128, "embedding width C (divisible by n_head)").greater_than(0));
-  s.push_back(choice_key("model.position", "learned", {"learned", "rope"},
+  s.push_back(choice_key("model.position", "learned", {"learned", "rope", "none"},
                          "learned (the table wpe.weight, positions < block_size) | rope (q, k rotated per head by "
-                         "their position; no wpe; needs an even n_embd/n_head)"));
+                         "their position; no wpe; needs an even n_embd/n_head) | none (no positional encoding: "
+                         "the causal mask and a forget gate's decay carry order; any length runs)"));
   s.push_back(choice_key("model.arch", "decoder", {"decoder", "encoder_decoder"},
                          "decoder (a GPT) | encoder_decoder (a bidirectional encoder and cross-attention in the "
                          "decoder; docs/seq2seq.md)"));
@@ -76,12 +77,14 @@ std::vector<KeySpec> run_keys() {
       str_key("data.path", "", "the text file, token shards or pairs file (required for text, tokens and pairs)"));
   s.push_back(str_key("data.tokenizer", "",
                       "pairs: a `gattn tokenize train` directory to encode them with (\"\" = byte-level)"));
-  s.push_back(
-      choice_key("data.task", "copy", {"copy", "assoc_recall", "noisy_recall", "reverse", "sort", "noisy_copy"},
-                 "synthetic task: copy | assoc_recall | noisy_recall, or seq2seq: reverse | sort | noisy_copy"));
+  s.push_back(choice_key("data.task", "copy",
+                         {"copy", "assoc_recall", "noisy_recall", "mqar", "reverse", "sort", "noisy_copy"},
+                         "synthetic task: copy | assoc_recall | noisy_recall | mqar (Zoology's multi-query recall), or "
+                         "seq2seq: reverse | sort | noisy_copy"));
   s.push_back(int_key("data.vocab_size", 32, "synthetic: vocabulary size").greater_than(0));
   s.push_back(int_key("data.n_pairs", 4,
-                      "synthetic: key-value pairs per sequence (recall), tokens per source (copy, seq2seq tasks)")
+                      "synthetic: key-value pairs per sequence (recall; mqar: 0 = one per 16 tokens), tokens per "
+                      "source (copy, seq2seq tasks)")
                   .at_least(0));
   s.push_back(int_key("data.n_distractors", 0, "synthetic: distractor tokens per sequence").at_least(0));
 

@@ -22,11 +22,12 @@ out=$("$gattn" report "$tmp/recall_output" "$tmp/verse_forget" --output "$tmp/re
 grep -q "report: $tmp/report.html (2 run(s)" <<<"$out" || fail "report did not say where it wrote: $out"
 html="$tmp/report.html"
 count() { grep -o -- "$1" "$html" | wc -l; }
-for id in summary loss-curves attention-stats gate-over-training gate-histograms sample; do
+for id in summary loss-curves loss-by-position attention-stats gate-over-training gate-histograms sample; do
   grep -q "<section id=\"$id\"" "$html" || fail "no section $id"
 done
-# train loss, val loss, val accuracy, entropy and sink ratio over training, gate mean per layer (2 runs)
-[[ $(count 'data-chart="line"') -eq 7 ]] || fail "expected 7 line charts, got $(count 'data-chart="line"')"
+# train loss, val loss, val accuracy, loss by position, entropy and sink ratio over training, gate mean
+# per layer (2 runs)
+[[ $(count 'data-chart="line"') -eq 8 ]] || fail "expected 8 line charts, got $(count 'data-chart="line"')"
 [[ $(count 'data-chart="bars"') -eq 2 ]] || fail "expected 2 bar charts (entropy, sink ratio)"
 [[ $(count 'data-chart="histogram"') -eq 4 ]] || fail "expected a gate histogram per layer and run (4)"
 [[ $(count 'data-chart="heatmap"') -eq 4 ]] || fail "expected 2 attention maps per run (4)"

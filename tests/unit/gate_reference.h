@@ -43,7 +43,7 @@ inline std::string gate_prefix(const ModelConfig& c, std::int64_t layer, const s
 inline ShapeMap spec_parameters(const ModelConfig& c) {
   const std::int64_t V = c.vocab_size, T = c.block_size, C = c.n_embd;
   ShapeMap m{{"wte.weight", {V, C}}, {"ln_f.weight", {C}}, {"ln_f.bias", {C}}};
-  if (!c.rope()) m["wpe.weight"] = {T, C};  // rotary positions have no table
+  if (c.learned_positions()) m["wpe.weight"] = {T, C};  // rope and none have no table
   for (std::int64_t i = 0; i < c.n_layer; ++i) {
     const std::string p = "blocks." + std::to_string(i) + ".";
     m[p + "ln1.weight"] = {C};
@@ -351,7 +351,7 @@ inline Tensor reference_logits(GPT& m, const Tensor& idx) {
   const ModelConfig& c = m.config();
   const std::int64_t T = idx.size(1);
   Tensor x = ops::embedding(m.parameter("wte.weight"), idx);
-  if (!c.rope()) x = x + ops::embedding(m.parameter("wpe.weight"), Tensor::arange(T));
+  if (c.learned_positions()) x = x + ops::embedding(m.parameter("wpe.weight"), Tensor::arange(T));
   for (std::int64_t i = 0; i < c.n_layer; ++i) {
     const std::string p = "blocks." + std::to_string(i) + ".";
     auto P = [&](const std::string& n) { return m.parameter(p + n); };
