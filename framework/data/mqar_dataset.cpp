@@ -19,10 +19,10 @@
 namespace gattn::data_detail {
 namespace {
 
-constexpr std::int32_t kPad = 0;          // the filler between queries
-constexpr std::int64_t kSpecials = 1;     // ids below the content ids
+constexpr std::int32_t kPad = 0;              // the filler between queries
+constexpr std::int64_t kSpecials = 1;         // ids below the content ids
 constexpr std::int64_t kDefaultVocab = 8192;  // Zoology's (a config always names one: data.vocab_size)
-constexpr double kPowerLawA = 0.01;       // Zoology's power_a
+constexpr double kPowerLawA = 0.01;           // Zoology's power_a
 
 // A uniform double in (0, 1) from gen (53 bits).
 double uniform_open(Generator& gen) {
@@ -56,9 +56,10 @@ class MqarDataset : public GeneratedDataset {
     const std::int64_t length = block_size + 1;
     const std::int64_t n = options_.n_pairs > 0 ? options_.n_pairs : std::max<std::int64_t>(1, length / 16);
     if (4 * n > length)
-      throw ValueError("data.n_pairs " + std::to_string(n) + ": mqar needs 4 tokens per pair (the pair and its query) " +
-                       "but a sequence has " + std::to_string(length) + " (block_size + 1): at most " +
-                       std::to_string(length / 4) + " pairs fit, or raise model.block_size");
+      throw ValueError("data.n_pairs " + std::to_string(n) +
+                       ": mqar needs 4 tokens per pair (the pair and its query) " + "but a sequence has " +
+                       std::to_string(length) + " (block_size + 1): at most " + std::to_string(length / 4) +
+                       " pairs fit, or raise model.block_size");
     if (key_ids() < n || value_ids() < 1)
       throw ValueError("data.vocab_size " + std::to_string(vocab_) + ": mqar's " + std::to_string(n) +
                        " distinct keys need at least " + std::to_string(2 * n + kSpecials) +

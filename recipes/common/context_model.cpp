@@ -17,8 +17,8 @@ void fit_model_to_context(CheckpointModel& ckpt, std::int64_t context, std::int6
   const models::ModelConfig& mc = ckpt.model->config();
   if (context <= 0) throw UsageError(flag + " must be > 0, got " + std::to_string(context));
   if (context > mc.block_size && mc.learned_positions())
-    throw UsageError(flag + " " + std::to_string(context) + ": beyond model.block_size=" +
-                     std::to_string(mc.block_size) +
+    throw UsageError(flag + " " + std::to_string(context) +
+                     ": beyond model.block_size=" + std::to_string(mc.block_size) +
                      ", the length of the learned position table (model.position learned); a rope or none model "
                      "runs at any length");
   // The weights, and per window row the logits (f32, and their f64 copy for the per-position loss)

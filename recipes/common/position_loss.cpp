@@ -17,8 +17,7 @@ std::vector<PositionBucket> position_buckets(std::int64_t T) {
 }
 
 void add_position_losses(const Tensor& logits, const Tensor& targets, std::vector<PositionBucket>& buckets) {
-  if (logits.dim() != 3 || targets.dim() != 2 || logits.size(0) != targets.size(0) ||
-      logits.size(1) != targets.size(1))
+  if (logits.dim() != 3 || targets.dim() != 2 || logits.size(0) != targets.size(0) || logits.size(1) != targets.size(1))
     throw ShapeError("add_position_losses: logits " + shape_str(logits.shape()) + " and targets " +
                      shape_str(targets.shape()) + " must be [B, T, V] and [B, T]");
   const std::int64_t B = logits.size(0), T = logits.size(1), V = logits.size(2);

@@ -121,8 +121,8 @@ TEST(Mqar, ValidationRowsAreFixedAndLongSequencesWork) {
   // Another data seed gives other rows.
   DataOptions other = mqar(8192, 0);
   other.seed = 8;
-  EXPECT_FALSE(test::all_close(make_dataset(other, 4095)->eval_batch(4, 1, 4095).x.to(DType::f64),
-                               b.x.to(DType::f64), 0, 0));
+  EXPECT_FALSE(
+      test::all_close(make_dataset(other, 4095)->eval_batch(4, 1, 4095).x.to(DType::f64), b.x.to(DType::f64), 0, 0));
 }
 
 TEST(Mqar, SizesThatDoNotFitNameTheKey) {
