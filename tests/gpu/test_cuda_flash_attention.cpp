@@ -613,6 +613,8 @@ TEST(CudaFlashAttention, GroupedQueryHeadsBackwardIsBitwiseDeterministic) {
 // the kernels build the CPU's tile plan and skip the same pairs, so they match the pruned CPU op
 // within the usual bf16 bounds, and the statistics count the same pairs. d = 128 walks 32-row inner
 // tiles inside the plan's 64-row ones; the window and a skipped row move the plan's first tiles.
+// (The skipped probability is far below the bf16 bound here: the next test shows the kernels
+// really pass over the pairs.)
 TEST(CudaFlashAttention, PrunedTilesMatchThePrunedCpuOp) {
   GATTN_REQUIRE_DEVICE();
   const std::int64_t B = 1, H = 2, T = 320;
@@ -641,6 +643,48 @@ TEST(CudaFlashAttention, PrunedTilesMatchThePrunedCpuOp) {
         EXPECT_TRUE(close_grad(got.grads, want.grads, i, 1e-4, std::ldexp(1.0, -5), kGradNames[i]));
       expect_same_stats(got.stats, want.stats);
     }
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) { return a.to_vector() == b.to_vector(); }
+
+// The kernels really pass over the pruned pairs, forward and backward. With the fast decay every
+// pair two or more tiles back is pruned, so the output of query tiles 2… reads nothing of key tile
+// 0's values, and key tile 0's dV nothing of those queries' output gradient: changing them leaves
+// those bits as they were (f32 under autocast, whose f32 results show any change), while without
+// pruning they move.
+TEST(CudaFlashAttention, PrunedPairsReadNeitherTheirValuesNorTheirOutputGradients) {
+  GATTN_REQUIRE_DEVICE();
+  const std::int64_t B = 1, H = 2, T = 320, d = 64;
+  for (double theta : {1e-3, 0.0}) {
+    SCOPED_TRACE("theta=" + std::to_string(theta));
+    Kind c{"forget_pruned", false, true, false, false, 0};
+    c.prune_threshold = theta;
+    Inputs in = make_inputs(c, B, H, T, d, 6000);
+    const Tensor cum = ops::cumsum(frand({B, H, T}, 6008, -0.3, -0.1), 2);
+    in.row_bias = cum;
+    in.col_bias = ops::neg(cum);
+    const Tensor d_out = frand({B, H, T, d}, 6009);
+    Inputs moved = in;
+    moved.v = ops::concat({ops::add_scalar(ops::slice(in.v, 2, 0, 64), 0.5), ops::slice(in.v, 2, 64, T)}, 2);
+    const Tensor d_out_moved =
+        ops::concat({ops::slice(d_out, 2, 0, 128), ops::mul_scalar(ops::slice(d_out, 2, 128, T), 0.5)}, 2);
+    Outcome a, b;
+    {
+      ops::AutocastScope scope(ops::ComputePrecision::bf16);
+      a = run_case(c, leaves(in, DType::f32, DType::f32, Device::cuda), d_out, 5);
+      b = run_case(c, leaves(moved, DType::f32, DType::f32, Device::cuda), d_out_moved, 5);
+    }
+    const bool same_out = same_bits(ops::slice(a.out, 2, 128, T), ops::slice(b.out, 2, 128, T));
+    const bool same_dv = same_bits(ops::slice(a.grads[2], 2, 0, 64), ops::slice(b.grads[2], 2, 0, 64));
+    if (theta > 0) {
+      EXPECT_EQ(a.stats.pruned_tiles, 6 * B * H);  // (2, 0), (3, 0), (3, 1), (4, 0), (4, 1), (4, 2)
+      EXPECT_TRUE(same_out);
+      EXPECT_TRUE(same_dv);
+    } else {
+      EXPECT_FALSE(same_out);
+      EXPECT_FALSE(same_dv);
+    }
+  }
 }
 
 TEST(CudaFlashAttention, UnsupportedHeadDimFallsBackToComposed) {

@@ -261,8 +261,8 @@ TEST(AttentionPrune, StatisticsCountThePairsOfEveryHeadWithWindowAndSkippedRows)
 TEST(AttentionPrune, RefusesBadThresholdsAndNonCausalAttention) {
   const Case c = make_case(1, 1, 8, 4, 51, -0.3, -0.1);
   for (double bad : {-0.1, 1.0, 2.0, std::numeric_limits<double>::quiet_NaN()})
-    EXPECT_TRUE(test::contains(
-        test::error_of([&] { ops::flash_attention(c.q, c.k, c.v, c.terms(), pruned(bad)); }), "prune_threshold"))
+    EXPECT_TRUE(test::contains(test::error_of([&] { ops::flash_attention(c.q, c.k, c.v, c.terms(), pruned(bad)); }),
+                               "prune_threshold"))
         << bad;
   ops::AttentionOptions o = pruned(0.01);
   o.causal = false;

@@ -36,8 +36,8 @@ void flash_prune_plan(const FlashParams& p, std::uint8_t* plan, long long* count
     launch(flash::flash_prune_rows_kernel<std::uint16_t>, blocks_for(rows), flash::kPruneThreads, 0, stream, p,
            qn.as<double>(), off.as<double>(), kn.as<double>());
   else
-    launch(flash::flash_prune_rows_kernel<float>, blocks_for(rows), flash::kPruneThreads, 0, stream, p,
-           qn.as<double>(), off.as<double>(), kn.as<double>());
+    launch(flash::flash_prune_rows_kernel<float>, blocks_for(rows), flash::kPruneThreads, 0, stream, p, qn.as<double>(),
+           off.as<double>(), kn.as<double>());
   GATTN_CUDA_LAUNCH_CHECK("flash_prune_rows_kernel");
   launch(flash::flash_prune_keys_kernel, blocks_for(key_tiles), flash::kPruneThreads, 0, stream, p,
          static_cast<const double*>(kn.as<double>()), kmax.as<double>(), cmax.as<double>());
