@@ -2,6 +2,7 @@
 // head layout helpers and LayerStats' averages.
 #include "models/attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "models/gating/gate.h"
@@ -20,6 +21,12 @@ double LayerStats::attn_entropy() const {
 
 double LayerStats::sink_ratio() const {
   return attention.sink_count ? attention.sink_sum / static_cast<double>(attention.sink_count) : 0.0;
+}
+
+std::optional<double> LayerStats::pruned_tile_frac() const {
+  const std::int64_t pairs = attention.pruned_tiles + attention.visited_tiles;
+  if (pairs == 0) return std::nullopt;
+  return static_cast<double>(attention.pruned_tiles) / static_cast<double>(pairs);
 }
 
 Tensor merge_heads(const Tensor& y) {
@@ -174,6 +181,9 @@ Tensor GatedAttention::attend(const AttentionInputs& projected, AttentionContext
   const AttentionInputs attention_in = rotated(in, 0);
   ops::AttentionOptions options;
   options.causal = causal_;
+  // The gates' pruning threshold (forget's prune_threshold); the bound needs a causal mask.
+  for (const auto& g : gates)
+    if (causal_) options.prune_threshold = std::max(options.prune_threshold, g->prune_threshold());
   Tensor y = mixture ? mixture->attend(attention_in, terms, ctx) : run_attention(attention_in, terms, ctx, options).out;
   for (const auto& g : gates) y = g->gate_heads(in, y, ctx);
   y = merge_heads(y);

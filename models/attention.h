@@ -32,6 +32,9 @@ struct LayerStats {
   double act_max = 0;
   double attn_entropy() const;  // mean over heads and queries
   double sink_ratio() const;    // mean over heads and queries i ≥ 1 of A_i0
+  // With adaptive computation pruning: the share of the forward's (query tile, key tile) pairs
+  // skipped; null without pruning (no pair counted).
+  std::optional<double> pruned_tile_frac() const;
 };
 
 // What one layer shows when a forward is inspected (`gattn report`): its gate values and the final

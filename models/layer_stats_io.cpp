@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/tensor/error.h"
@@ -13,9 +14,9 @@ namespace gattn::models {
 namespace {
 
 // Per layer: two GateMoments (the modulation's, the layer's gates') of 5 fields, then the entropy
-// and sink sums and counts; then 5 fields per head of gate_by_head.
+// and sink sums and counts, the pruned and visited tile pairs; then 5 fields per head of gate_by_head.
 constexpr std::size_t kMomentFields = 5;
-constexpr std::size_t kStatsFields = 2 * kMomentFields + 4;
+constexpr std::size_t kStatsFields = 2 * kMomentFields + 6;
 
 void put(std::vector<double>& out, const ops::GateMoments& g) {
   out.insert(out.end(), {g.sum, g.sum_sq, static_cast<double>(g.count), static_cast<double>(g.below_0_1),
@@ -95,6 +96,23 @@ void add_stats_to_metrics(nlohmann::json& line, const std::vector<LayerStats>& s
     line["gate_mean_by_head"] = head_mean;
     line["gate_std_by_head"] = head_std;
   }
+  add_pruned_tiles(line, stats);
+}
+
+void add_pruned_tiles(nlohmann::json& line, const std::vector<LayerStats>& stats) {
+  // The share of the attention's tile pairs adaptive computation pruning skipped: over every pair of
+  // every layer, and per layer (null for a layer without pruning). Absent when no layer prunes.
+  std::int64_t pruned = 0, pairs = 0;
+  nlohmann::json by_layer = nlohmann::json::array();
+  for (const LayerStats& s : stats) {
+    pruned += s.attention.pruned_tiles;
+    pairs += s.attention.pruned_tiles + s.attention.visited_tiles;
+    const std::optional<double> frac = s.pruned_tile_frac();
+    by_layer.push_back(frac ? nlohmann::json(*frac) : nlohmann::json(nullptr));
+  }
+  if (pairs == 0) return;
+  line["attn_pruned_tile_frac"] = static_cast<double>(pruned) / static_cast<double>(pairs);
+  line["attn_pruned_tile_frac_by_layer"] = by_layer;
 }
 
 void add_act_max(nlohmann::json& line, const std::vector<LayerStats>& stats, const std::string& prefix) {
@@ -168,7 +186,8 @@ std::vector<double> flatten_stats(const std::vector<LayerStats>& stats) {
     put(out, a.modulation);
     put(out, s.gate);
     out.insert(out.end(),
-               {a.entropy_sum, static_cast<double>(a.entropy_count), a.sink_sum, static_cast<double>(a.sink_count)});
+               {a.entropy_sum, static_cast<double>(a.entropy_count), a.sink_sum, static_cast<double>(a.sink_count),
+                static_cast<double>(a.pruned_tiles), static_cast<double>(a.visited_tiles)});
     for (const ops::GateMoments& h : s.gate_by_head) put(out, h);
   }
   return out;
@@ -190,7 +209,9 @@ void unflatten_stats(const std::vector<double>& v, std::vector<LayerStats>& stat
     a.entropy_count = as_int(f[1]);
     a.sink_sum = f[2];
     a.sink_count = as_int(f[3]);
-    f += 4;
+    a.pruned_tiles = as_int(f[4]);
+    a.visited_tiles = as_int(f[5]);
+    f += 6;
     for (ops::GateMoments& h : s.gate_by_head) f = get(f, h);
   }
 }

@@ -17,6 +17,10 @@ namespace gattn::models {
 // [L][H], a layer without per-head values giving null in place of its row and a head without
 // values null in place of its number.
 void add_stats_to_metrics(nlohmann::json& line, const std::vector<LayerStats>& stats);
+// attn_pruned_tile_frac (the share of the attention's tile pairs adaptive computation pruning
+// skipped, over every layer) and attn_pruned_tile_frac_by_layer, where some layer prunes; part of
+// add_stats_to_metrics.
+void add_pruned_tiles(nlohmann::json& line, const std::vector<LayerStats>& stats);
 
 // The gate statistics of a val line (metrics.jsonl) and of `gattn eval`: val_gate_mean, val_gate_std
 // (over all gate values of the model) and val_gate_mean_by_layer (null for a layer without gates),

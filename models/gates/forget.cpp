@@ -1,7 +1,8 @@
 // Gate kind `forget` (Lin et al. 2025, "Forgetting Transformer: Softmax Attention with a Forget
 // Gate"): S_ij += c_i − c_j with c_i = Σ_{l≤i} log σ(f_ln), so key j is down-weighted by the forget
 // gates between j and i. The fused op gets c as a row bias and −c as a column bias: O(T) memory, no
-// T×T decay matrix.
+// T×T decay matrix. Its option prune_threshold θ lets the fused op skip the tiles of keys the decay has
+// made provably negligible (adaptive computation pruning, ops/attention/attention.h).
 #include "models/gating/activation.h"
 #include "models/gating/gate.h"
 #include "models/gating/options.h"
@@ -21,7 +22,10 @@ constexpr const char* kKind = "forget";
 class ForgetGate : public Gate {
  public:
   ForgetGate(const ModelConfig& model, const GateConfig& gate, Generator& init)
-      : gate_(gate), options_(GateOptions::of(gate)), units_(head_units(model.n_head, options_)) {
+      : gate_(gate),
+        options_(GateOptions::of(gate)),
+        units_(head_units(model.n_head, options_)),
+        prune_threshold_(gate.option("prune_threshold").get<double>()) {
     weight = register_parameter("weight", init_gate_weight({units_.units, model.n_embd}, model, gate, init));
     bias = register_parameter("bias", init_gate_bias({units_.units}, model, gate));
   }
@@ -49,6 +53,8 @@ class ForgetGate : public Gate {
   // −c_j, key j's column bias, is lowest for the oldest key (the decay only grows with age).
   bool ranks_keys() const override { return true; }
 
+  double prune_threshold() const override { return prune_threshold_; }
+
   Tensor weight, bias;  // [U, C], [U]: U = the gated heads / groups
 
  private:
@@ -62,6 +68,7 @@ class ForgetGate : public Gate {
   GateConfig gate_;
   GateOptions options_;
   HeadUnits units_;
+  double prune_threshold_;
 };
 
 std::int64_t forget_units(const ModelConfig& m, const GateConfig& g) {
@@ -80,6 +87,19 @@ GATTN_GATE_KIND(forget) {
   s.default_init_bias = 3.0;
   s.options = shared_gate_options({"temperature_final", "temperature_steps", "hard", "hard_threshold", "groups",
                                    "heads", "input_norm", "dropout", "ramp_start", "ramp_steps"});
+  s.options.push_back(gate_option(
+      config::num_key("prune_threshold", 0.0,
+                      "θ of adaptive computation pruning: key tiles whose attention probabilities are provably < θ "
+                      "are skipped, forward and backward (0 = off)")
+          .at_least(0)
+          .below(1),
+      [](const nlohmann::json& v, const std::string& key, const GateConfig& g, const ModelConfig&) {
+        if (!v.is_number() || !(v.get<double>() >= 0.0 && v.get<double>() < 1.0))
+          throw ValueError(key + ": must be a number in [0, 1), got " + v.dump());
+        // The bound needs each query's own key visible: a causal attention.
+        if (v.get<double>() > 0.0 && g.site != kSiteSelf)
+          throw ValueError(key + ": needs a causal attention (where: self), got where: " + g.site);
+      }));
   s.gate_values = "σ(f): one value per token and gated head (or group)";
   s.parameter_doc = "`weight` [U, C], `bias` [U] (U = H/groups over the gated heads; bias default 3: σ ≈ 0.95)";
   s.order = 30;

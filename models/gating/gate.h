@@ -47,6 +47,10 @@ class Gate : public nn::Module {
   // Inference shortcuts (models/kv_policy.h): whether the gate adds a per-key term that ranks keys
   // for every later query (a column bias, or the pair modulation's column term) …
   virtual bool ranks_keys() const { return false; }
+  // The θ of adaptive computation pruning the block's causal attention call takes from this gate
+  // (AttentionOptions::prune_threshold; 0 = none). A gate whose terms make far keys provably
+  // negligible (forget's decay) may ask for it.
+  virtual double prune_threshold() const { return 0.0; }
   // … and whether it scales each head's whole output by one value, head_gate [B, H, n] of the new
   // positions (1 on heads it leaves alone; undefined when it does not gate whole heads).
   virtual bool gates_whole_heads() const { return false; }

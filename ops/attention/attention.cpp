@@ -25,6 +25,8 @@ void AttentionStats::merge(const AttentionStats& o) {
   sink_sum += o.sink_sum;
   sink_count += o.sink_count;
   modulation.merge(o.modulation);
+  pruned_tiles += o.pruned_tiles;
+  visited_tiles += o.visited_tiles;
 }
 
 namespace {
@@ -72,6 +74,7 @@ cpu::FlashAttentionParams<T> make_params(const SavedAttention& s) {
     p.noise_offset = s.noise_state.offset;
   }
   if (s.active.defined()) p.active = s.active.data<std::int32_t>();
+  p.prune_threshold = s.options.prune_threshold;
   return p;
 }
 
@@ -116,6 +119,10 @@ void check_attention_args(const Tensor& q, const Tensor& k, const Tensor& v, con
     throw ValueError(op + ": a causal mask needs as many queries as keys, got Tq " + std::to_string(q.size(2)) +
                      " and Tk " + std::to_string(k.size(2)) + " (set causal false for cross-attention)");
   check_active_queries(options.active_queries, q, op.c_str());
+  if (!(options.prune_threshold >= 0.0 && options.prune_threshold < 1.0))
+    throw ValueError(op + ": prune_threshold must be in [0, 1), got " + std::to_string(options.prune_threshold));
+  if (options.prune_threshold > 0.0 && !options.causal)
+    throw ValueError(op + ": prune_threshold needs causal attention (its bound uses each row's own key)");
   auto check_term = [&](const Tensor& t, const Shape& want, const char* name) {
     if (!t.defined()) return;
     if (!dtypes.allowed(t.dtype()))
@@ -219,6 +226,7 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
   Tensor mod_entropy = options.modulation_entropy ? Tensor::empty({B, H}, q.dtype()) : Tensor();
   const std::int64_t n_qt = (Tn + cpu::kAttnTileQ - 1) / cpu::kAttnTileQ;
   std::vector<GateMoments> moments(options.stats && modulated ? static_cast<std::size_t>(BH * n_qt) : 0);
+  std::int64_t tile_counts[2] = {0, 0};  // pruned, visited
 
   dispatch_float(q.dtype(), op, [&]<class T>() {
     cpu::FlashForwardOutputs<T> o;
@@ -229,6 +237,7 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
     o.row_sink = ptr_or_null<T>(row_sink);
     o.modulation_entropy = ptr_or_null<T>(mod_entropy);
     o.modulation_moments = moments.empty() ? nullptr : moments.data();
+    o.tile_counts = options.stats ? tile_counts : nullptr;
     cpu::flash_attention_forward(make_params<T>(s), o);
   });
 
@@ -250,6 +259,8 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
         }
       }
     for (const GateMoments& g : moments) st.modulation.merge(g);
+    st.pruned_tiles = tile_counts[0];
+    st.visited_tiles = tile_counts[1];
     options.stats->merge(st);
   }
 

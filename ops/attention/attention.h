@@ -32,6 +32,21 @@
 // entropy are 0, it adds nothing to the statistics, and no gradient flows from it. The work is
 // proportional to the active rows, so a mixture of attention experts that routes each query to one
 // expert pays for each expert's rows only.
+//
+// Adaptive computation pruning (AttentionOptions::prune_threshold θ > 0, causal only; after "Adaptive
+// Computation Pruning for the Forgetting Transformer"): a (64-query tile, 64-key tile) pair is
+// skipped — no q·k, no exp, no P·v, forward and backward — when a bound proves every P_ij in it
+// below θ: P_ij ≤ exp(S_ij − S_ii) since lse_i ≥ S_ii (a causal row always sees its own key), and
+// S_ij − S_ii ≤ scale·‖q_i‖·max_{j∈J}‖k_j‖ − s_ii + max_{j∈J} c_j − c_i (the row term cancels;
+// ops/attention/prune_plan.h). The diagonal tile is never skipped. The result is the exact attention
+// over the visible entries that remain (softmax renormalised over them), so with δ_i the skipped
+// probability mass of row i (under the unpruned softmax), δ_i ≤ n_i·θ with n_i the row's skipped keys,
+// and for every output coordinate x, as M ∈ [0, 1]:
+//   |y_ix − y'_ix| ≤ 2·δ_i·max_j |v_jx|
+// (the skipped terms weigh at most δ_i·max|v_x|, renormalising the kept ones moves them by at most
+// δ_i/(1 − δ_i)·(1 − δ_i)·max|v_x|). The backward recomputes the same plan from the same inputs and
+// is the exact gradient of the pruned forward (the plan is a constant of the inputs: no gradient
+// flows through the decision). θ = 0 runs the unpruned kernels unchanged, bit for bit.
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -80,6 +95,9 @@ struct AttentionStats {
   double sink_sum = 0;  // Σ A_i0 over active queries i ≥ 1 (causal) or i ≥ 0 (not causal)
   std::int64_t sink_count = 0;
   GateMoments modulation;
+  // With pruning (AttentionOptions::prune_threshold > 0): the forward's (query tile, key tile)
+  // pairs, over heads, that were skipped and that were computed. Both 0 without pruning.
+  std::int64_t pruned_tiles = 0, visited_tiles = 0;
   void merge(const AttentionStats& o);
 };
 
@@ -108,6 +126,10 @@ struct AttentionOptions {
   // i32 [B, Tq] on q's device: 1 = compute query row i of every head of sequence b, 0 = skip it.
   // Undefined: every row is active.
   Tensor active_queries;
+  // θ in [0, 1) of adaptive computation pruning (above): 0 = off; causal only. The fused kernels
+  // (CPU, and CUDA's for the head dims it fuses) prune; the composed CUDA fallback computes every
+  // entry.
+  double prune_threshold = 0;
 };
 
 struct AttentionResult {
@@ -119,8 +141,8 @@ struct AttentionResult {
 // q: [B, H, Tq, d]; k, v: [B, H_kv, Tk, d], one shape, H_kv dividing H (H_kv = H: multi-head
 // attention; fewer: grouped-query, above) and Tk = Tq when causal; f32 or f64, same dtype.
 // Autograd-aware in q, k, v and every term. ShapeError naming q, k and v's shapes for k and v of
-// different shapes or H_kv not dividing H; ValueError for a window without causal, or a causal
-// mask with Tq ≠ Tk.
+// different shapes or H_kv not dividing H; ValueError for a window without causal, a causal
+// mask with Tq ≠ Tk, or a prune_threshold outside [0, 1) or with causal false.
 AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms = {},
                                 const AttentionOptions& options = {});
 

@@ -122,6 +122,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
   p.window = options.window;
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   p.elem = elem_of(q);
+  p.prune_threshold = options.causal ? options.prune_threshold : 0.0;
   if (modulated) {
     s.modulation_row = terms.modulation_row.detach();
     s.modulation_col = terms.modulation_col.detach();
@@ -148,6 +149,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
   o.out = out.raw_data();
   o.lse = lse.kernel_data<float>();
   const long long n_qb = cuda::flash_query_blocks(Tn);
+  long long tile_counts[2] = {0, 0};  // pruned, visited
   std::vector<cuda::FlashMoments> moments;
   cuda::Scratch moments_dev(
       options.stats && modulated ? static_cast<std::size_t>(BH * n_qb) * sizeof(cuda::FlashMoments) : 0);
@@ -161,6 +163,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     row_sink = Tensor::empty(row_shape, DType::f32, Device::cuda);
     o.row_sink = row_sink.kernel_data<float>();
     if (modulated) o.modulation_moments = moments_dev.as<cuda::FlashMoments>();
+    o.tile_counts = tile_counts;
   }
   cuda::flash_attention_forward(p, o, cuda::stream());
 
@@ -199,6 +202,8 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
         st.modulation.merge(g);
       }
     }
+    st.pruned_tiles = tile_counts[0];
+    st.visited_tiles = tile_counts[1];
     options.stats->merge(st);
   }
 

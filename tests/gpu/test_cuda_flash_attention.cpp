@@ -4,7 +4,8 @@
 // kinds give (none; a column bias, score; row and column biases of a prefix sum, forget; the
 // modulation, pair, with and without noise), windows, skipped query rows, head dims 16/32/64/128
 // and ragged T; not causal (an encoder's self-attention) and cross-attention with Tq ≠ Tk; grouped
-// query heads (k, v with fewer heads than q).
+// query heads (k, v with fewer heads than q); adaptive computation pruning (the same tiles skipped
+// as the CPU op skips, forward and backward).
 //
 // Tolerances (inputs in [−1, 1]; the CPU reference is exact up to f64):
 //  - The kernels read the very same bf16 values, accumulate in f32 (error ~T·2⁻²⁴, negligible) and
@@ -37,6 +38,7 @@
 #include "ops/autocast.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+#include "ops/scan.h"
 #include "ops/shape.h"
 
 namespace gattn {
@@ -49,6 +51,7 @@ struct Kind {
   bool col_bias, prefix_difference, modulation, noise;
   std::int64_t window;
   bool causal = true;
+  double prune_threshold = 0;  // adaptive computation pruning's θ (0: off)
 };
 
 const Kind kKinds[] = {
@@ -133,6 +136,7 @@ Outcome run_case(const Kind& c, Inputs in, const Tensor& d_out, std::uint64_t no
   ops::AttentionOptions options;
   options.causal = c.causal;
   options.window = c.window;
+  options.prune_threshold = c.prune_threshold;
   if (active.defined()) options.active_queries = active.to(in.q.device());
   Outcome r;
   options.stats = &r.stats;
@@ -605,6 +609,84 @@ TEST(CudaFlashAttention, GroupedQueryHeadsBackwardIsBitwiseDeterministic) {
 
 // bf16 inputs the kernels do not take (head dim 24, or the modulation entropy output) run the
 // composed attention in f32 and still hand back bf16 outputs and gradients.
+// Adaptive computation pruning with a forget gate's fast decay (per-step log σ in [−0.3, −0.1]):
+// the kernels build the CPU's tile plan and skip the same pairs, so they match the pruned CPU op
+// within the usual bf16 bounds, and the statistics count the same pairs. d = 128 walks 32-row inner
+// tiles inside the plan's 64-row ones; the window and a skipped row move the plan's first tiles.
+// (The skipped probability is far below the bf16 bound here: the next test shows the kernels
+// really pass over the pairs.)
+TEST(CudaFlashAttention, PrunedTilesMatchThePrunedCpuOp) {
+  GATTN_REQUIRE_DEVICE();
+  const std::int64_t B = 1, H = 2, T = 320;
+  std::uint64_t seed = 5000;
+  for (std::int64_t d : {64, 128})
+    for (std::int64_t window : {0, 200}) {
+      SCOPED_TRACE("d=" + std::to_string(d) + " window=" + std::to_string(window));
+      Kind c{"forget_pruned", false, true, false, false, window};
+      c.prune_threshold = 1e-3;
+      Inputs in = make_inputs(c, B, H, T, d, seed += 10);
+      const Tensor cum = ops::cumsum(frand({B, H, T}, seed + 8, -0.3, -0.1), 2);
+      in.row_bias = cum;
+      in.col_bias = ops::neg(cum);
+      std::vector<std::int32_t> rows(static_cast<std::size_t>(B * T), 1);
+      rows[200] = 0;
+      const Tensor active = Tensor::from_ints(rows, {B, T});
+      const Tensor d_out = frand({B, H, T, d}, seed + 9).to(DType::bf16);
+      const Outcome want =
+          run_case(c, leaves(in, DType::f64, DType::f64, Device::cpu), d_out.to(DType::f64), 77, active);
+      const Outcome got = run_case(c, leaves(in, DType::bf16, DType::f32, Device::cuda), d_out, 77, active);
+      EXPECT_GT(want.stats.pruned_tiles, 0);
+      EXPECT_EQ(got.stats.pruned_tiles, want.stats.pruned_tiles);
+      EXPECT_EQ(got.stats.visited_tiles, want.stats.visited_tiles);
+      EXPECT_TRUE(close(got.out, want.out, std::ldexp(1.0, -7), 0.0, "out"));
+      for (std::size_t i = 0; i < got.grads.size(); ++i)
+        EXPECT_TRUE(close_grad(got.grads, want.grads, i, 1e-4, std::ldexp(1.0, -5), kGradNames[i]));
+      expect_same_stats(got.stats, want.stats);
+    }
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) { return a.to_vector() == b.to_vector(); }
+
+// The kernels really pass over the pruned pairs, forward and backward. With the fast decay every
+// pair two or more tiles back is pruned, so the output of query tiles 2… reads nothing of key tile
+// 0's values, and key tile 0's dV nothing of those queries' output gradient: changing them leaves
+// those bits as they were (f32 under autocast, whose f32 results show any change), while without
+// pruning they move.
+TEST(CudaFlashAttention, PrunedPairsReadNeitherTheirValuesNorTheirOutputGradients) {
+  GATTN_REQUIRE_DEVICE();
+  const std::int64_t B = 1, H = 2, T = 320, d = 64;
+  for (double theta : {1e-3, 0.0}) {
+    SCOPED_TRACE("theta=" + std::to_string(theta));
+    Kind c{"forget_pruned", false, true, false, false, 0};
+    c.prune_threshold = theta;
+    Inputs in = make_inputs(c, B, H, T, d, 6000);
+    const Tensor cum = ops::cumsum(frand({B, H, T}, 6008, -0.3, -0.1), 2);
+    in.row_bias = cum;
+    in.col_bias = ops::neg(cum);
+    const Tensor d_out = frand({B, H, T, d}, 6009);
+    Inputs moved = in;
+    moved.v = ops::concat({ops::add_scalar(ops::slice(in.v, 2, 0, 64), 0.5), ops::slice(in.v, 2, 64, T)}, 2);
+    const Tensor d_out_moved =
+        ops::concat({ops::slice(d_out, 2, 0, 128), ops::mul_scalar(ops::slice(d_out, 2, 128, T), 0.5)}, 2);
+    Outcome a, b;
+    {
+      ops::AutocastScope scope(ops::ComputePrecision::bf16);
+      a = run_case(c, leaves(in, DType::f32, DType::f32, Device::cuda), d_out, 5);
+      b = run_case(c, leaves(moved, DType::f32, DType::f32, Device::cuda), d_out_moved, 5);
+    }
+    const bool same_out = same_bits(ops::slice(a.out, 2, 128, T), ops::slice(b.out, 2, 128, T));
+    const bool same_dv = same_bits(ops::slice(a.grads[2], 2, 0, 64), ops::slice(b.grads[2], 2, 0, 64));
+    if (theta > 0) {
+      EXPECT_EQ(a.stats.pruned_tiles, 6 * B * H);  // (2, 0), (3, 0), (3, 1), (4, 0), (4, 1), (4, 2)
+      EXPECT_TRUE(same_out);
+      EXPECT_TRUE(same_dv);
+    } else {
+      EXPECT_FALSE(same_out);
+      EXPECT_FALSE(same_dv);
+    }
+  }
+}
+
 TEST(CudaFlashAttention, UnsupportedHeadDimFallsBackToComposed) {
   GATTN_REQUIRE_DEVICE();
   const Kind& c = kKinds[3];

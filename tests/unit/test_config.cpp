@@ -515,6 +515,17 @@ TEST(ConfigGates, SettingsThatDoNothingAreErrors) {
                       {"model.gates[0].init_std: must be a finite number > 0, got -1"}));
   EXPECT_TRUE(rejects("model:\n  gates:\n    - {kind: pair, alpha_init: 0}\n",
                       {"model.gates[0].alpha_init: must be a number in (0, 1), got 0"}));
+  // forget's prune_threshold: a θ in [0, 1), forget only, causal attention only.
+  for (const char* bad : {"1.0", "-0.1", "2", ".nan"})
+    EXPECT_TRUE(rejects(std::string("model:\n  gate:\n    kind: forget\n    prune_threshold: ") + bad + "\n",
+                        {"model.gate.prune_threshold"}))
+        << bad;
+  EXPECT_TRUE(
+      rejects("model:\n  gates:\n    - {kind: forget, prune_threshold: 1}\n", {"model.gates[0].prune_threshold"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: score\n    prune_threshold: 0.01\n",
+                      {"model.gate.prune_threshold: means nothing for gate kind 'score'"}));
+  EXPECT_NO_THROW(Config::from_string("model:\n  gate:\n    kind: forget\n    prune_threshold: 0.001\n"));
+  EXPECT_NO_THROW(Config::from_string("model:\n  gates:\n    - {kind: forget, prune_threshold: 0.001}\n"));
   // The same keys where they mean something are fine.
   EXPECT_NO_THROW(Config::from_string("model:\n  gate:\n    kind: output\n    granularity: headwise\n"));
   EXPECT_NO_THROW(

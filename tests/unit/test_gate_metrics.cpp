@@ -50,7 +50,7 @@ TEST(GateMetrics, ByHeadStatsRoundTripThroughTheFlatLayoutAndAddUpAcrossRanks) {
   std::vector<double> fa = models::flatten_stats(a);
   const std::vector<double> fb = models::flatten_stats(b);
   ASSERT_EQ(fa.size(), fb.size());
-  EXPECT_EQ(fa.size(), 3 * 14 + 3 * 5u);  // the fixed fields of 3 layers and 5 per reported head
+  EXPECT_EQ(fa.size(), 3 * 16 + 3 * 5u);  // the fixed fields of 3 layers and 5 per reported head
 
   // A round trip gives back every sum and count.
   std::vector<models::LayerStats> back(a.size());

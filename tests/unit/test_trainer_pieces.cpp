@@ -105,6 +105,23 @@ TEST(MetricsLine, FieldsStatisticsAndRegularisersByName) {
   EXPECT_FALSE(recipes::train_metrics_line(t).contains("gate_mean"));
 }
 
+TEST(MetricsLine, PrunedTileShareOnlyWhenSomeLayerPrunes) {
+  recipes::TrainLine t;
+  t.stats = {layer(0.25, 1.0, 0.2), layer(-1, 2.0, 0.4)};
+  EXPECT_FALSE(recipes::train_metrics_line(t).contains("attn_pruned_tile_frac"));
+  t.stats[1].attention.pruned_tiles = 3;
+  t.stats[1].attention.visited_tiles = 1;
+  const nlohmann::json line = recipes::train_metrics_line(t);
+  EXPECT_DOUBLE_EQ(line["attn_pruned_tile_frac"].get<double>(), 0.75);
+  EXPECT_TRUE(line["attn_pruned_tile_frac_by_layer"][0].is_null());
+  EXPECT_DOUBLE_EQ(line["attn_pruned_tile_frac_by_layer"][1].get<double>(), 0.75);
+  // The counts travel with the other sums across ranks.
+  std::vector<models::LayerStats> back = {layer(0.25, 1.0, 0.2), layer(-1, 2.0, 0.4)};
+  models::unflatten_stats(models::flatten_stats(t.stats), back);
+  EXPECT_EQ(back[1].attention.pruned_tiles, 3);
+  EXPECT_EQ(back[1].attention.visited_tiles, 1);
+}
+
 TEST(LayerStatsIo, FlattenedSumsAddUpAcrossRanks) {
   const std::vector<models::LayerStats> a = {layer(0.25, 1.0, 0.2), layer(0.75, 2.0, 0.4)};
   const std::vector<models::LayerStats> b = {layer(0.5, 3.0, 0.6), layer(-1, 1.0, 0.2)};

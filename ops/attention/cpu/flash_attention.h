@@ -18,6 +18,7 @@
 
 #include "core/tensor/philox.h"
 #include "ops/attention/attention.h"
+#include "ops/attention/cpu/flash_prune.h"
 #include "ops/cpu/fast_math.h"
 #include "ops/cpu/gemm.h"
 
@@ -25,6 +26,8 @@ namespace gattn::cpu {
 
 constexpr std::int64_t kAttnTileQ = 64;
 constexpr std::int64_t kAttnTileK = 64;
+// The pruning plan's tiles are the kernels' own (one plan entry per tile pair the loops walk).
+static_assert(kAttnTileQ == ops::kPruneTile && kAttnTileK == ops::kPruneTile);
 
 template <class T>
 struct FlashAttentionParams {
@@ -50,6 +53,9 @@ struct FlashAttentionParams {
   bool hard = false;
   T hard_threshold = T(0.5);
   const std::int32_t* active = nullptr;  // [B, Tq] or null (every query row active): 0 skips row i of sequence b
+  // θ of adaptive computation pruning (causal only): tile pairs whose attention probabilities are
+  // all provably below θ are skipped, forward and backward (ops/attention/prune_plan.h). 0: off.
+  double prune_threshold = 0;
 };
 
 // Forward outputs. out/lse always; the rest may be null when not wanted. Skipped query rows get
@@ -63,6 +69,7 @@ struct FlashForwardOutputs {
   T* row_sink = nullptr;     // [B, H, Tq]: A_i0 (0 where key 0 is outside the window)
   T* modulation_entropy = nullptr;                 // [B, H]: Σ h(G_ij) over visible entries of active rows
   ops::GateMoments* modulation_moments = nullptr;  // [B·H·query tiles] partial moments of G (merged by the caller)
+  std::int64_t* tile_counts = nullptr;             // [2], with pruning: += the tile pairs skipped, walked
 };
 
 template <class T>
@@ -432,10 +439,11 @@ GATTN_ATTN_STEP void finish_row(const FlashAttentionParams<T>& p, const FlashFor
 }
 
 // One (head, query tile) task of the forward. `mod_ent` receives the tile's modulation-entropy sum.
+// `tile_plan`: the query tile's row of the pruning plan (one entry per key tile), or null.
 template <class T>
 GATTN_ATTN_STEP void forward_query_tile(const FlashAttentionParams<T>& p, const FlashForwardOutputs<T>& o,
                                         const ForwardMode& mode, std::int64_t bh, std::int64_t qt, std::int64_t n_qt,
-                                        ForwardScratch<T>& ws, T& mod_ent) {
+                                        const std::uint8_t* tile_plan, ForwardScratch<T>& ws, T& mod_ent) {
   const std::int64_t Tn = p.Tq, Tk = p.Tk, d = p.d;
   const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0), base = bh * Tn;
   const std::int64_t kvbase = kv_row_base(p, bh);
@@ -454,6 +462,7 @@ GATTN_ATTN_STEP void forward_query_tile(const FlashAttentionParams<T>& p, const 
   // Keys [j_lo, j_hi) cover every active row's visible keys.
   const std::int64_t j_lo = first_key(p, ws.pos[0]), j_hi = end_key(p, ws.pos[static_cast<std::size_t>(rows - 1)]);
   for (std::int64_t j0 = j_lo / kAttnTileK * kAttnTileK; j0 < j_hi; j0 += kAttnTileK) {
+    if (tile_plan && tile_plan[j0 / kAttnTileK] == ops::kTileSkip) continue;  // pruned: no product, no exp
     const std::int64_t cols = std::min(kAttnTileK, Tk - j0);
     tile_logits(p, bh, q_rows, ws.pos.data(), rows, j0, cols, ws.S.data());
     for (std::int64_t r = 0; r < rows; ++r)
@@ -813,16 +822,21 @@ GATTN_ATTN_STEP void backward_tile_pair(const FlashAttentionParams<T>& p, const 
 }
 
 // Key tile kt against every query tile that can see one of its keys: causal, i ≥ j0 and
-// i − w < j0 + cols; else all.
+// i − w < j0 + cols; else all. `head_plan`: the head's pruning plan [query tiles, key tiles], or null;
+// the pairs it skips are passed over, as the forward passed them over.
 template <class T>
 GATTN_ATTN_STEP void backward_key_tile(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
                                        const FlashBackwardOutputs<T>& g, const BackwardMode& mode, HeadGradients<T>& h,
-                                       std::int64_t kt, BackwardScratch<T>& ws) {
+                                       std::int64_t kt, const std::uint8_t* head_plan, BackwardScratch<T>& ws) {
   const std::int64_t Tn = p.Tq;
   const std::int64_t j0 = kt * kAttnTileK, cols = std::min(kAttnTileK, p.Tk - j0);
   const std::int64_t i_lo = p.causal ? j0 / kAttnTileQ * kAttnTileQ : 0;
   const std::int64_t i_hi = !p.causal || p.window == 0 ? Tn : std::min(Tn, j0 + cols - 1 + p.window);
-  for (std::int64_t i0 = i_lo; i0 < i_hi; i0 += kAttnTileQ) backward_tile_pair(p, in, g, mode, h, j0, cols, i0, ws);
+  const std::int64_t n_kt = (p.Tk + kAttnTileK - 1) / kAttnTileK;
+  for (std::int64_t i0 = i_lo; i0 < i_hi; i0 += kAttnTileQ) {
+    if (head_plan && head_plan[i0 / kAttnTileQ * n_kt + kt] == ops::kTileSkip) continue;
+    backward_tile_pair(p, in, g, mode, h, j0, cols, i0, ws);
+  }
 }
 
 // The compact dq rows of partly active tiles back to their places (whole tiles accumulated in place).
@@ -839,11 +853,12 @@ GATTN_ATTN_STEP void scatter_compact_dq(const FlashAttentionParams<T>& p, std::i
   }
 }
 
-// The whole backward of head bh, its dK and dV added to the rows dk, dv.
+// The whole backward of head bh, its dK and dV added to the rows dk, dv. `plan`: the pruning plan of
+// every head, or null.
 template <class T>
 GATTN_ATTN_STEP void backward_head(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
                                    const FlashBackwardOutputs<T>& g, const BackwardMode& mode, std::int64_t bh, T* dk,
-                                   T* dv, BackwardScratch<T>& ws) {
+                                   T* dv, const std::uint8_t* plan, BackwardScratch<T>& ws) {
   const std::int64_t n_kt = (p.Tk + kAttnTileK - 1) / kAttnTileK;
   const std::int64_t n_qt = (p.Tq + kAttnTileQ - 1) / kAttnTileQ;
   HeadGradients<T> h = start_head_gradients(p, in, g, bh, dk, dv, ws);
@@ -855,7 +870,8 @@ GATTN_ATTN_STEP void backward_head(const FlashAttentionParams<T>& p, const Flash
   }
   if (any_partial) gather_active_rows(p, in, h.base, n_active, ws);
   row_dots(p, in, h.base, n_active, ws);
-  for (std::int64_t kt = 0; kt < n_kt; ++kt) backward_key_tile(p, in, g, mode, h, kt, ws);
+  const std::uint8_t* head_plan = plan ? plan + bh * n_qt * n_kt : nullptr;
+  for (std::int64_t kt = 0; kt < n_kt; ++kt) backward_key_tile(p, in, g, mode, h, kt, head_plan, ws);
   if (any_partial) scatter_compact_dq(p, n_qt, ws, h.dq);
   if (g.d_alpha_partial) g.d_alpha_partial[bh] = h.d_alpha;
 }
@@ -896,7 +912,7 @@ template <class T>
 GATTN_ATTN_STEP void backward_unit(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
                                    const FlashBackwardOutputs<T>& g, const BackwardMode& mode,
                                    const BackwardSplit& split, std::int64_t u, std::vector<T>& dk_parts,
-                                   std::vector<T>& dv_parts, BackwardScratch<T>& ws) {
+                                   std::vector<T>& dv_parts, const std::uint8_t* plan, BackwardScratch<T>& ws) {
   const std::int64_t kv = u / split.parts, part = u % split.parts, n = p.Tk * p.d;
   auto unit_rows = [&](T* out, std::vector<T>& parts, std::vector<T>& local) {
     if (!out) return zeroed_gradient(out, local, 0, n, p.d);
@@ -906,7 +922,7 @@ GATTN_ATTN_STEP void backward_unit(const FlashAttentionParams<T>& p, const Flash
   T* dk = unit_rows(g.dk, dk_parts, ws.dk_local);
   T* dv = unit_rows(g.dv, dv_parts, ws.dv_local);
   const std::int64_t heads = split.group / split.parts, first = kv * split.group + part * heads;
-  for (std::int64_t bh = first; bh < first + heads; ++bh) backward_head(p, in, g, mode, bh, dk, dv, ws);
+  for (std::int64_t bh = first; bh < first + heads; ++bh) backward_head(p, in, g, mode, bh, dk, dv, plan, ws);
 }
 
 // dK (or dV) of every key/value head: part 0's sums, in the output, plus those of parts 1, 2, … in
@@ -945,6 +961,11 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
   // The modulated case that training steps take (no noise, no statistics): its vectorised loop.
   mode.fast_modulation = std::is_same_v<T, float> && mode.modulated && !p.noise && !p.hard && !o.modulation_moments &&
                          !o.modulation_entropy && !mode.want_entropy;
+  // The pruning plan (empty when off); its counts for the statistics.
+  const std::vector<std::uint8_t> plan =
+      p.prune_threshold > 0 && p.causal ? prune_plan(p) : std::vector<std::uint8_t>();
+  if (o.tile_counts && !plan.empty()) count_plan(plan, o.tile_counts);
+  const std::int64_t n_kt = (Tk + kAttnTileK - 1) / kAttnTileK;
   // Per-task partial modulation-entropy sums, added per head in task order (deterministic).
   std::vector<T> mod_entropy_partial(o.modulation_entropy ? static_cast<std::size_t>(BH * n_qt) : 0, T(0));
 
@@ -957,7 +978,8 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
     for (std::int64_t bh = 0; bh < BH; ++bh) {
       for (std::int64_t qt = 0; qt < n_qt; ++qt) {
         T mod_ent = 0;
-        forward_query_tile(p, o, mode, bh, qt, n_qt, ws, mod_ent);
+        const std::uint8_t* tile_plan = plan.empty() ? nullptr : plan.data() + (bh * n_qt + qt) * n_kt;
+        forward_query_tile(p, o, mode, bh, qt, n_qt, tile_plan, ws, mod_ent);
         if (o.modulation_entropy) mod_entropy_partial[static_cast<std::size_t>(bh * n_qt + qt)] = mod_ent;
       }
     }
@@ -999,13 +1021,17 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
   // The dK, dV sums of parts 1, 2, … of each group (empty without a split).
   const std::size_t part_rows = static_cast<std::size_t>(p.B * p.H_kv * (split.parts - 1) * Tk * d);
   std::vector<T> dk_parts(g.dk ? part_rows : 0), dv_parts(g.dv ? part_rows : 0);
+  // The forward's pruning plan, rebuilt from the same inputs (empty when off).
+  const std::vector<std::uint8_t> plan =
+      p.prune_threshold > 0 && p.causal ? prune_plan(p) : std::vector<std::uint8_t>();
+  const std::uint8_t* plan_data = plan.empty() ? nullptr : plan.data();
 
   const bool parallel_bwd = units > 1 && worth_parallel(BH * Tn * Tk * d);
 #pragma omp parallel if (parallel_bwd)
   {
     BackwardScratch<T> ws(Tn, n_qt);
 #pragma omp for schedule(dynamic)
-    for (std::int64_t u = 0; u < units; ++u) backward_unit(p, in, g, mode, split, u, dk_parts, dv_parts, ws);
+    for (std::int64_t u = 0; u < units; ++u) backward_unit(p, in, g, mode, split, u, dk_parts, dv_parts, plan_data, ws);
   }
   add_backward_parts(p, split, g.dk, dk_parts);
   add_backward_parts(p, split, g.dv, dv_parts);

@@ -15,6 +15,11 @@
 // Skipped query rows (FlashParams::active): the forward writes 0 to their output, lse and row
 // statistics, the backward reads none of their d_out and writes 0 to their dq; blocks of queries
 // without an active row return at once.
+//
+// Adaptive computation pruning (FlashParams::prune_threshold > 0, causal only): both entry points
+// first build the tile plan (flash_prune_plan, the bound of ops/attention/prune_plan.h) from the
+// inputs, the same one each time, and every kernel passes over the (64-query, 64-key) pairs it
+// skips, whatever inner tiles it walks.
 #pragma once
 #include <cstdint>
 
@@ -47,6 +52,10 @@ struct FlashParams {
   bool noise = false;
   std::uint64_t noise_seed = 0, noise_stream = 0, noise_offset = 0;
   const std::int32_t* active = nullptr;  // [B, Tq]: 0 skips query row i of sequence b; null: all rows active
+  double prune_threshold = 0;            // θ of adaptive computation pruning (causal only); 0 = off
+  // The plan [B·H, query tiles, key tiles] of ops/attention/prune_plan.h, or null: set by the entry
+  // points below when they prune, for their kernels.
+  const std::uint8_t* tile_plan = nullptr;
 };
 
 // Partial moments of the modulation's G over one query block of one head (merged in order by the op).
@@ -71,6 +80,7 @@ struct FlashForwardOutputs {
   float* row_asum = nullptr;
   float* row_sink = nullptr;
   FlashMoments* modulation_moments = nullptr;  // [B·H·flash_query_blocks(T)] or null (modulation only)
+  long long* tile_counts = nullptr;            // host [2], with pruning: += the tile pairs skipped, walked
 };
 
 struct FlashBackwardInputs {
@@ -94,6 +104,11 @@ struct FlashBackwardOutputs {
   float* d_modulation_col = nullptr;  // Σ_i du_ij
   float* d_alpha_partial = nullptr;   // [B·H·flash_key_blocks(Tk)]: dL/dα partials, summed in order by the caller
 };
+
+// The pruning plan's length in bytes (B·H·query tiles·key tiles), and the plan of p into the device
+// array `plan`; `counts` (host [2], or null) += the pairs skipped and walked, read back synchronously.
+long long flash_prune_plan_size(const FlashParams& p);
+void flash_prune_plan(const FlashParams& p, std::uint8_t* plan, long long* counts, CUstream_st* stream);
 
 void flash_attention_forward(const FlashParams& p, const FlashForwardOutputs& o, CUstream_st* stream);
 // Deterministic: no atomics; every gradient element is written by one thread in a fixed order (dk and

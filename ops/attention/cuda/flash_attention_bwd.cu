@@ -70,9 +70,17 @@ void dispatch_bwd(const FlashParams& p, const FlashBackwardInputs& in, const Fla
 
 long long flash_key_blocks(long long T) { return (T + flash::kBlockRows - 1) / flash::kBlockRows; }
 
-void flash_attention_backward(const FlashParams& p, const FlashBackwardInputs& in, const FlashBackwardOutputs& g,
+void flash_attention_backward(const FlashParams& params, const FlashBackwardInputs& in, const FlashBackwardOutputs& g,
                               CUstream_st* stream) {
-  flash::check_grid(p, "flash_attention_backward");
+  flash::check_grid(params, "flash_attention_backward");
+  // The forward's pruning plan, rebuilt from the same inputs.
+  FlashParams p = params;
+  const bool prune = p.prune_threshold > 0 && p.causal;
+  Scratch plan(prune ? static_cast<std::size_t>(flash_prune_plan_size(p)) : 0);
+  if (prune) {
+    flash_prune_plan(p, plan.as<std::uint8_t>(), nullptr, stream);
+    p.tile_plan = plan.as<std::uint8_t>();
+  }
   if (!g.dq || !g.dk || !g.dv || !in.d_out || !in.out || !in.lse)
     throw ValueError("flash_attention_backward: out, lse, d_out, dq, dk and dv are required");
   if (p.elem == FlashElem::bf16)

@@ -7,6 +7,7 @@
 #include "core/tensor/error.h"
 #include "ops/attention/cuda/flash_attention.h"
 #include "ops/attention/cuda/flash_fwd_kernel.cuh"
+#include "ops/cuda/scratch.h"
 
 namespace gattn::cuda {
 
@@ -46,8 +47,15 @@ void dispatch_fwd(const FlashParams& p, const FlashForwardOutputs& o, CUstream_s
 bool flash_head_dim_supported(long long d) { return d == 16 || d == 32 || d == 64 || d == 128; }
 long long flash_query_blocks(long long T) { return (T + flash::kBlockQ - 1) / flash::kBlockQ; }
 
-void flash_attention_forward(const FlashParams& p, const FlashForwardOutputs& o, CUstream_st* stream) {
-  flash::check_grid(p, "flash_attention_forward");
+void flash_attention_forward(const FlashParams& params, const FlashForwardOutputs& o, CUstream_st* stream) {
+  flash::check_grid(params, "flash_attention_forward");
+  FlashParams p = params;
+  const bool prune = p.prune_threshold > 0 && p.causal;
+  Scratch plan(prune ? static_cast<std::size_t>(flash_prune_plan_size(p)) : 0);
+  if (prune) {
+    flash_prune_plan(p, plan.as<std::uint8_t>(), o.tile_counts, stream);
+    p.tile_plan = plan.as<std::uint8_t>();
+  }
   if (p.elem == FlashElem::bf16)
     flash::dispatch_fwd<std::uint16_t>(p, o, stream);
   else

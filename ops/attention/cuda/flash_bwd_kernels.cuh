@@ -31,10 +31,13 @@
 #include "ops/attention/cuda/flash_attention.h"
 #include "ops/attention/cuda/flash_mma.cuh"
 #include "ops/attention/cuda/flash_terms.cuh"
+#include "ops/attention/prune_plan.h"
 
 namespace gattn::cuda::flash {
 
 constexpr int kBlockRows = 64;  // keys per dK/dV block, queries per dQ block (16 per warp)
+// The pruning plan's tiles are these blocks; the inner tiles (32 or 64) lie inside one plan tile.
+static_assert(kBlockRows == ops::kPruneTile, "one pruning-plan tile per block");
 // The inner tile the block walks (queries for dK/dV, keys for dQ): 32 for d = 128, whose two
 // 16×128 f32 accumulators per warp already take 128 registers a lane.
 template <int D>
@@ -139,6 +142,7 @@ __global__ void __launch_bounds__(kThreads)
   const long long i_first = p.causal ? j0 : 0;
   const long long i_end =
       !p.causal || p.window == 0 ? T : (j0 + kBlockRows - 1 + p.window < T ? j0 + kBlockRows - 1 + p.window : T);
+  const long long n_qt = (T + kBlockRows - 1) / kBlockRows;  // the pruning plan's query tiles
   for (long long bh = kvh * group; bh < (kvh + 1) * group; ++bh) {
     // Query head bh: its queries in [B·H·Tq] from `base`, its column terms in [B·H·Tk] from `kbase`.
     const long long base = bh * T, kbase = bh * Tk;
@@ -153,6 +157,9 @@ __global__ void __launch_bounds__(kThreads)
     float col_ds[2] = {0, 0}, col_du[2] = {0, 0}, d_alpha = 0.0f;
 
     for (long long i0 = i_first; i0 < i_end; i0 += kQ) {
+      // A pruned pair (the same answer on every thread), as the forward passed over it.
+      if (p.tile_plan && p.tile_plan[(bh * n_qt + i0 / kBlockRows) * gridDim.x + blockIdx.x] == ops::kTileSkip)
+        continue;
       if (!block_has_active_row(p, bh, i0, kQ)) continue;  // a barrier too: the previous tile is no longer read
       // Both staged as zeros on skipped rows: their dS is 0, but dK = dSᵀ·Q sums over the tile's
       // rows, and 0 times a padding row's NaN or Inf is NaN.
@@ -323,7 +330,9 @@ __global__ void __launch_bounds__(kThreads)
 
   const long long j_first = first_visible_key(p, i0);
   const long long j_end = end_visible_key(p, i0, kBlockRows);
+  const long long n_kt = (Tk + kBlockRows - 1) / kBlockRows;  // the pruning plan's key tiles
   for (long long j0 = j_first / kK * kK; j0 < j_end; j0 += kK) {
+    if (p.tile_plan && p.tile_plan[(bh * gridDim.x + qb) * n_kt + j0 / kBlockRows] == ops::kTileSkip) continue;
     __syncthreads();
     stage_rows<kK, D, In>(sK, k + kvbase * D, j0, Tk);
     stage_rows<kK, D, In>(sV, v + kvbase * D, j0, Tk);

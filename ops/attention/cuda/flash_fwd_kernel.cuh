@@ -23,11 +23,13 @@
 #include "ops/attention/cuda/flash_attention.h"
 #include "ops/attention/cuda/flash_mma.cuh"
 #include "ops/attention/cuda/flash_terms.cuh"
+#include "ops/attention/prune_plan.h"
 
 namespace gattn::cuda::flash {
 
 constexpr int kBlockQ = 64;  // query rows per block (16 per warp)
 constexpr int kBlockK = 64;  // keys per tile
+static_assert(kBlockQ == ops::kPruneTile && kBlockK == ops::kPruneTile, "one pruning-plan entry per block tile pair");
 
 template <int D>
 constexpr int fwd_smem_bytes() {
@@ -111,7 +113,10 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
 
   const long long j_first = first_visible_key(p, i0);
   const long long j_end = end_visible_key(p, i0, kBlockQ);  // keys [j_first, j_end) can be visible
+  const long long n_kt = (Tk + kBlockK - 1) / kBlockK;
   for (long long j0 = j_first / kBlockK * kBlockK; j0 < j_end; j0 += kBlockK) {
+    // A pruned pair: the whole block passes over it (the plan entry is the same for every thread).
+    if (p.tile_plan && p.tile_plan[(bh * gridDim.x + qb) * n_kt + j0 / kBlockK] == ops::kTileSkip) continue;
     __syncthreads();  // the previous tile's K, V and key terms are no longer read
     stage_rows<kBlockK, D, In>(sK, k + kvbase * D, j0, Tk);
     stage_rows<kBlockK, D, In>(sV, v + kvbase * D, j0, Tk);
