@@ -57,7 +57,7 @@ rows = {}
 for l in open(sys.argv[1]):
     d = json.loads(l)
     last = d["loss_by_position"][-1]
-    rows.setdefault(d["run"], {}).setdefault(d["context"], {})[d["seed"]] = (d["loss"], last["loss"])  # the newest
+    rows.setdefault(d["run"], {}).setdefault(d.get("context_length", d.get("context")), {})[d["seed"]] = (d["loss"], last["loss"])  # the newest
 contexts = sorted({c for r in rows.values() for c in r})
 def cell(values):
     if not values: return "–"

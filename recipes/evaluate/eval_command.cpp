@@ -7,7 +7,7 @@
 // with another vocabulary is refused).
 //
 // `--context N` evaluates windows of N tokens instead of the block size: any N for a rope or none
-// model, at most the block size for learned positions. The line then carries "context" and
+// model, at most the block size for learned positions. The line then carries "context_length" and
 // "loss_by_position", the loss in log-spaced position buckets, so a model's length extrapolation
 // shows position by position; the windows are evaluated as many at a time as keep a batch near
 // train.batch_size windows of the block.
@@ -51,7 +51,7 @@ int run_eval(const EvalArgs& args) {
   options.by_position = !model.config().encoder_decoder();  // a decoder's positions are its own
   EvalResult e = evaluate(model, *data, cfg, rows, nullptr, options);
   nlohmann::json line = {{"tokens", e.tokens}};
-  if (args.context_given) line["context"] = context;
+  if (args.context_given) line["context_length"] = context;
   add_eval_fields(line, e);  // loss, accuracy and the val gate statistics: a val line's fields
   std::cout << line.dump() << "\n";
   return 0;

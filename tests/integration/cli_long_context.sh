@@ -28,7 +28,7 @@ got=$("$gattn" eval --checkpoint "$tmp/none" --context 64 eval.max_windows=3 2>&
 python3 - "$got" <<'PY' || fail "eval --context 64's line is wrong: $got"
 import json, sys
 line = json.loads(sys.argv[1].strip().splitlines()[-1])
-assert line["context"] == 64, line
+assert line["context_length"] == 64, line
 buckets = line["loss_by_position"]
 assert [(b["from"], b["to"]) for b in buckets] == [(0, 1), (1, 2), (2, 4), (4, 8), (8, 16), (16, 32), (32, 64)], buckets
 assert sum(b["tokens"] for b in buckets) == line["tokens"] == 3 * 64, (line["tokens"], buckets)
@@ -36,9 +36,9 @@ mean = sum(b["loss"] * b["tokens"] for b in buckets) / line["tokens"]
 assert abs(mean - line["loss"]) <= 1e-5 * line["loss"], (mean, line["loss"])
 assert all(b["tokens"] == 3 * (b["to"] - b["from"]) for b in buckets), buckets
 PY
-# At the block size the line has the buckets too, and no "context" (none was asked for).
+# At the block size the line has the buckets too, and no "context_length" (none was asked for).
 got=$("$gattn" eval --checkpoint "$tmp/none" 2>&1) || fail "eval exited $?: $got"
-python3 -c 'import json,sys; l=json.loads(sys.argv[1].splitlines()[-1]); assert "context" not in l and l["loss_by_position"][-1]["to"] == 16, l' "$got" ||
+python3 -c 'import json,sys; l=json.loads(sys.argv[1].splitlines()[-1]); assert "context_length" not in l and l["loss_by_position"][-1]["to"] == 16, l' "$got" ||
   fail "eval at the block: $got"
 
 "$gattn" report "$tmp/none" --context 64 -o "$tmp/report.html" >/dev/null 2>&1 || fail "report --context exited $?"
@@ -58,6 +58,22 @@ expect_refusal "--context -5" "context" "$gattn" eval --checkpoint "$tmp/none" -
 expect_refusal "--context 1e12" "--context" "$gattn" eval --checkpoint "$tmp/none" --context 1000000000000
 "$make_checkpoint" "$tmp/learned" none >/dev/null || fail "make_checkpoint failed"
 expect_refusal "--context past learned" "block_size=32" "$gattn" eval --checkpoint "$tmp/learned" --context 33 data.kind=text data.path="$tmp/text.txt"
+
+# Pruning the forget gate's far key tiles: a block of 256 (4 key tiles) with strong forgetting
+# (σ(1) ≈ 0.73 a step) logs the share of tile pairs skipped; bad thresholds are refused by name.
+out=$("$gattn" train --config "$tmp/none.yaml" run.dir="$tmp/pruned" model.block_size=256 train.batch_size=2 \
+  model.gate.init_bias=1 model.gate.prune_threshold=0.001 train.max_steps=2 train.log_every=1 eval.every=2 2>&1) ||
+  fail "a pruned run exited $?: $out"
+python3 - "$tmp/pruned/metrics.jsonl" <<'PY' || fail "the pruned run logs no skipped tiles"
+import json, sys
+train = [l for l in map(json.loads, open(sys.argv[1])) if l["split"] == "train"]
+assert all(0 < l["attn_pruned_tile_frac"] < 1 for l in train), train
+PY
+expect_refusal "prune_threshold -0.1" "prune_threshold" "$gattn" train --config "$tmp/none.yaml" run.dir="$tmp/p2" \
+  model.gate.prune_threshold=-0.1
+expect_refusal "prune_threshold on output" "prune_threshold" "$gattn" train --config "$tmp/none.yaml" \
+  run.dir="$tmp/p3" model.gate.kind=output model.gate.prune_threshold=0.001
+[[ ! -e "$tmp/p2/checkpoints" && ! -e "$tmp/p3/checkpoints" ]] || fail "a refused threshold wrote checkpoints"
 
 # MQAR: trains, reports answer accuracy; pairs that do not fit the sequence are refused.
 cat >"$tmp/mqar.yaml" <<YAML
