@@ -10,7 +10,7 @@
 # shards first (scripts/shakespeare_bpe.sh).
 #
 #   benchmarks/scripts/long_context_study.sh [SEED ...]     # default: 0 1 2
-#   CONFIGS="rope_none nope_forget" CONTEXTS="128 512" benchmarks/scripts/long_context_study.sh 0
+#   CONFIGS="rope_none nope_forget" CONTEXTS="128 512" NORMS=false benchmarks/scripts/long_context_study.sh 0
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -26,7 +26,7 @@ results="$out/results.jsonl"
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); binary $gattn"
 for seed in "${seeds[@]}"; do
   for config in "${configs[@]}"; do
-    norms=(false true)
+    read -r -a norms <<<"${NORMS:-false true}"
     [[ $config == *_none ]] && norms=(false)  # no gate, no gate input
     for norm in "${norms[@]}"; do
       name=$config

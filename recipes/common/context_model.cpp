@@ -21,11 +21,12 @@ void fit_model_to_context(CheckpointModel& ckpt, std::int64_t context, std::int6
                      ": beyond model.block_size=" + std::to_string(mc.block_size) +
                      ", the length of the learned position table (model.position learned); a rope or none model "
                      "runs at any length");
-  // The weights, and per window row the logits (f32, and their f64 copy for the per-position loss)
-  // beside the widest activations a layer of the no-grad forward holds at once.
+  // The weights, and per window row the logits (f32, and a host f32 copy for the per-position loss
+  // where they are not f32 on the host) beside the widest activations a layer of the no-grad forward
+  // holds at once.
   const double V = static_cast<double>(mc.vocab_size), C = static_cast<double>(mc.n_embd);
   const double bytes = 4.0 * static_cast<double>(ckpt.model->num_parameters()) +
-                       static_cast<double>(rows) * static_cast<double>(context) * (20.0 * V + 64.0 * C);
+                       static_cast<double>(rows) * static_cast<double>(context) * (12.0 * V + 64.0 * C);
   const std::string shortfall =
       memory_shortfall(bytes, std::to_string(rows) + " window(s) of " + std::to_string(context) + " tokens");
   if (!shortfall.empty()) throw UsageError(flag + " " + std::to_string(context) + ": " + shortfall);

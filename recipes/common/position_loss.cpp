@@ -24,7 +24,10 @@ void add_position_losses(const Tensor& logits, const Tensor& targets, std::vecto
   if (buckets.empty() || buckets.back().to < T)
     throw ShapeError("add_position_losses: the buckets end at " +
                      std::to_string(buckets.empty() ? 0 : buckets.back().to) + ", before T=" + std::to_string(T));
-  const std::vector<double> z = logits.to(Device::cpu).to_vector();
+  // Read in place as f32 on the host: a copy as doubles would be 8·B·T·V bytes (gigabytes for an
+  // imported model's vocabulary), while each row's sums are taken in double below.
+  const Tensor z = logits.to(Device::cpu).to(DType::f32);
+  const float* data = z.data<float>();
   const std::vector<double> y = targets.to(Device::cpu).to_vector();
   std::size_t bucket = 0;
   for (std::int64_t t = 0; t < T; ++t) {
@@ -32,11 +35,11 @@ void add_position_losses(const Tensor& logits, const Tensor& targets, std::vecto
     for (std::int64_t b = 0; b < B; ++b) {
       const double target = y[static_cast<std::size_t>(b * T + t)];
       if (target < 0) continue;
-      const double* row = z.data() + (b * T + t) * V;
+      const float* row = data + (b * T + t) * V;
       const double top = *std::max_element(row, row + V);
       double sum = 0;
-      for (std::int64_t v = 0; v < V; ++v) sum += std::exp(row[v] - top);
-      buckets[bucket].loss_sum += top + std::log(sum) - row[static_cast<std::int64_t>(target)];
+      for (std::int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - top);
+      buckets[bucket].loss_sum += top + std::log(sum) - static_cast<double>(row[static_cast<std::int64_t>(target)]);
       ++buckets[bucket].tokens;
     }
   }
