@@ -7,7 +7,7 @@
 # tokens/s. Results go to runs/mqar/results.jsonl.
 #
 #   benchmarks/scripts/mqar_study.sh [SEED ...]     # default: 0 1 2
-#   KINDS="none forget" LENGTHS="256 2048" benchmarks/scripts/mqar_study.sh 0
+#   KINDS="none forget" LENGTHS="256 2048" STEPS=200 benchmarks/scripts/mqar_study.sh 0
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -16,6 +16,8 @@ seeds=("$@")
 gattn=${GATTN:-./build/gattn}
 read -r -a kinds <<<"${KINDS:-none output score forget pair}"
 read -r -a lengths <<<"${LENGTHS:-256 512 1024 2048}"
+steps=()
+[[ -n ${STEPS:-} ]] && steps=(train.max_steps="$STEPS" eval.every="$STEPS" checkpoint.every="$STEPS")
 out=runs/mqar
 mkdir -p "$out"
 results="$out/results.jsonl"
@@ -26,7 +28,7 @@ for seed in "${seeds[@]}"; do
       dir="$out/${kind}_L${length}_seed$seed"
       rm -rf "$dir"
       "$gattn" train --config configs/long_context/mqar.yaml seed="$seed" run.dir="$dir" model.gate.kind="$kind" \
-        model.block_size=$((length - 1)) train.batch_size=$((4096 / length)) >"$dir.log" 2>&1
+        model.block_size=$((length - 1)) train.batch_size=$((4096 / length)) "${steps[@]}" >"$dir.log" 2>&1
       line=$("$gattn" eval --checkpoint "$dir" eval.max_windows=256)
       python3 - "$line" "$dir/metrics.jsonl" "$kind" "$length" "$seed" >>"$results" <<'PY'
 import json, sys
