@@ -28,4 +28,15 @@ Batch GeneratedDataset::eval_batch(std::int64_t first_window, std::int64_t count
   return b;
 }
 
+void GeneratedDataset::store_row(Batch& b, std::int64_t r, std::int64_t block_size,
+                                 const std::vector<std::int32_t>& seq, const std::vector<char>& is_answer) {
+  std::int32_t* x = b.x.data<std::int32_t>() + r * block_size;
+  std::int32_t* y = b.y.data<std::int32_t>() + r * block_size;
+  for (std::int64_t t = 0; t < block_size; ++t) {
+    const auto i = static_cast<std::size_t>(t);
+    x[t] = seq[i];
+    y[t] = is_answer[i + 1] ? seq[i + 1] : -1;
+  }
+}
+
 }  // namespace gattn::data_detail

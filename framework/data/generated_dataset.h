@@ -5,6 +5,7 @@
 // to draw one row.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "framework/data/dataset.h"
 
@@ -28,6 +29,10 @@ class GeneratedDataset : public Dataset {
   virtual Batch empty_rows(std::int64_t rows, std::int64_t block_size) const = 0;
   // Draws one example from gen into row r of b.
   virtual void fill_row(Batch& b, std::int64_t r, std::int64_t block_size, Generator& gen) const = 0;
+  // Writes a sequence of block_size + 1 tokens into row r of b: x = seq[0, T), and y[t] = seq[t + 1]
+  // where that token is an answer (is_answer[t + 1]), else −1, so the loss counts the answers only.
+  static void store_row(Batch& b, std::int64_t r, std::int64_t block_size, const std::vector<std::int32_t>& seq,
+                        const std::vector<char>& is_answer);
 
  private:
   std::uint64_t seed_;

@@ -108,13 +108,7 @@ class MqarDataset : public GeneratedDataset {
       seq[at + 1] = values[order[q]];
       is_answer[at + 1] = 1;
     }
-    std::int32_t* x = b.x.data<std::int32_t>() + r * block_size;
-    std::int32_t* y = b.y.data<std::int32_t>() + r * block_size;
-    for (std::int64_t t = 0; t < block_size; ++t) {
-      const auto i = static_cast<std::size_t>(t);
-      x[t] = seq[i];
-      y[t] = is_answer[i + 1] ? seq[i + 1] : -1;
-    }
+    store_row(b, r, block_size, seq, is_answer);
   }
 
   DataOptions options_;
