@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,6 +15,9 @@
 #include "framework/runtime/threads.h"
 #include "models/gating/registry.h"
 #include "models/gpt.h"
+#include "models/kv_cache.h"
+#include "ops/shape.h"
+#include "test_util.h"
 
 namespace gattn::test {
 
@@ -111,6 +115,40 @@ inline ::testing::AssertionResult model_grads_ok(models::GPT& model, const std::
   if (n_fail)
     return ::testing::AssertionFailure() << n_fail << " of " << checked << " elements differ:\n" << failures.str();
   return ::testing::AssertionSuccess();
+}
+
+// The cached-forward check of a position scheme: `c` made the cached tests' model (block 11,
+// vocabulary 7, windows [0, 3]; gate parameters perturbed, eval mode), two sequences of 11 tokens
+// and their full-forward logits.
+struct CachedCase {
+  models::ModelConfig config;
+  std::unique_ptr<models::GPT> model;
+  Tensor idx, full;
+};
+inline CachedCase cached_case(models::ModelConfig c) {
+  c.block_size = 11;
+  c.vocab_size = 7;
+  c.gate.options["windows"] = {0, 3};
+  CachedCase out{c, std::make_unique<models::GPT>(c, 3), tokens(2, 11, c.vocab_size, 5), Tensor()};
+  perturb_gate_parameters(*out.model, 11);
+  out.model->eval();
+  NoGradGuard no_grad;
+  out.full = out.model->forward(out.idx).logits;
+  return out;
+}
+
+// Feeds the case's tokens through a fresh KV cache in `chunks`, the first at absolute position
+// `start`, and expects each chunk's logits to equal the full forward's (within atol, rtol).
+inline void expect_cached_equals_full(CachedCase& k, std::int64_t start, const std::vector<std::int64_t>& chunks,
+                                      double atol, double rtol) {
+  models::KVCache cache(k.config, k.idx.size(0));
+  std::int64_t pos = 0;
+  for (std::int64_t chunk : chunks) {
+    Tensor logits = k.model->forward_cached(ops::slice(k.idx, 1, pos, pos + chunk), cache, start + pos);
+    EXPECT_TRUE(all_close(logits, ops::slice(k.full, 1, pos, pos + chunk), atol, rtol))
+        << "positions " << start + pos << " … " << start + pos + chunk - 1;
+    pos += chunk;
+  }
 }
 
 }  // namespace gattn::test

@@ -62,30 +62,10 @@ TEST(PositionNone, WholeModelGradcheck) {
 class PositionNoneCached : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PositionNoneCached, EqualsTheFullForwardInChunksAndFarPastTheBlock) {
-  ModelConfig c = none_config(GetParam());
-  c.block_size = 11;
-  c.vocab_size = 7;
-  c.gate.options["windows"] = {0, 3};
-  GPT model(c, 3);
-  test::perturb_gate_parameters(model, 11);
-  model.eval();
-  const std::int64_t B = 2, T = 11;
-  Tensor idx = test::tokens(B, T, c.vocab_size, 5), full;
-  {
-    NoGradGuard no_grad;
-    full = model.forward(idx).logits;
-  }
-  for (const std::int64_t start : {std::int64_t{0}, std::int64_t{1000000}}) {
-    models::KVCache cache(c, B);
-    std::int64_t pos = 0;
-    for (std::int64_t chunk : {4, 1, 1, 2, 1, 2}) {
-      Tensor logits = model.forward_cached(ops::slice(idx, 1, pos, pos + chunk), cache, start + pos);
-      // Without positions the absolute position changes nothing: the same bits' worth at 10⁶.
-      EXPECT_TRUE(test::all_close(logits, ops::slice(full, 1, pos, pos + chunk), 1e-11, 1e-9))
-          << "positions " << start + pos << " … " << start + pos + chunk - 1;
-      pos += chunk;
-    }
-  }
+  test::CachedCase k = test::cached_case(none_config(GetParam()));
+  // Without positions the absolute position changes nothing: the same tolerance at 10⁶ as at 0.
+  for (const std::int64_t start : {std::int64_t{0}, std::int64_t{1000000}})
+    test::expect_cached_equals_full(k, start, {4, 1, 1, 2, 1, 2}, 1e-11, 1e-9);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, PositionNoneCached, ::testing::ValuesIn(test::all_gate_kinds()),

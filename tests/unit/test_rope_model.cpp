@@ -141,38 +141,11 @@ TEST(RopeModel, WholeModelGradcheck) {
 class RopeCached : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RopeCached, EqualsTheFullForwardInChunks) {
-  ModelConfig c = rope_config(GetParam());
-  c.block_size = 11;
-  c.vocab_size = 7;
-  c.gate.options["windows"] = {0, 3};
-  GPT model(c, 3);
-  test::perturb_gate_parameters(model, 11);
-  model.eval();
-  const std::int64_t B = 2, T = 11;
-  Tensor idx = test::tokens(B, T, c.vocab_size, 5), full;
-  {
-    NoGradGuard no_grad;
-    full = model.forward(idx).logits;
-  }
-  models::KVCache cache(c, B);
-  std::int64_t pos = 0;
-  for (std::int64_t chunk : {4, 1, 1, 2, 1, 2}) {
-    Tensor logits = model.forward_cached(ops::slice(idx, 1, pos, pos + chunk), cache);
-    EXPECT_TRUE(test::all_close(logits, ops::slice(full, 1, pos, pos + chunk), 1e-11, 1e-9))
-        << "positions " << pos << " … " << pos + chunk - 1;
-    pos += chunk;
-  }
+  test::CachedCase k = test::cached_case(rope_config(GetParam()));
+  test::expect_cached_equals_full(k, 0, {4, 1, 1, 2, 1, 2}, 1e-11, 1e-9);
   // The same sequence at absolute positions 10⁶ … 10⁶+10, far past block_size: rotary scores depend
   // on p_i − p_j only, so the logits are the full forward's (to the rounding of the larger angles).
-  models::KVCache shifted(c, B);
-  const std::int64_t start = 1000000;
-  pos = 0;
-  for (std::int64_t chunk : {3, 1, 5, 2}) {
-    Tensor logits = model.forward_cached(ops::slice(idx, 1, pos, pos + chunk), shifted, start + pos);
-    EXPECT_TRUE(test::all_close(logits, ops::slice(full, 1, pos, pos + chunk), 1e-8, 1e-7))
-        << "positions " << start + pos << " …";
-    pos += chunk;
-  }
+  test::expect_cached_equals_full(k, 1000000, {3, 1, 5, 2}, 1e-8, 1e-7);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, RopeCached, ::testing::ValuesIn(test::all_gate_kinds()),
