@@ -2,17 +2,15 @@
 #include "recipes/ablate/run_position_loss.h"
 
 #include "framework/data/dataset.h"
-#include "recipes/common/checkpoint_model.h"
 #include "recipes/common/context_model.h"
 #include "recipes/common/evaluation.h"
 #include "recipes/common/run_setup.h"
 
 namespace gattn::recipes {
 
-RunPositionLoss run_position_loss(const std::string& run_dir, std::int64_t context, std::int64_t windows) {
+RunPositionLoss run_position_loss(CheckpointModel& ckpt, std::int64_t context) {
   RunPositionLoss out;
   try {
-    CheckpointModel ckpt = load_checkpoint_model(run_dir, {"eval.max_windows=" + std::to_string(windows)}, "report");
     const models::ModelConfig& mc = ckpt.model->config();
     if (mc.encoder_decoder()) {
       out.note = "an encoder–decoder: its decoder positions are its target's";

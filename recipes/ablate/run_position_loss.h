@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "recipes/common/checkpoint_model.h"
 #include "recipes/common/position_loss.h"
 
 namespace gattn::recipes {
@@ -16,9 +17,11 @@ struct RunPositionLoss {
   std::vector<PositionBucket> buckets;  // empty when there is no curve
 };
 
-// `windows` val windows of `context` tokens (0: the run's block size). A learned-position run asked
-// for more than its block is evaluated at its block, with a note; a run without a checkpoint, an
-// encoder–decoder, or one whose data cannot be read gets a note instead of failing the report.
-RunPositionLoss run_position_loss(const std::string& run_dir, std::int64_t context, std::int64_t windows);
+// The val windows (at most the loaded config's eval.max_windows) of `context` tokens (0: the run's
+// block size). A rope or position-free model is rebuilt in `ckpt` for a longer context (so run it
+// after anything that needs the model as trained). A learned-position run asked for more than its
+// block is evaluated at its block, with a note; an encoder–decoder, or a run whose data cannot be
+// read, gets a note instead of failing the report.
+RunPositionLoss run_position_loss(CheckpointModel& ckpt, std::int64_t context);
 
 }  // namespace gattn::recipes

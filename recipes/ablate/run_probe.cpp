@@ -8,7 +8,6 @@
 #include "framework/io/checkpoint_text.h"
 #include "framework/text/text_codec.h"
 #include "ops/shape.h"
-#include "recipes/common/checkpoint_model.h"
 #include "recipes/common/run_setup.h"
 
 namespace gattn::recipes {
@@ -48,10 +47,9 @@ std::string token_text(const CheckpointModel& ckpt, std::int32_t id, bool seq2se
 
 }  // namespace
 
-RunProbe probe_run(const std::string& run_dir, std::int64_t windows, std::int64_t max_tokens) {
+RunProbe probe_run(CheckpointModel& ckpt, std::int64_t windows, std::int64_t max_tokens) {
   RunProbe probe;
   try {
-    CheckpointModel ckpt = load_checkpoint_model(run_dir, {}, "report");
     models::GPT& model = *ckpt.model;
     const std::int64_t T = model.config().block_size;
     const bool seq2seq = model.config().encoder_decoder();

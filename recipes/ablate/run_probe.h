@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "models/attention.h"
+#include "recipes/common/checkpoint_model.h"
 
 namespace gattn::recipes {
 
@@ -28,10 +29,10 @@ struct RunProbe {
   bool seq2seq() const { return !source_tokens.empty(); }
 };
 
-// `windows` val windows (at least 1) feed the gate histograms; the first one, cut to `max_tokens`
-// positions (of the decoder's input, for an encoder–decoder), is the sample text. A run without a
-// checkpoint, or whose data cannot be read from here, gives a probe with a note instead of failing
-// the report.
-RunProbe probe_run(const std::string& run_dir, std::int64_t windows, std::int64_t max_tokens);
+// `windows` val windows (at least 1) of the run's loaded checkpoint `ckpt` feed the gate
+// histograms; the first one, cut to `max_tokens` positions (of the decoder's input, for an
+// encoder–decoder), is the sample text. A run whose data cannot be read from here gives a probe
+// with a note instead of failing the report.
+RunProbe probe_run(CheckpointModel& ckpt, std::int64_t windows, std::int64_t max_tokens);
 
 }  // namespace gattn::recipes
