@@ -166,6 +166,10 @@ stage_deps() {
   # libraries' own dependencies (OpenBLAS → libgfortran, OpenMPI's plugins).
   export LD_LIBRARY_PATH="$deps/usr/lib/$multiarch:$deps/usr/lib/$multiarch/openblas-openmp:$deps/usr/lib/$multiarch/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   prefix_args=(-DCMAKE_PREFIX_PATH="$deps/usr")
+  # pkg-config modules (PCRE2) from the prefix: their .pc files say prefix=/usr, which would send
+  # the compiler to the image's /usr/include; the prefix is redefined to where they were unpacked.
+  export PKG_CONFIG_PATH="$deps/usr/lib/$multiarch/pkgconfig:$deps/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  prefix_args+=(-DPKG_CONFIG_ARGN="--define-variable=prefix=$deps/usr")
   if [[ -x $deps/usr/bin/mpirun ]]; then
     # OpenMPI finds its plugins, help texts and wrapper data under OPAL_PREFIX instead of /usr.
     export OPAL_PREFIX="$deps/usr" PATH="$deps/usr/bin:$PATH"

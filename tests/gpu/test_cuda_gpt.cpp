@@ -104,6 +104,26 @@ TEST(CudaGpt, RopeMatchesTheCpu) {
   }
 }
 
+TEST(CudaGpt, LayerStatisticsMatchTheCpu) {
+  // collect_stats on the GPU: the residual stream's max |x| is reduced on the device (row maxima of
+  // x and −x) and the gate moments too; both agree with the host's computation on the CPU model.
+  GATTN_REQUIRE_DEVICE();
+  ExactF32 exact;
+  ModelPair m(small_config("output"));
+  const Tensor x = test::tokens(3, 13, 11, 1), y = test::tokens(3, 13, 11, 2);
+  models::ForwardOptions fo;
+  fo.collect_stats = true;
+  const models::ForwardResult rc = m.cpu->forward(x, y, fo);
+  const models::ForwardResult rg = m.gpu->forward(x.to(Device::cuda), y.to(Device::cuda), fo);
+  ASSERT_EQ(rg.stats.size(), rc.stats.size());
+  for (std::size_t l = 0; l < rc.stats.size(); ++l) {
+    SCOPED_TRACE("layer " + std::to_string(l));
+    EXPECT_GT(rc.stats[l].act_max, 0.0);
+    EXPECT_TRUE(close(rg.stats[l].act_max, rc.stats[l].act_max, 1e-5, "act_max"));
+    EXPECT_TRUE(close(rg.stats[l].gate.mean(), rc.stats[l].gate.mean(), 1e-5, "gate mean"));
+  }
+}
+
 // A hard gate is 1[G > θ]: where G lies within rounding of θ the two devices may disagree (the
 // GPU's expf differs from glibc's by up to 2 ulp, and its products sum in another order), and one
 // flipped gate moves the loss by far more than the tolerance. So a test of hard gates must keep
