@@ -24,8 +24,8 @@ struct LayerStats {
   ops::AttentionStats attention;
   ops::GateMoments gate;  // all gate values of this layer, every gate pooled (empty without gates)
   // The gate values of each head [H], pooled over the layer's gates that have one value set per head
-  // (score, forget, output, context); empty when no gate of the layer reports per head. The pair
-  // gate's values live inside the fused op, which pools its heads: they are in `gate` only.
+  // (score, forget, output, context) and the pair gate (its fused op returns them per head); empty
+  // when no gate of the layer reports per head. A head without a gate has empty moments.
   std::vector<ops::GateMoments> gate_by_head;
   // Massive activations (Sun et al. 2024; Qiu et al. 2025's second measure beside the first-token
   // share): max |x| over the residual stream after the block, every sequence, position and channel.

@@ -49,8 +49,13 @@ void inspect_modulation(const ops::AttentionTerms& terms, LayerInspection& out) 
   const std::vector<double> a = terms.modulation_row.to_vector(), c = terms.modulation_col.to_vector();
   const double tau = terms.modulation_temperature;
   std::vector<double> by_token(static_cast<std::size_t>(T), 0.0);
+  // The heads the modulation is meant for (every head, or those of a per-head α's `heads`).
+  std::vector<std::int64_t> heads = terms.modulation_heads;
+  if (heads.empty())
+    for (std::int64_t h = 0; h < H; ++h) heads.push_back(h);
+  const auto n_heads = static_cast<double>(heads.size());
   for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < H; ++h)
+    for (std::int64_t h : heads)
       for (std::int64_t i = 0; i < T; ++i)
         for (std::int64_t j = 0; j <= i; ++j) {
           const std::size_t row = static_cast<std::size_t>((b * H + h) * T);
@@ -59,7 +64,7 @@ void inspect_modulation(const ops::AttentionTerms& terms, LayerInspection& out) 
               (1.0 + std::exp(-(a[row + static_cast<std::size_t>(i)] + c[row + static_cast<std::size_t>(j)]) / tau));
           if (!std::isnan(terms.modulation_hard_threshold)) g = g > terms.modulation_hard_threshold ? 1.0 : 0.0;
           out.gate_values.push_back(g);
-          if (b == 0) by_token[static_cast<std::size_t>(i)] += g / static_cast<double>(H * (i + 1));
+          if (b == 0) by_token[static_cast<std::size_t>(i)] += g / (n_heads * static_cast<double>(i + 1));
         }
   add_gate_by_token(out, by_token);
 }

@@ -61,6 +61,34 @@ double modulated_pairs(const Tensor& q, const ops::AttentionOptions& options) {
   return pairs * static_cast<double>(H);
 }
 
+// Statistics of a modulation meant for some heads only (α = 0 on the rest): the pooled moments
+// become those heads' alone, and the other heads' entries are emptied.
+void keep_modulated_heads(ops::AttentionStats& stats, const std::vector<std::int64_t>& heads) {
+  if (heads.empty()) return;
+  std::vector<ops::GateMoments> by_head(stats.modulation_by_head.size());
+  stats.modulation = {};
+  for (std::int64_t h : heads) {
+    const auto i = static_cast<std::size_t>(h);
+    if (i >= by_head.size()) continue;
+    by_head[i] = stats.modulation_by_head[i];
+    stats.modulation.merge(by_head[i]);
+  }
+  stats.modulation_by_head = std::move(by_head);
+}
+
+void merge_by_head(std::vector<ops::GateMoments>& into, const std::vector<ops::GateMoments>& from) {
+  if (from.empty()) return;
+  if (into.size() < from.size()) into.resize(from.size());
+  for (std::size_t h = 0; h < from.size(); ++h) into[h].merge(from[h]);
+}
+
+// [1, H]: 1 on the listed heads, 0 elsewhere.
+Tensor head_indicator(const std::vector<std::int64_t>& heads, std::int64_t H, DType dtype, Device device) {
+  std::vector<double> m(static_cast<std::size_t>(H), 0.0);
+  for (std::int64_t h : heads) m[static_cast<std::size_t>(h)] = 1.0;
+  return Tensor::from(m, {1, H}, dtype).to(device);
+}
+
 }  // namespace
 
 ops::AttentionResult run_attention(const AttentionInputs& in, const ops::AttentionTerms& terms, AttentionContext& ctx,
@@ -73,13 +101,21 @@ ops::AttentionResult run_attention(const AttentionInputs& in, const ops::Attenti
   options.modulation_entropy = modulated && ctx.wants(kGateEntropy);
   ops::AttentionResult r = ops::flash_attention(in.q, in.k, in.v, terms, options);
   if (collect) {
+    if (modulated) keep_modulated_heads(stats, terms.modulation_heads);
     ctx.stats->attention.merge(stats);
     ctx.stats->gate.merge(stats.modulation);  // the modulation's values are gate values (empty without one)
+    merge_by_head(ctx.stats->gate_by_head, stats.modulation_by_head);
   }
   if (report_rows && ctx.wants(kAttnEntropy))
     ctx.add_regularizer(kAttnEntropy, ops::sum(r.row_entropy), static_cast<double>(r.row_entropy.numel()));
-  if (options.modulation_entropy)
-    ctx.add_regularizer(kGateEntropy, ops::sum(r.modulation_entropy), modulated_pairs(in.q, options));
+  if (options.modulation_entropy) {
+    // [B, H]: only the heads the modulation is meant for count.
+    const Tensor& e = r.modulation_entropy;
+    const std::vector<std::int64_t>& heads = terms.modulation_heads;
+    const Tensor kept = heads.empty() ? e : ops::mul(e, head_indicator(heads, e.size(1), e.dtype(), e.device()));
+    const double share = heads.empty() ? 1.0 : static_cast<double>(heads.size()) / static_cast<double>(e.size(1));
+    ctx.add_regularizer(kGateEntropy, ops::sum(kept), modulated_pairs(in.q, options) * share);
+  }
   if (report_rows && ctx.inspect) {
     ctx.inspect->attention = attention_weights(in.q, in.k, terms, options.window, options.causal);
     ctx.inspect->keys = in.k.size(2);

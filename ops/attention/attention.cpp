@@ -25,6 +25,8 @@ void AttentionStats::merge(const AttentionStats& o) {
   sink_sum += o.sink_sum;
   sink_count += o.sink_count;
   modulation.merge(o.modulation);
+  if (modulation_by_head.size() < o.modulation_by_head.size()) modulation_by_head.resize(o.modulation_by_head.size());
+  for (std::size_t h = 0; h < o.modulation_by_head.size(); ++h) modulation_by_head[h].merge(o.modulation_by_head[h]);
   pruned_tiles += o.pruned_tiles;
   visited_tiles += o.visited_tiles;
 }
@@ -35,7 +37,8 @@ namespace {
 struct SavedAttention {
   Tensor q, k, v, row_bias, col_bias, modulation_row, modulation_col;
   double alpha = 0;
-  Tensor active;  // i32 [B, Tq] or undefined
+  Tensor alpha_by_head;  // [H] when α is per head (then `alpha` is unused), else undefined
+  Tensor active;         // i32 [B, Tq] or undefined
   Tensor out, lse, row_entropy, row_asum;
   AttentionOptions options;
   double inv_tau = 1;
@@ -65,6 +68,7 @@ cpu::FlashAttentionParams<T> make_params(const SavedAttention& s) {
     p.modulation_row = s.modulation_row.data<T>();
     p.modulation_col = s.modulation_col.data<T>();
     p.alpha = static_cast<T>(s.alpha);
+    if (s.alpha_by_head.defined()) p.alpha_by_head = s.alpha_by_head.data<T>();
     p.inv_tau = static_cast<T>(s.inv_tau);
     p.hard = !std::isnan(s.hard_threshold);
     if (p.hard) p.hard_threshold = static_cast<T>(s.hard_threshold);
@@ -138,7 +142,13 @@ void check_attention_args(const Tensor& q, const Tensor& k, const Tensor& v, con
   check_term(terms.col_bias, cols, "col_bias");
   check_term(terms.modulation_row, rows, "modulation_row");
   check_term(terms.modulation_col, cols, "modulation_col");
-  check_term(terms.modulation_alpha, Shape{1}, "modulation_alpha");
+  // α: one for every head, or one per query head.
+  const Shape one_alpha{1}, head_alpha{q.size(1)};
+  const Tensor& alpha = terms.modulation_alpha;
+  if (alpha.defined() && alpha.shape() != one_alpha && alpha.shape() != head_alpha)
+    throw ShapeError(op + ": modulation_alpha has shape " + shape_str(alpha.shape()) + ", expected [1] or " +
+                     shape_str(head_alpha) + " (one α, or one per query head) for q " + shape_str(q.shape()));
+  check_term(alpha, alpha.defined() ? alpha.shape() : one_alpha, "modulation_alpha");
   const bool modulated =
       terms.modulation_row.defined() || terms.modulation_col.defined() || terms.modulation_alpha.defined();
   if (modulated &&
@@ -199,7 +209,10 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
   if (modulated) {
     s.modulation_row = terms.modulation_row.detach();
     s.modulation_col = terms.modulation_col.detach();
-    s.alpha = terms.modulation_alpha.item();
+    if (terms.modulation_alpha.numel() == 1)
+      s.alpha = terms.modulation_alpha.item();
+    else
+      s.alpha_by_head = terms.modulation_alpha.detach();
     s.inv_tau = 1.0 / terms.modulation_temperature;
     s.hard_threshold = terms.modulation_hard_threshold;
     if (terms.modulation_noise) {
@@ -258,7 +271,11 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
           ++st.sink_count;
         }
       }
-    for (const GateMoments& g : moments) st.modulation.merge(g);
+    if (modulated) st.modulation_by_head.resize(static_cast<std::size_t>(H));
+    for (std::size_t t = 0; t < moments.size(); ++t) {  // partial t is (bh, query tile) = (t / n_qt, t % n_qt)
+      st.modulation.merge(moments[t]);
+      st.modulation_by_head[static_cast<std::size_t>(static_cast<std::int64_t>(t) / n_qt % H)].merge(moments[t]);
+    }
     st.pruned_tiles = tile_counts[0];
     st.visited_tiles = tile_counts[1];
     options.stats->merge(st);
@@ -315,9 +332,12 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
       g.d_alpha_partial = alpha_partial.empty() ? nullptr : alpha_partial.data();
       cpu::flash_attention_backward(make_params<T>(s), in, g);
       if (want.modulation_alpha) {
-        double total = 0;
-        for (T x : alpha_partial) total += static_cast<double>(x);
-        d_alpha = Tensor::full({1}, total, s.q.dtype());
+        // The partials are per (b, h): summed in order into α's one value, or into each head's.
+        const std::int64_t heads = s.alpha_by_head.defined() ? qs[1] : 1;
+        std::vector<double> total(static_cast<std::size_t>(heads), 0.0);
+        for (std::size_t bh = 0; bh < alpha_partial.size(); ++bh)
+          total[bh % static_cast<std::size_t>(heads)] += static_cast<double>(alpha_partial[bh]);
+        d_alpha = Tensor::from(total, {heads}, s.q.dtype());
       }
     });
     return std::vector<Tensor>{dq, dk, dv, drb, dcb, dmr, dmc, d_alpha};  // in attention_inputs' order

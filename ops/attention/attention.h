@@ -95,6 +95,9 @@ struct AttentionStats {
   double sink_sum = 0;  // Σ A_i0 over active queries i ≥ 1 (causal) or i ≥ 0 (not causal)
   std::int64_t sink_count = 0;
   GateMoments modulation;
+  // The same moments per query head [H] (the heads of one sequence pooled over the batch); merge
+  // adds head by head. Empty without modulation terms.
+  std::vector<GateMoments> modulation_by_head;
   // With pruning (AttentionOptions::prune_threshold > 0): the forward's (query tile, key tile)
   // pairs, over heads, that were skipped and that were computed. Both 0 without pruning.
   std::int64_t pruned_tiles = 0, visited_tiles = 0;
@@ -108,12 +111,16 @@ struct AttentionTerms {
   Tensor col_bias;                      // c_j [B, H, Tk], added to every logit of key column j
   Tensor modulation_row;                // a_i [B, H, Tq] (modulation_row, _col and _alpha: all or none)
   Tensor modulation_col;                // b_j [B, H, Tk]
-  Tensor modulation_alpha;              // [1]: α, already a value in (0, 1), differentiable
+  Tensor modulation_alpha;              // [1] or [H]: α, one or per query head, values in [0, 1], differentiable
   double modulation_temperature = 1.0;  // τ
   // θ of a hard modulation: M = α·1[G > θ] + 1 − α forward, the soft G's gradient backward
   // (straight-through). NaN: the soft modulation.
   double modulation_hard_threshold = std::numeric_limits<double>::quiet_NaN();
   Generator* modulation_noise = nullptr;  // logistic noise source (while training)
+  // The heads the modulation is meant for when α is per head with zeros elsewhere (ascending); empty:
+  // every head. The kernels do not read it (α_h = 0 already makes M = 1); the model's statistics,
+  // regularisers and inspection count only these heads.
+  std::vector<std::int64_t> modulation_heads;
 };
 
 struct AttentionOptions {

@@ -38,6 +38,7 @@ Tensor run(const CachedAttentionInputs& in) {
   const std::int64_t B = in.q.size(0), H = in.q.size(1), Tq = in.q.size(2), d = in.q.size(3);
   Tensor out = Tensor::empty({B, H, Tq, d}, in.q.dtype());
   cpu::CachedAttentionParams<T> p;
+  std::vector<T> alpha_by_head;  // α per head in T, when given
   p.BH = B * H;
   p.group = in.k.size(1) > 0 ? H / in.k.size(1) : 1;
   p.Tq = Tq;
@@ -55,6 +56,11 @@ Tensor run(const CachedAttentionInputs& in) {
     p.modulation_row = in.modulation_row.data<T>();
     p.modulation_col = in.modulation_col.data<T>();
     p.alpha = static_cast<T>(in.modulation_alpha);
+    if (!in.modulation_alpha_by_head.empty()) {
+      alpha_by_head.assign(in.modulation_alpha_by_head.begin(), in.modulation_alpha_by_head.end());
+      p.alpha_by_head = alpha_by_head.data();
+      p.heads = H;
+    }
     p.inv_tau = static_cast<T>(1.0 / in.modulation_temperature);
     p.hard = !std::isnan(in.modulation_hard_threshold);
     if (p.hard) p.hard_threshold = static_cast<T>(in.modulation_hard_threshold);
@@ -99,6 +105,10 @@ Tensor cached_attention(const CachedAttentionInputs& in) {
     throw ValueError(std::string(kOp) + ": modulation_row and modulation_col must be given together");
   check_input(in.modulation_row, {B, H, Tq}, in.q, "modulation_row");
   check_input(in.modulation_col, {B, H, capacity}, in.q, "modulation_col");
+  if (!in.modulation_alpha_by_head.empty() && static_cast<std::int64_t>(in.modulation_alpha_by_head.size()) != H)
+    throw ShapeError(std::string(kOp) + ": modulation_alpha_by_head has " +
+                     std::to_string(in.modulation_alpha_by_head.size()) + " values, expected one per query head (" +
+                     std::to_string(H) + ")");
   if (in.modulation_row.defined() && !(in.modulation_temperature > 0))
     throw ValueError(std::string(kOp) + ": modulation_temperature must be > 0");
   check_index_input(in.key_positions, {B, H, capacity}, "key_positions");

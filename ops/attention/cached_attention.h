@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "core/tensor/tensor.h"
 
@@ -19,12 +20,13 @@ struct CachedAttentionInputs {
   Tensor v;                 // [B, H_kv, capacity, d], H_kv dividing H
   std::int64_t length = 0;  // positions in the cache, the new ones included
   // Terms (undefined = absent), per query head: per new query [B, H, Tq], per cached key [B, H, capacity].
-  Tensor row_bias;                    // r_i of the Tq new queries, added to each of their logits
-  Tensor col_bias;                    // c_j of every cached key, added to each logit of column j
-  Tensor modulation_row;              // a_i of the Tq new queries (with modulation_col)
-  Tensor modulation_col;              // b_j of every cached key
-  double modulation_alpha = 0;        // α
-  double modulation_temperature = 1;  // τ (no noise: inference)
+  Tensor row_bias;                               // r_i of the Tq new queries, added to each of their logits
+  Tensor col_bias;                               // c_j of every cached key, added to each logit of column j
+  Tensor modulation_row;                         // a_i of the Tq new queries (with modulation_col)
+  Tensor modulation_col;                         // b_j of every cached key
+  double modulation_alpha = 0;                   // α
+  std::vector<double> modulation_alpha_by_head;  // [H] or empty: α per query head (then the above is unused)
+  double modulation_temperature = 1;             // τ (no noise: inference)
   // θ of a hard modulation (1[G > θ] in place of G); NaN = the soft modulation.
   double modulation_hard_threshold = std::numeric_limits<double>::quiet_NaN();
   std::int64_t window = 0;  // 0: full causal; w > 0: keys i − w < j ≤ i

@@ -159,7 +159,10 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
     Gv = std::isnan(terms.modulation_hard_threshold)
              ? G
              : ops::heaviside(ops::add_scalar(G.detach(), -terms.modulation_hard_threshold)) + (G - G.detach());
-    M = ops::add_scalar(ops::mul(Gv, terms.modulation_alpha) - terms.modulation_alpha, 1.0);
+    // α [1], or per head [H] broadcast over [B, H, Tq, Tk].
+    const Tensor alpha = terms.modulation_alpha.numel() == 1 ? terms.modulation_alpha
+                                                             : ops::reshape(terms.modulation_alpha, {1, H, 1, 1});
+    M = ops::add_scalar(ops::mul(Gv, alpha) - alpha, 1.0);
     A = P * M;
   }
 
@@ -214,12 +217,16 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
     }
     if (modulated) {  // the moments of G over visible entries of active rows need the values themselves
       const std::vector<double> g = Gv.to_vector(), hid = hidden.to_vector();
+      st.modulation_by_head.resize(static_cast<std::size_t>(H));
       for (std::int64_t bh = 0; bh < B * H; ++bh)
         for (std::int64_t i = 0; i < T; ++i) {
           if (!active(bh / H, i)) continue;
           for (std::int64_t j = 0; j < Tk; ++j)
-            if (hid[static_cast<std::size_t>(i * Tk + j)] == 0)
-              st.modulation.add(g[static_cast<std::size_t>((bh * T + i) * Tk + j)]);
+            if (hid[static_cast<std::size_t>(i * Tk + j)] == 0) {
+              const double v = g[static_cast<std::size_t>((bh * T + i) * Tk + j)];
+              st.modulation.add(v);
+              st.modulation_by_head[static_cast<std::size_t>(bh % H)].add(v);
+            }
         }
     }
     options.stats->merge(st);

@@ -80,6 +80,7 @@ float* f32_or_null(const Tensor& t) { return t.defined() ? t.kernel_data<float>(
 // What the backward needs, detached (no reference cycle through the outputs).
 struct SavedFlash {
   Tensor q, k, v, row_bias, col_bias, modulation_row, modulation_col;  // bias and modulation terms f32
+  Tensor alpha_by_head;                                                // f32 [H] when α is per head
   Tensor active;                                                       // active_queries: i32 [B, Tq] or undefined
   Tensor out, lse;
   Tensor row_entropy, row_asum;  // f32, with the entropy output only
@@ -94,6 +95,7 @@ void set_pointers(cuda::FlashParams& p, const SavedFlash& s) {
   p.col_bias = f32_or_null(s.col_bias);
   p.modulation_row = f32_or_null(s.modulation_row);
   p.modulation_col = f32_or_null(s.modulation_col);
+  p.alpha_by_head = f32_or_null(s.alpha_by_head);
   p.active = s.active.defined() ? s.active.kernel_data<std::int32_t>() : nullptr;
 }
 
@@ -126,7 +128,10 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
   if (modulated) {
     s.modulation_row = terms.modulation_row.detach();
     s.modulation_col = terms.modulation_col.detach();
-    p.alpha = static_cast<float>(terms.modulation_alpha.item());
+    if (terms.modulation_alpha.numel() == 1)
+      p.alpha = static_cast<float>(terms.modulation_alpha.item());
+    else
+      s.alpha_by_head = terms.modulation_alpha.detach();
     p.inv_tau = static_cast<float>(1.0 / terms.modulation_temperature);
     p.hard = !std::isnan(terms.modulation_hard_threshold);
     if (p.hard) p.hard_threshold = static_cast<float>(terms.modulation_hard_threshold);
@@ -192,7 +197,9 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
       moments.resize(static_cast<std::size_t>(BH * n_qb));
       cuda::copy_bytes(moments.data(), Device::cpu, moments_dev.as<void>(), Device::cuda,
                        moments.size() * sizeof(cuda::FlashMoments));
-      for (const cuda::FlashMoments& m : moments) {
+      st.modulation_by_head.resize(static_cast<std::size_t>(H));
+      for (std::size_t t = 0; t < moments.size(); ++t) {  // partial t is (bh, query block) = (t / n_qb, t % n_qb)
+        const cuda::FlashMoments& m = moments[t];
         GateMoments g;
         g.sum = m.sum;
         g.sum_sq = m.sum_sq;
@@ -200,6 +207,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
         g.below_0_1 = m.below_0_1;
         g.above_0_9 = m.above_0_9;
         st.modulation.merge(g);
+        st.modulation_by_head[static_cast<std::size_t>(static_cast<long long>(t) / n_qb % H)].merge(g);
       }
     }
     st.pruned_tiles = tile_counts[0];
@@ -258,7 +266,10 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     Tensor d_alpha;
     if (want.modulation_alpha) {
       autograd::NoGradGuard no_grad;
-      d_alpha = sum(alpha_partial).alias(Shape{1});  // the CUDA reduction's fixed tree: deterministic
+      // The CUDA reduction's fixed tree: deterministic. Per (b, h, key block): into α's one value, or
+      // into each head's.
+      d_alpha = s.alpha_by_head.defined() ? sum(alpha_partial.alias(Shape{qs[0], qs[1], n_kb}), {0, 2})
+                                          : sum(alpha_partial).alias(Shape{1});
     }
     // In attention_inputs' order.
     return std::vector<Tensor>{

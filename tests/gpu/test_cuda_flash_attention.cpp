@@ -231,6 +231,34 @@ TEST(CudaFlashAttention, MatchesTheCpuOpForEveryKindHeadDimAndLength) {
       }
 }
 
+TEST(CudaFlashAttention, AlphaPerHeadMatchesTheCpuOp) {
+  // α per query head with zeros (the pair gate's `heads`): out, every gradient (α's [H] one
+  // included) and the per-head modulation moments against the CPU op in f64.
+  GATTN_REQUIRE_DEVICE();
+  const std::int64_t B = 2, H = 3;
+  std::uint64_t seed = 5000;
+  for (const Kind& c : {kKinds[3], kKinds[4], kKinds[6]})  // modulation, with noise, with every term
+    for (std::int64_t T : {37, 130}) {
+      SCOPED_TRACE(std::string(c.name) + " T=" + std::to_string(T));
+      Inputs in = make_inputs(c, B, H, T, 64, seed += 10);
+      in.mod_alpha = Tensor::from({0.7, 0.0, 0.35}, {H}, DType::f32);
+      const Tensor d_out = frand({B, H, T, 64}, seed + 9).to(DType::bf16);
+      const Outcome want = run_case(c, leaves(in, DType::f64, DType::f64, Device::cpu), d_out.to(DType::f64), 77);
+      const Outcome got = run_case(c, leaves(in, DType::bf16, DType::f32, Device::cuda), d_out, 77);
+      EXPECT_TRUE(close(got.out, want.out, std::ldexp(1.0, -7), 0.0, "out"));
+      for (std::size_t i = 0; i < got.grads.size(); ++i)
+        EXPECT_TRUE(close_grad(got.grads, want.grads, i, 1e-4, std::ldexp(1.0, -5), kGradNames[i]));
+      ASSERT_EQ(got.grads[7].shape(), (Shape{H}));
+      expect_same_stats(got.stats, want.stats);
+      ASSERT_EQ(got.stats.modulation_by_head.size(), static_cast<std::size_t>(H));
+      for (std::size_t h = 0; h < 3; ++h) {
+        const ops::GateMoments &g = got.stats.modulation_by_head[h], &w = want.stats.modulation_by_head[h];
+        EXPECT_EQ(g.count, w.count) << "head " << h;
+        EXPECT_NEAR(g.sum, w.sum, 1e-4 * std::abs(w.sum) + 1e-5) << "head " << h;
+      }
+    }
+}
+
 // f32 tensors under autocast take the same kernels, rounding to bf16 as they are staged: with
 // bf16-exact inputs the f32 accumulators are the same, so the f32 output is the bf16 run's before
 // its last rounding (|Δ| ≤ u·|O|), and the gradients agree to the same bf16 rounding of the results.

@@ -73,7 +73,8 @@ expect() {  # expect PATTERN ARGS...: exit 2 and one stderr line matching PATTER
 }
 expect "model.gate.activation: 'softplus' means nothing for gate kind 'score'" model.gate.kind=score model.gate.activation=softplus
 expect "model.gate.groups: must divide model.n_head=2" model.gate.kind=forget model.gate.groups=3
-expect "model.gate.heads: means nothing for gate kind 'pair'" model.gate.kind=pair 'model.gate.heads=[0]'
+expect "model.gate.dropout: means nothing for gate kind 'pair'" model.gate.kind=pair model.gate.dropout=0.1
+expect "model.gate.heads: head 2 out of range" model.gate.kind=pair 'model.gate.heads=[1,2]'
 expect "regularization.gate_l1 means nothing for model.gate (kind pair)" model.gate.kind=pair regularization.gate_l1=0.1
 expect "model.gate.heads: head 5 out of range" model.gate.kind=output 'model.gate.heads=[5]'
 expect "model.gate.dropout" model.gate.kind=output model.gate.dropout=1.0

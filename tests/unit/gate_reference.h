@@ -4,6 +4,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -190,7 +191,7 @@ inline Tensor ref_per_head(const models::GateConfig& g, const Tensor& x, std::in
 }
 
 struct RefGate {
-  Tensor key_bias, forget_cum, pair_g, pair_alpha;  // [B,H,T], [B,H,T], [B,H,T,T], [1]
+  Tensor key_bias, forget_cum, pair_g, pair_alpha;  // [B,H,T], [B,H,T], [B,H,T,T], [1,H,1,1]
 };
 
 inline Tensor naive_attention(const Tensor& q, const Tensor& k, const Tensor& v, const RefGate& g,
@@ -262,26 +263,50 @@ inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
     const double inv_tau = 1.0 / ref_tau(pg, step);
     const bool shared = ref_option(pg, "shared_projection", false).get<bool>();
     const Tensor wq = G("pair", shared ? "weight" : "wq"), wk = G("pair", shared ? "weight" : "wk");
-    Tensor a = ops::sum(ref_gate_input(pg, q) * ops::reshape(wq, {1, H, 1, d}), {3});
-    Tensor b = ops::sum(ref_gate_input(pg, k) * ops::reshape(wk, {1, H, 1, d}), {3});
+    // heads: the listed heads carry the gate, their parameter rows in head order; a head without it
+    // has M = 1 (α = 0 there), its G unused.
+    const nlohmann::json listed = ref_option(pg, "heads", "all");
+    std::vector<std::int64_t> carried;
+    for (std::int64_t n = 0; n < H; ++n)
+      if (listed.is_string() || std::find(listed.begin(), listed.end(), n) != listed.end()) carried.push_back(n);
+    auto row_of = [&](std::int64_t n) {
+      return static_cast<std::int64_t>(std::find(carried.begin(), carried.end(), n) - carried.begin());
+    };
+    const Tensor qn = ref_gate_input(pg, q), kn = ref_gate_input(pg, k);
+    auto head_term = [&](const Tensor& x, const Tensor& w, std::int64_t n) {  // [B, 1, T]: x_n · w_row(n)
+      return ops::sum(
+          ops::slice(x, 1, n, n + 1) * ops::reshape(ops::slice(w, 0, row_of(n), row_of(n) + 1), {1, 1, 1, d}), {3});
+    };
     // groups: head n takes the sums over its group's heads, and its group's bias.
     const std::int64_t groups = ref_option(pg, "groups", 1).get<std::int64_t>();
     std::vector<Tensor> ga, gb;
+    std::vector<double> alpha_mask;
     for (std::int64_t n = 0; n < H; ++n) {
-      const std::int64_t g0 = n - n % groups;
-      ga.push_back(ops::sum(ops::slice(a, 1, g0, g0 + groups), {1}, true) +
-                   ops::reshape(ops::slice(G("pair", "bias"), 0, n / groups, n / groups + 1), {1, 1, 1}));
-      gb.push_back(ops::sum(ops::slice(b, 1, g0, g0 + groups), {1}, true));
+      const bool has = std::find(carried.begin(), carried.end(), n) != carried.end();
+      alpha_mask.push_back(has ? 1.0 : 0.0);
+      if (!has) {
+        ga.push_back(Tensor::zeros({B, 1, T}, h.dtype()));
+        gb.push_back(Tensor::zeros({B, 1, T}, h.dtype()));
+        continue;
+      }
+      const std::int64_t g0 = n - n % groups, unit = row_of(g0) / groups;
+      Tensor sa = head_term(qn, wq, g0), sb = head_term(kn, wk, g0);
+      for (std::int64_t m = g0 + 1; m < g0 + groups; ++m) {
+        sa = sa + head_term(qn, wq, m);
+        sb = sb + head_term(kn, wk, m);
+      }
+      ga.push_back(sa + ops::reshape(ops::slice(G("pair", "bias"), 0, unit, unit + 1), {1, 1, 1}));
+      gb.push_back(sb);
     }
-    a = ops::concat(ga, 1);
-    b = ops::concat(gb, 1);
+    const Tensor a = ops::concat(ga, 1), b = ops::concat(gb, 1);
     g.pair_g = ops::sigmoid(ops::mul_scalar(ops::unsqueeze(a, 3) + ops::unsqueeze(b, 2), inv_tau));
     if (ref_option(pg, "hard", false).get<bool>()) {
       const double theta = ref_option(pg, "hard_threshold", 0.5).get<double>();
       g.pair_g = host_map(g.pair_g, [&](double x) { return x > theta ? 1.0 : 0.0; });
     }
-    // A ramp r: α(rG + 1 − r) + 1 − α = (αr)G + 1 − αr.
-    g.pair_alpha = ops::mul_scalar(ops::sigmoid(G("pair", "alpha")), ref_ramp(pg, step));
+    // A ramp r: α(rG + 1 − r) + 1 − α = (αr)G + 1 − αr; per head [1, H, 1, 1], 0 without the gate.
+    g.pair_alpha = ops::mul_scalar(ops::sigmoid(G("pair", "alpha")), ref_ramp(pg, step)) *
+                   Tensor::from(alpha_mask, {1, H, 1, 1}, h.dtype());
   }
   // rope: the attention's q, k are rotated; the gates read them as they were (pair's a and b, the
   // context gate's q).

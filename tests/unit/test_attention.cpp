@@ -52,7 +52,9 @@ constexpr auto& kLeafNames = test::kAttentionLeafNames;
 // ranges the model produces: log σ(f) ≤ 0 column biases, a cumulative sum of log σ(f) (decreasing)
 // as row bias and its negation in the column bias, modulation logits of either sign, α in (0, 1).
 
-Inputs make_inputs(const Dims& s, unsigned terms, std::uint64_t seed, double tau = 1.0, double alpha = 0.7) {
+// alpha_by_head: α per head ([H] values) in place of the one α.
+Inputs make_inputs(const Dims& s, unsigned terms, std::uint64_t seed, double tau = 1.0, double alpha = 0.7,
+                   const std::vector<double>& alpha_by_head = {}) {
   NoGradGuard no_grad;
   Inputs in;
   const std::int64_t Tk = s.keys(), Tmax = std::max(s.T, Tk);
@@ -73,7 +75,8 @@ Inputs make_inputs(const Dims& s, unsigned terms, std::uint64_t seed, double tau
   if (terms & kMod) {
     in.mod_row = test::randn(rs, seed + 5, 1.5);
     in.mod_col = test::randn(cs, seed + 6, 1.5);
-    in.mod_alpha = Tensor::from({alpha}, {1}, DType::f64);
+    in.mod_alpha =
+        alpha_by_head.empty() ? Tensor::from({alpha}, {1}, DType::f64) : Tensor::from(alpha_by_head, {s.H}, DType::f64);
     in.tau = tau;
   }
   for (Tensor t : in.leaves())
@@ -364,6 +367,60 @@ TEST(AttentionStats, MatchReference) {
       }
 }
 
+TEST(AttentionVsReference, ModulationAlphaPerHead) {
+  // α per head, 0 on some heads (the pair gate's `heads`): the fused op against the composed one,
+  // every output and gradient, α's [H] gradient included, across tiles, windows and noise-free f64.
+  std::uint64_t seed = 8100;
+  for (const Dims& s : {Dims{1, 3, 5, 16}, Dims{2, 3, 70, 32}, Dims{1, 4, 130, 16}})
+    for (std::int64_t w : {0, 5}) {
+      std::vector<double> alpha(static_cast<std::size_t>(s.H));
+      for (std::int64_t h = 0; h < s.H; ++h) alpha[static_cast<std::size_t>(h)] = h % 2 ? 0.0 : 0.3 + 0.2 * h;
+      Inputs in = make_inputs(s, kMod | kCol, seed += 10, 1.0, 0.7, alpha);
+      expect_matches_reference(in, options_for(in, w), dims_str(s) + " window=" + std::to_string(w));
+    }
+}
+
+TEST(AttentionVsReference, ModulationAlphaZeroOnAHeadLeavesItPlain) {
+  // A head with α = 0 is plain attention: its output is that of the unmodulated op.
+  const Dims s{1, 2, 9, 16};
+  Inputs gated = make_inputs(s, kMod, 8200, 1.0, 0.7, {0.8, 0.0});
+  Inputs plain = gated;
+  plain.mod_row = plain.mod_col = plain.mod_alpha = Tensor();
+  const Tensor a = ops::flash_attention(gated.q, gated.k, gated.v, gated.terms()).out;
+  const Tensor b = ops::flash_attention(plain.q, plain.k, plain.v, plain.terms()).out;
+  EXPECT_TRUE(test::all_close(ops::slice(a, 1, 1, 2), ops::slice(b, 1, 1, 2), 1e-13, 1e-13));
+  EXPECT_FALSE(test::all_close(ops::slice(a, 1, 0, 1), ops::slice(b, 1, 0, 1), 1e-6, 1e-6));
+}
+
+TEST(AttentionStats, ModulationByHeadMatchesReferenceAndAddsUpToThePool) {
+  for (std::int64_t w : {0, 5}) {
+    SCOPED_TRACE("window=" + std::to_string(w));
+    const Dims s{2, 3, 70, 16};
+    Inputs in = make_inputs(s, kMod, 8300 + static_cast<std::uint64_t>(w));
+    ops::AttentionStats fused, ref;
+    ops::AttentionOptions opt;
+    opt.window = w;
+    opt.stats = &fused;
+    ops::flash_attention(in.q, in.k, in.v, in.terms(), opt);
+    opt.stats = &ref;
+    test::reference_attention(in.q, in.k, in.v, in.terms(), opt);
+    ASSERT_EQ(fused.modulation_by_head.size(), 3u);
+    ASSERT_EQ(ref.modulation_by_head.size(), 3u);
+    ops::GateMoments pooled;
+    for (std::size_t h = 0; h < 3; ++h) {
+      const ops::GateMoments &a = fused.modulation_by_head[h], &b = ref.modulation_by_head[h];
+      EXPECT_EQ(a.count, b.count) << "head " << h;
+      EXPECT_NEAR(a.sum, b.sum, 1e-9 * (1 + std::abs(b.sum))) << "head " << h;
+      EXPECT_EQ(a.below_0_1, b.below_0_1) << "head " << h;
+      pooled.merge(a);
+    }
+    EXPECT_EQ(pooled.count, fused.modulation.count);
+    EXPECT_NEAR(pooled.sum, fused.modulation.sum, 1e-9 * fused.modulation.sum);
+    // Heads differ (their own row and column terms), so the view is not the pool repeated.
+    EXPECT_NE(fused.modulation_by_head[0].mean(), fused.modulation_by_head[1].mean());
+  }
+}
+
 TEST(AttentionStats, AccumulateAcrossCalls) {
   Inputs in = make_inputs({1, 2, 10, 16}, kMod, 6100);
   ops::AttentionStats once, twice;
@@ -408,10 +465,11 @@ Tensor all_outputs(const ops::AttentionResult& r) {
 
 // `active`: an i32 [B, T] active_queries mask, or undefined.
 void gradcheck_kind(const Dims& s, unsigned terms, std::int64_t window, double tau = 1.0, std::uint64_t noise_seed = 0,
-                    const Tensor& active = {}, bool causal = true) {
+                    const Tensor& active = {}, bool causal = true, const std::vector<double>& alpha_by_head = {}) {
   SCOPED_TRACE(dims_str(s) + " terms=" + std::to_string(terms) + " window=" + std::to_string(window) +
-               (active.defined() ? " with skipped rows" : "") + (causal ? "" : " not causal"));
-  Inputs in = make_inputs(s, terms, 7000 + terms, tau);
+               (active.defined() ? " with skipped rows" : "") + (causal ? "" : " not causal") +
+               (alpha_by_head.empty() ? "" : " α per head"));
+  Inputs in = make_inputs(s, terms, 7000 + terms, tau, 0.7, alpha_by_head);
   std::vector<Tensor> xs;
   for (const Tensor& t : in.leaves())
     if (t.defined()) xs.push_back(t.detach());
@@ -453,6 +511,12 @@ TEST(AttentionGradcheck, RowAndColBias) {
 TEST(AttentionGradcheck, Modulation) { gradcheck_kind({2, 1, 5, 3}, kMod, 0); }
 TEST(AttentionGradcheck, ModulationTemperature) { gradcheck_kind({1, 2, 5, 3}, kMod, 0, 0.6); }
 TEST(AttentionGradcheck, ModulationNoise) { gradcheck_kind({1, 2, 5, 3}, kMod, 0, 1.5, 42); }
+TEST(AttentionGradcheck, ModulationAlphaPerHead) {
+  // One head without the modulation (α = 0): the others' α and the terms still check out, and α's
+  // gradient comes per head (the zero head's too: dL/dα_h is Σ dM (G − 1) whatever α_h is).
+  gradcheck_kind({2, 3, 5, 3}, kMod, 0, 1.0, 0, {}, true, {0.6, 0.0, 0.3});
+  gradcheck_kind({1, 2, 6, 3}, kAll, 2, 0.8, 42, {}, true, {0.0, 0.9});
+}
 TEST(AttentionGradcheck, Window) {
   gradcheck_kind({1, 2, 6, 3}, kNone, 1);
   gradcheck_kind({1, 2, 6, 3}, kAll, 2);
@@ -1117,9 +1181,9 @@ TEST(AttentionErrors, TermWrongShape) {
   expect_error<ShapeError>([&] { ops::flash_attention(p.q, p.k, p.v, g); },
                            {"flash_attention", "modulation_col", "[1, 2, 5, 1]"});
   g = p.terms();
-  g.modulation_alpha = Tensor::from({0.5, 0.5}, {2}, DType::f64);
+  g.modulation_alpha = Tensor::from({0.5, 0.5, 0.5}, {3}, DType::f64);  // neither one α nor one per head (2)
   expect_error<ShapeError>([&] { ops::flash_attention(p.q, p.k, p.v, g); },
-                           {"flash_attention", "modulation_alpha", "[2]"});
+                           {"flash_attention", "modulation_alpha", "[3]", "[1] or [2]"});
 }
 
 TEST(AttentionErrors, ModulationNeedsAllItsTerms) {

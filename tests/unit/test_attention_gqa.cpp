@@ -460,6 +460,31 @@ TEST(GqaCachedAttention, MatchesTheFullOpOnTheNewestRows) {
       }
 }
 
+TEST(GqaCachedAttention, AlphaPerHeadMatchesTheFullOp) {
+  // α per query head (0 on some: the pair gate's `heads`), in generation as in training.
+  const std::int64_t B = 2, H = 4, T = 9, d = 8, Tq = 2, capacity = T + 3;
+  const std::vector<double> alpha{0.0, 0.6, 0.25, 0.0};
+  for (std::int64_t Hkv : {2, 4}) {
+    SCOPED_TRACE("H_kv=" + std::to_string(Hkv));
+    NoGradGuard no_grad;
+    Inputs full = make_inputs({B, H, Hkv, T, d}, kMod, 9500 + static_cast<std::uint64_t>(Hkv), 0.5);
+    full.mod_alpha = Tensor::from(alpha, {H}, DType::f64);
+    const Tensor want = ops::slice(ops::flash_attention(full.q, full.k, full.v, full.terms()).out, 2, T - Tq, T);
+    ops::CachedAttentionInputs in;
+    in.q = ops::slice(full.q, 2, T - Tq, T).detach();
+    in.k = padded(full.k, capacity, 1e3);
+    in.v = padded(full.v, capacity, 1e3);
+    in.length = T;
+    in.modulation_row = ops::slice(full.mod_row, 2, T - Tq, T).detach();
+    in.modulation_col = padded(full.mod_col, capacity, -7);
+    in.modulation_alpha_by_head = alpha;
+    in.modulation_temperature = full.tau;
+    EXPECT_TRUE(test::all_close(ops::cached_attention(in), want, 1e-12, 1e-10));
+    in.modulation_alpha_by_head = {0.5};
+    EXPECT_THROW(ops::cached_attention(in), ShapeError);
+  }
+}
+
 TEST(GqaCachedAttention, IsTheCacheOfRepeatedHeadsUnderABudget) {
   // Top-k keys, skipped rows, per-head key positions and the accumulated attention (H2O) are per
   // query head: the same bits as a cache holding a copy of each key/value head per query head.

@@ -165,6 +165,29 @@ TEST(GateOptionsReference, PairSharedProjectionNormScheduleAndRamp) {
   expect_reference(options_config("pair", {{"groups", 2}}), 0);
   expect_reference(options_config("pair", {{"groups", 4}, {"shared_projection", true}}), 0);
   expect_reference(options_config("pair", {{"hard", true}, {"shared_projection", true}, {"ramp_steps", 2}}), 1);
+  // heads: a per-head α, 0 on the heads without the gate; parameters for the listed heads only.
+  expect_reference(options_config("pair", {{"heads", {1, 3}}}), 0);
+  expect_reference(options_config("pair", {{"groups", 2}, {"heads", {2, 3}}, {"input_norm", true}}), 0);
+  expect_reference(options_config("pair", {{"heads", {0}}, {"shared_projection", true}, {"ramp_steps", 4}}), 2);
+}
+
+TEST(GateOptionsReference, PairHeadsParametersAndGeneration) {
+  ModelConfig c = options_config("pair", {{"groups", 2}, {"heads", {0, 1}}});
+  GPT model(c, 2);
+  const auto params = model.named_parameters();
+  for (const auto& [name, p] : params) {
+    if (name.find(".gate.wq") != std::string::npos || name.find(".gate.wk") != std::string::npos) {
+      EXPECT_EQ(p.shape(), (Shape{2, 2})) << name;  // two carried heads of two dims
+    }
+    if (name.find(".gate.bias") != std::string::npos) {
+      EXPECT_EQ(p.shape(), (Shape{1})) << name;  // one group
+    }
+  }
+  c.block_size = 9;
+  expect_cache_equals_full_forward(c, 0);
+  ModelConfig one = options_config("pair", {{"heads", {3}}, {"hard", true}});
+  one.block_size = 9;
+  expect_cache_equals_full_forward(one, 0);
 }
 
 TEST(GateOptionsReference, SeveralGatesWithOptions) {
@@ -235,6 +258,8 @@ TEST(GateOptionsGrad, MultiplyingGatesWithActivationsAndDropout) {
 
 TEST(GateOptionsGrad, PairSharedProjectionNormAndRamp) {
   expect_gradcheck(options_config("pair", {{"groups", 2}, {"input_norm", true}}), 0);
+  expect_gradcheck(options_config("pair", {{"heads", {0, 2}}, {"input_norm", true}}), 0);
+  expect_gradcheck(options_config("pair", {{"groups", 2}, {"heads", {2, 3}}, {"ramp_steps", 3}}), 1);
   expect_gradcheck(options_config("pair", {{"shared_projection", true},
                                            {"input_norm", true},
                                            {"ramp_steps", 4},
@@ -252,7 +277,7 @@ TEST(GateOptionsNeutral, DefaultsSpelledOutAreBitwiseTheDefault) {
     nlohmann::json spelled = {{"temperature_final", 1.0}, {"temperature_steps", 10}, {"ramp_start", 0},
                               {"ramp_steps", 0},          {"dropout", 0.0},          {"input_norm", false}};
     spelled["hard"] = false;
-    if (kind != "pair" && kind != "input") spelled["heads"] = {0, 1, 2, 3};
+    if (kind != "input") spelled["heads"] = {0, 1, 2, 3};
     if (kind == "score" || kind == "forget" || kind == "output" || kind == "pair") spelled["groups"] = 1;
     ModelConfig same = options_config(kind, spelled);
     GPT a(plain, 4), b(same, 4);
@@ -388,6 +413,35 @@ TEST(GateOptionsStats, PerHeadMomentsFollowGroupsAndHeads) {
   for (const models::LayerStats& s : ro.stats) {
     ASSERT_EQ(s.gate_by_head.size(), 4u);
     for (const ops::GateMoments& m : s.gate_by_head) EXPECT_EQ(m.count, 24);  // B·T·d
+  }
+}
+
+TEST(GateOptionsStats, PairGateReportsPerHeadAndOnlyItsHeads) {
+  // The pair gate's G lives inside the fused op, which now returns its moments per head: the
+  // per-head view has them, and with `heads` only the listed heads count, pooled and per head.
+  models::ForwardOptions fo;
+  fo.collect_stats = true;
+  NoGradGuard no_grad;
+  const std::int64_t B = 2, T = 6, pairs = B * T * (T + 1) / 2;  // visible (query, key) pairs per head
+  for (const bool subset : {false, true}) {
+    SCOPED_TRACE(subset ? "heads [1, 3]" : "every head");
+    ModelConfig c = options_config("pair", subset ? nlohmann::json{{"heads", {1, 3}}} : nlohmann::json::object());
+    GPT model(c, 1);
+    test::perturb_gate_parameters(model, 2);
+    model.eval();
+    models::ForwardResult r = model.forward(test::tokens(B, T, c.vocab_size, 3), Tensor(), fo);
+    for (const models::LayerStats& s : r.stats) {
+      ASSERT_EQ(s.gate_by_head.size(), 4u);
+      ops::GateMoments pooled;
+      for (std::int64_t h = 0; h < 4; ++h) {
+        const bool carried = !subset || h % 2 == 1;
+        EXPECT_EQ(s.gate_by_head[static_cast<std::size_t>(h)].count, carried ? pairs : 0) << "head " << h;
+        pooled.merge(s.gate_by_head[static_cast<std::size_t>(h)]);
+      }
+      EXPECT_EQ(s.gate.count, pooled.count);
+      EXPECT_NEAR(s.gate.mean(), pooled.mean(), 1e-12);
+      EXPECT_NE(s.gate_by_head[1].mean(), s.gate_by_head[3].mean());
+    }
   }
 }
 

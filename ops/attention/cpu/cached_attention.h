@@ -30,7 +30,9 @@ struct CachedAttentionParams {
   const T* modulation_row = nullptr;  // [BH, Tq] or null (then modulation_col is null too)
   const T* modulation_col = nullptr;  // [BH, capacity]
   T alpha = 0, inv_tau = 1;
-  bool hard = false;  // a hard modulation: 1[G > hard_threshold] in place of G
+  const T* alpha_by_head = nullptr;  // [BH / batch = H] or null: α per query head (bh % heads)
+  std::int64_t heads = 1;            // query heads per sequence, with alpha_by_head
+  bool hard = false;                 // a hard modulation: 1[G > hard_threshold] in place of G
   T hard_threshold = T(0.5);
   const std::int32_t* key_positions = nullptr;  // [BH, capacity] or null (row j = position j)
   std::int64_t top_k_keys = 0;                  // > 0: only the top-k scores of each row
@@ -104,10 +106,11 @@ void cached_attention_forward(const CachedAttentionParams<T>& p) {
         // A_ij = P_ij · (α·σ((a_i + b_j)/τ) + 1 − α): the modulation, applied after the softmax.
         const T a = p.modulation_row[r];
         const T* col = p.modulation_col + bh * p.capacity;
+        const T alpha = p.alpha_by_head ? p.alpha_by_head[bh % p.heads] : p.alpha;
         for (std::int64_t j = lo; j <= i; ++j) {
           T g = T(1) / (T(1) + std::exp(-(a + col[j]) * p.inv_tau));
           if (p.hard) g = g > p.hard_threshold ? T(1) : T(0);
-          w[static_cast<std::size_t>(j)] *= p.alpha * g + T(1) - p.alpha;
+          w[static_cast<std::size_t>(j)] *= alpha * g + T(1) - alpha;
         }
       }
       std::fill(o, o + d, T(0));

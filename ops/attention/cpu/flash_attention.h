@@ -45,6 +45,7 @@ struct FlashAttentionParams {
   const T* modulation_row = nullptr;  // [B, H, Tq] or null (no modulation; then modulation_col is null too)
   const T* modulation_col = nullptr;  // [B, H, Tk]
   T alpha = 0;                        // modulation α
+  const T* alpha_by_head = nullptr;   // [H] or null: α per query head (then `alpha` is unused)
   T inv_tau = 1;                      // modulation 1/τ
   bool noise = false;                 // logistic noise on the modulation logits
   std::uint64_t noise_seed = 0, noise_stream = 0, noise_offset = 0;
@@ -106,6 +107,12 @@ std::int64_t first_key(const FlashAttentionParams<T>& p, std::int64_t i) {
 template <class T>
 std::int64_t end_key(const FlashAttentionParams<T>& p, std::int64_t i) {
   return p.causal ? i + 1 : p.Tk;
+}
+
+// The modulation's α for query head bh (of B·H): one for every head, or the head's own.
+template <class T>
+T head_alpha(const FlashAttentionParams<T>& p, std::int64_t bh) {
+  return p.alpha_by_head ? p.alpha_by_head[bh % p.H] : p.alpha;
 }
 
 // Row offset, in k and v ([B·H_kv·Tk] rows), of the key/value head that query head bh (of B·H)
@@ -328,7 +335,7 @@ GATTN_ATTN_STEP TileRowSums<T> fast_modulated_weights(const FlashAttentionParams
                                                       std::int64_t c_hi, T m_new) {
   T row_l = 0;
   if constexpr (std::is_same_v<T, float>) {
-    const float a_i = p.modulation_row[bh * p.Tq + i], alpha = p.alpha, keep = 1.0f - p.alpha;
+    const float a_i = p.modulation_row[bh * p.Tq + i], alpha = head_alpha(p, bh), keep = 1.0f - alpha;
     const float* b = p.modulation_col + bh * p.Tk + j0;
 #pragma omp simd reduction(+ : row_l)
     for (std::int64_t c = c_lo; c < c_hi; ++c) {
@@ -348,12 +355,13 @@ GATTN_ATTN_STEP TileRowSums<T> modulated_weights(const FlashAttentionParams<T>& 
                                                  const T* srow, T* wrow, std::int64_t c_lo, std::int64_t c_hi, T m_new,
                                                  ops::GateMoments& moments, T& mod_ent) {
   T row_l = 0, row_e1 = 0, row_e0 = 0;
+  const T alpha = head_alpha(p, bh);
   for (std::int64_t c = c_lo; c < c_hi; ++c) {
     const T pij = vexp(srow[c] - m_new);
     row_l += pij;
     const T u = modulation_logit(p, bh, i, j0 + c);
     const T G = sigmoid(u), Gv = applied_gate(p, G);
-    const T M = p.alpha * Gv + (T(1) - p.alpha);
+    const T M = alpha * Gv + (T(1) - alpha);
     if (o.modulation_moments) moments.add(static_cast<double>(Gv));
     if (o.modulation_entropy) mod_ent += binary_entropy_from_logit(u, G);
     const T w = pij * M;
@@ -410,8 +418,9 @@ GATTN_ATTN_STEP void forward_row_on_key_tile(const FlashAttentionParams<T>& p, c
     sums = modulated_weights(p, o, mode.want_entropy, bh, i, j0, srow, wrow, c_lo, c_hi, m_new, moments, mod_ent);
   if (j0 == 0 && c_lo == 0) {  // key 0 is visible: remember its logit and modulation for the sink
     ws.s0[r] = srow[0];
-    ws.M0[r] =
-        mode.modulated ? p.alpha * applied_gate(p, sigmoid(modulation_logit(p, bh, i, 0))) + (T(1) - p.alpha) : T(1);
+    ws.M0[r] = mode.modulated ? head_alpha(p, bh) * applied_gate(p, sigmoid(modulation_logit(p, bh, i, 0))) +
+                                    (T(1) - head_alpha(p, bh))
+                              : T(1);
   }
   std::fill(wrow + c_hi, wrow + cols, T(0));
   online_softmax_update(ws, r, p.d, corr, m_old, m_new, sums);
@@ -517,6 +526,7 @@ struct HeadGradients {
   T* dk = nullptr;  // the unit's dK and dV rows (backward_unit), which the head adds to
   T* dv = nullptr;
   T dE = 0;       // dL/d(modulation entropy) of this head
+  T alpha = 0;    // this head's modulation α (head_alpha)
   T d_alpha = 0;  // this head's dL/dα, summed over its tiles
 };
 
@@ -560,6 +570,7 @@ GATTN_ATTN_STEP HeadGradients<T> start_head_gradients(const FlashAttentionParams
   if (g.d_modulation_row) std::fill(g.d_modulation_row + h.base, g.d_modulation_row + h.base + Tn, T(0));
   if (g.d_modulation_col) std::fill(g.d_modulation_col + h.kbase, g.d_modulation_col + h.kbase + Tk, T(0));
   h.dE = in.d_modulation_entropy ? in.d_modulation_entropy[bh] : T(0);
+  h.alpha = p.modulation_row ? head_alpha(p, bh) : T(0);
   return h;
 }
 
@@ -647,7 +658,7 @@ GATTN_ATTN_STEP RowGradSums<T> fast_modulated_row_grads(const FlashAttentionPara
                                                         T Di) {
   T ds_row = 0, d_row = 0;
   if constexpr (std::is_same_v<T, float>) {
-    const float a_i = p.modulation_row[h.base + i], alpha = p.alpha, keep = 1.0f - p.alpha;
+    const float a_i = p.modulation_row[h.base + i], alpha = h.alpha, keep = 1.0f - h.alpha;
     const float* b = p.modulation_col + h.kbase + j0;
     float* dcol = g.d_modulation_col ? g.d_modulation_col + h.kbase + j0 : nullptr;
     float* du_row = darow;
@@ -690,7 +701,7 @@ GATTN_ATTN_STEP RowGradSums<T> modulated_row_grads(const FlashAttentionParams<T>
     const T pij = vexp(srow[c] - L);
     const T u = modulation_logit(p, h.bh, i, j);
     const T G = sigmoid(u), Gv = applied_gate(p, G);
-    const T M = p.alpha * Gv + (T(1) - p.alpha);
+    const T M = h.alpha * Gv + (T(1) - h.alpha);
     const T a = pij * M;
     T da = darow[c];
     if (dH != T(0) && a > T(0)) da -= dH * ((srow[c] - L) + std::log(M) + T(1));
@@ -700,7 +711,7 @@ GATTN_ATTN_STEP RowGradSums<T> modulated_row_grads(const FlashAttentionParams<T>
     ds_row += ds;
     const T dM = da * pij;
     h.d_alpha += dM * (Gv - T(1));
-    const T du = (p.alpha * dM - h.dE * u) * G * (T(1) - G) * p.inv_tau;
+    const T du = (h.alpha * dM - h.dE * u) * G * (T(1) - G) * p.inv_tau;
     d_row += du;
     if (g.d_modulation_col) g.d_modulation_col[h.kbase + j] += du;
   }

@@ -45,9 +45,10 @@ struct FlashParams {
   const float* col_bias = nullptr;        // c_j on every logit of column j, or null
   const float* modulation_row = nullptr;  // null: no modulation (then modulation_col is ignored)
   const float* modulation_col = nullptr;
-  float alpha = 0;    // modulation α
-  float inv_tau = 1;  // modulation 1/τ
-  bool hard = false;  // M uses 1[G > hard_threshold] (forward), the soft G's gradient (backward)
+  float alpha = 0;                       // modulation α
+  const float* alpha_by_head = nullptr;  // [H] or null: α per query head (then `alpha` is unused)
+  float inv_tau = 1;                     // modulation 1/τ
+  bool hard = false;                     // M uses 1[G > hard_threshold] (forward), the soft G's gradient (backward)
   float hard_threshold = 0.5f;
   bool noise = false;
   std::uint64_t noise_seed = 0, noise_stream = 0, noise_offset = 0;

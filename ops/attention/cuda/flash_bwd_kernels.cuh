@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(kThreads)
               ds = pij * (da * pg.M - sD[col]);
               const float dM = da * pij;
               d_alpha += dM * (pg.Gv - 1.0f);
-              col_du[h] += p.alpha * dM * pg.G * (1.0f - pg.G) * p.inv_tau;
+              col_du[h] += head_alpha(p, bh) * dM * pg.G * (1.0f - pg.G) * p.inv_tau;
             } else {
               a = pij;
               da -= dH * ((S - sL[col]) + 1.0f);
@@ -362,7 +362,7 @@ __global__ void __launch_bounds__(kThreads)
             const Modulation pg = modulation(p, mr_i[h], sMc[col], bh, i, j);
             if (dH_i[h] != 0.0f && pij * pg.M > 0.0f) dA -= dH_i[h] * ((S - L_i[h]) + logf(pg.M) + 1.0f);
             ds = pij * (dA * pg.M - D_i[h]);
-            row_du[h] += p.alpha * (dA * pij) * pg.G * (1.0f - pg.G) * p.inv_tau;
+            row_du[h] += head_alpha(p, bh) * (dA * pij) * pg.G * (1.0f - pg.G) * p.inv_tau;
           } else {
             dA -= dH_i[h] * ((S - L_i[h]) + 1.0f);
             ds = pij * (dA - D_i[h]);

@@ -62,6 +62,11 @@ static __device__ __noinline__ float logistic_noise(std::uint64_t seed, std::uin
   return static_cast<float>(log(u) - log1p(-u));
 }
 
+// The modulation's α for query head bh (of B·H): one for every head, or the head's own.
+__device__ __forceinline__ float head_alpha(const FlashParams& p, long long bh) {
+  return p.alpha_by_head ? p.alpha_by_head[bh % p.H] : p.alpha;
+}
+
 // The modulation at (i, j): G = σ(u), u = (a_i + b_j + n_ij)/τ, the applied gate Gv (G, or
 // 1[G > θ] when hard) and M = α·Gv + 1 − α. Gradients through u use G (straight-through).
 struct Modulation {
@@ -77,7 +82,8 @@ __device__ __forceinline__ Modulation modulation(const FlashParams& p, float a_i
   g.u = z * p.inv_tau;
   g.G = sigmoidf_stable(g.u);
   g.Gv = p.hard ? (g.G > p.hard_threshold ? 1.0f : 0.0f) : g.G;
-  g.M = p.alpha * g.Gv + (1.0f - p.alpha);
+  const float alpha = head_alpha(p, bh);
+  g.M = alpha * g.Gv + (1.0f - alpha);
   return g;
 }
 
