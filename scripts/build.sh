@@ -13,8 +13,16 @@ if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
 # An existing build dir keeps its generator; only pass -G on first configure.
 if [[ -f $dir/CMakeCache.txt ]]; then generator=(); fi
 
+# ccache, where installed (scripts/setup.sh installs it), makes a rebuild in a fresh clone or a
+# second build directory (build-emu/) reuse what an earlier build compiled.
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
+
+export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
 mkdir -p "$dir"
-if ! cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGATTN_WERROR=ON "$@" >"$dir/configure.log" 2>&1; then
+if ! cmake -S . -B "$dir" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release -DGATTN_WERROR=ON "$@" >"$dir/configure.log" 2>&1; then
   cat "$dir/configure.log" >&2
   echo "build: CMake configure failed (log above, also in $dir/configure.log)" >&2
   exit 2

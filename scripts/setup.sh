@@ -11,6 +11,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config
+  ccache  # scripts/build.sh compiles through it: rebuilds and the second build directory reuse objects
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-openmp-dev
