@@ -59,9 +59,9 @@ void inspect_modulation(const ops::AttentionTerms& terms, LayerInspection& out) 
       for (std::int64_t i = 0; i < T; ++i)
         for (std::int64_t j = 0; j <= i; ++j) {
           const std::size_t row = static_cast<std::size_t>((b * H + h) * T);
-          double g =
-              1.0 /
-              (1.0 + std::exp(-(a[row + static_cast<std::size_t>(i)] + c[row + static_cast<std::size_t>(j)]) / tau));
+          const double u = (a[row + static_cast<std::size_t>(i)] + c[row + static_cast<std::size_t>(j)]) / tau;
+          double g = terms.modulation_softplus ? (u > 0 ? u + std::log1p(std::exp(-u)) : std::log1p(std::exp(u)))
+                                               : 1.0 / (1.0 + std::exp(-u));
           if (!std::isnan(terms.modulation_hard_threshold)) g = g > terms.modulation_hard_threshold ? 1.0 : 0.0;
           out.gate_values.push_back(g);
           if (b == 0) by_token[static_cast<std::size_t>(i)] += g / (n_heads * static_cast<double>(i + 1));
@@ -81,6 +81,8 @@ std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const op
   t.modulation_col = first_sequence(terms.modulation_col);
   if (t.modulation_alpha.defined()) t.modulation_alpha = t.modulation_alpha.detach();
   t.modulation_noise = nullptr;
+  t.modulation_dropout = 0;  // the map shows what the model computes in eval
+  t.modulation_dropout_noise = nullptr;
   ops::AttentionOptions options;
   options.window = window;
   options.causal = causal;

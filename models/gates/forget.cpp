@@ -93,12 +93,20 @@ GATTN_GATE_KIND(forget) {
                       "are skipped, forward and backward (0 = off)")
           .at_least(0)
           .below(1),
-      [](const nlohmann::json& v, const std::string& key, const GateConfig& g, const ModelConfig&) {
+      [](const nlohmann::json& v, const std::string& key, const GateConfig& g, const ModelConfig& model) {
         if (!v.is_number() || !(v.get<double>() >= 0.0 && v.get<double>() < 1.0))
           throw ValueError(key + ": must be a number in [0, 1), got " + v.dump());
         // The bound needs each query's own key visible: a causal attention.
         if (v.get<double>() > 0.0 && g.site != kSiteSelf)
           throw ValueError(key + ": needs a causal attention (where: self), got where: " + g.site);
+        // It also needs the attention weights at most P: a softplus pair gate's modulation exceeds 1.
+        if (v.get<double>() > 0.0)
+          for (const GateConfig& other : model.gate_entries())
+            if (other.kind == "pair" && other.activation == "softplus")
+              for (std::int64_t layer = 0; layer < model.n_layer; ++layer)
+                if (g.applies_to(layer) && other.applies_to(layer))
+                  throw ValueError(key + ": needs attention weights at most softmax's, but " + other.where +
+                                   " (pair, softplus) can raise them on layer " + std::to_string(layer));
       }));
   s.gate_values = "σ(f): one value per token and gated head (or group)";
   s.parameter_doc = "`weight` [U, C], `bias` [U] (U = H/groups over the gated heads; bias default 3: σ ≈ 0.95)";

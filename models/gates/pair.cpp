@@ -68,6 +68,15 @@ class PairGate : public Gate {
     }
     terms.modulation_temperature = options_.temperature_at(ctx.step);
     if (options_.hard) terms.modulation_hard_threshold = options_.hard_threshold;
+    terms.modulation_softplus = softplus();
+    if (options_.dropout > 0.0 && ctx.training) {
+      // A connection (i, j) dropped reads G = 1 (M = 1): a mask per entry inside the fused kernels,
+      // from the model's noise stream (checkpointed with it).
+      if (!ctx.noise)
+        throw ValueError(gate_.where + ".dropout: needs a noise generator while training (AttentionContext.noise)");
+      terms.modulation_dropout = options_.dropout;
+      terms.modulation_dropout_noise = ctx.noise;
+    }
     if (gate_noise_active(gate_, ctx)) {
       if (!ctx.noise)
         throw ValueError(gate_.where +
@@ -87,9 +96,10 @@ class PairGate : public Gate {
       for (double m : alpha_mask_) terms.modulation_alpha_by_head.push_back(m * terms.modulation_alpha);
     terms.modulation_temperature = options_.temperature_at(ctx.step);
     if (options_.hard) terms.modulation_hard_threshold = options_.hard_threshold;
+    terms.modulation_softplus = softplus();
   }
 
-  // The modulation α·σ((a_i + b_j)/τ) + 1 − α rises with b_j for every query.
+  // The modulation α·act((a_i + b_j)/τ) + 1 − α rises with b_j for every query (σ and softplus both rise).
   bool ranks_keys() const override { return true; }
 
   Tensor wq, wk;       // [H, d] each; or
@@ -97,6 +107,8 @@ class PairGate : public Gate {
   Tensor bias, alpha;  // [H/groups], [1]
 
  private:
+  bool softplus() const { return gate_.activation == "softplus"; }
+
   // a_i = q_i·wq_n + b_n and c_j = k_j·wk_n per head, on the unscaled q, k (LayerNorm'd over d with
   // input_norm): [B, H, T]. With groups G, one gate per G consecutive heads: a and c summed over the
   // group's heads (its q's and k's through their own wq, wk), b per group, the same G_ij on each head.
@@ -156,9 +168,14 @@ class PairGate : public Gate {
 GATTN_GATE_KIND(pair) {
   GateKindSpec s;
   s.name = "pair";
-  s.summary = "A = P ⊙ (α·G + 1 − α) after softmax, G_ij = σ(q_i·wq_n + k_j·wk_n + b_n), α = σ(alpha)";
+  s.summary =
+      "A = P ⊙ (α·G + 1 − α) after softmax, G_ij = σ(q_i·wq_n + k_j·wk_n + b_n) (softplus: log(1 + e^z), "
+      "values in (0, ∞)), α = σ(alpha)";
   s.reference = "[GatedAttn-Repro] §2.2 (门控注意力创新设计)";
   s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
+  // softplus ([GatedAttn-Repro] §7's "sigmoid vs softplus") multiplies the softmax weights by
+  // α·softplus(u) + 1 − α > 0: it may raise them as well as lower them.
+  s.activations = {"sigmoid", "gumbel_sigmoid", "softplus"};
   s.gate_values = "G_ij over the visible (query, key) pairs";
   s.parameter_doc =
       "`wq` [U, d], `wk` [U, d] (or `weight` [U, d] with shared_projection), `bias` [U/groups], `alpha` [1] "
@@ -178,14 +195,14 @@ GATTN_GATE_KIND(pair) {
                     if (!v.is_boolean()) throw ValueError(key + ": expected true or false, got " + v.dump());
                   });
   s.options = {alpha_init, shared_projection};
-  // gate_l1 would need the fused kernels to return Σ G and its gradient (docs/gates.md).
-  s.gate_l1_refusal = "the pair gate's values live inside the fused attention, which does not sum them";
+  // gate_l1: the fused op returns Σ G per head with its gradient (AttentionOptions::modulation_sum).
   s.logged_parameters = {{"pair_alpha", "alpha", [](double a) { return 1.0 / (1.0 + std::exp(-a)); }}};
-  // hard is a term of the fused kernels (CPU and CUDA), groups the same row and column terms for a
-  // group's heads, heads a per-head α (0 on the heads without the gate); dropout would act on G
-  // inside the kernels and is not built (docs/gates.md).
-  for (GateOptionSpec& o : shared_gate_options({"temperature_final", "temperature_steps", "hard", "hard_threshold",
-                                                "groups", "heads", "input_norm", "ramp_start", "ramp_steps"}))
+  // hard and dropout are terms of the fused kernels (CPU and CUDA; dropout a Philox mask per entry),
+  // groups the same row and column terms for a group's heads, heads a per-head α (0 on the heads
+  // without the gate).
+  for (GateOptionSpec& o :
+       shared_gate_options({"temperature_final", "temperature_steps", "hard", "hard_threshold", "groups", "heads",
+                            "input_norm", "dropout", "ramp_start", "ramp_steps"}))
     s.options.push_back(std::move(o));
   s.order = 40;
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {

@@ -98,7 +98,10 @@ ops::AttentionResult run_attention(const AttentionInputs& in, const ops::Attenti
   if (report_rows) options.stats = collect ? &stats : nullptr;
   const bool modulated = terms.modulation_row.defined();
   options.entropy_output = options.entropy_output || (report_rows && ctx.wants(kAttnEntropy));
-  options.modulation_entropy = modulated && ctx.wants(kGateEntropy);
+  // The binary entropy is a σ gate's (a softplus modulation's values exceed 1, and like the other
+  // softplus gates it adds no entropy term); the sum serves gate_l1 for any activation.
+  options.modulation_entropy = modulated && !terms.modulation_softplus && ctx.wants(kGateEntropy);
+  options.modulation_sum = modulated && ctx.wants(kGateL1);
   ops::AttentionResult r = ops::flash_attention(in.q, in.k, in.v, terms, options);
   if (collect) {
     if (modulated) keep_modulated_heads(stats, terms.modulation_heads);
@@ -108,14 +111,20 @@ ops::AttentionResult run_attention(const AttentionInputs& in, const ops::Attenti
   }
   if (report_rows && ctx.wants(kAttnEntropy))
     ctx.add_regularizer(kAttnEntropy, ops::sum(r.row_entropy), static_cast<double>(r.row_entropy.numel()));
-  if (options.modulation_entropy) {
-    // [B, H]: only the heads the modulation is meant for count.
-    const Tensor& e = r.modulation_entropy;
+  // A modulation output [B, H] as a regulariser: only the heads the modulation is meant for count,
+  // averaged over their visible (query, key) pairs.
+  auto add_modulation_regularizer = [&](const char* name, const Tensor& per_head) {
     const std::vector<std::int64_t>& heads = terms.modulation_heads;
-    const Tensor kept = heads.empty() ? e : ops::mul(e, head_indicator(heads, e.size(1), e.dtype(), e.device()));
-    const double share = heads.empty() ? 1.0 : static_cast<double>(heads.size()) / static_cast<double>(e.size(1));
-    ctx.add_regularizer(kGateEntropy, ops::sum(kept), modulated_pairs(in.q, options) * share);
-  }
+    const Tensor kept =
+        heads.empty()
+            ? per_head
+            : ops::mul(per_head, head_indicator(heads, per_head.size(1), per_head.dtype(), per_head.device()));
+    const double share =
+        heads.empty() ? 1.0 : static_cast<double>(heads.size()) / static_cast<double>(per_head.size(1));
+    ctx.add_regularizer(name, ops::sum(kept), modulated_pairs(in.q, options) * share);
+  };
+  if (options.modulation_entropy) add_modulation_regularizer(kGateEntropy, r.modulation_entropy);
+  if (options.modulation_sum) add_modulation_regularizer(kGateL1, r.modulation_sum);
   if (report_rows && ctx.inspect) {
     ctx.inspect->attention = attention_weights(in.q, in.k, terms, options.window, options.causal);
     ctx.inspect->keys = in.k.size(2);

@@ -1,5 +1,5 @@
 // The fused attention op: argument checks, output allocation, the kernel calls and the autograd
-// record (one node, three outputs: y, row entropy, modulation entropy).
+// record (one node, four outputs: y, row entropy, modulation entropy, modulation sum).
 #include "ops/attention/attention.h"
 
 #include <cmath>
@@ -45,6 +45,9 @@ struct SavedAttention {
   double hard_threshold = std::numeric_limits<double>::quiet_NaN();  // NaN: soft modulation
   bool noise = false;
   GeneratorState noise_state;
+  bool softplus = false;
+  double dropout = 0;
+  GeneratorState dropout_state;
 };
 
 template <class T>
@@ -76,6 +79,11 @@ cpu::FlashAttentionParams<T> make_params(const SavedAttention& s) {
     p.noise_seed = s.noise_state.seed;
     p.noise_stream = s.noise_state.stream;
     p.noise_offset = s.noise_state.offset;
+    p.softplus = s.softplus;
+    p.dropout = static_cast<T>(s.dropout);
+    p.dropout_seed = s.dropout_state.seed;
+    p.dropout_stream = s.dropout_state.stream;
+    p.dropout_offset = s.dropout_state.offset;
   }
   if (s.active.defined()) p.active = s.active.data<std::int32_t>();
   p.prune_threshold = s.options.prune_threshold;
@@ -156,6 +164,15 @@ void check_attention_args(const Tensor& q, const Tensor& k, const Tensor& v, con
     throw ValueError(op + ": the modulation needs modulation_row, modulation_col and modulation_alpha together");
   if (options.modulation_entropy && !modulated)
     throw ValueError(op + ": modulation_entropy asked without modulation terms");
+  if (options.modulation_sum && !modulated) throw ValueError(op + ": modulation_sum asked without modulation terms");
+  if (modulated && terms.modulation_softplus && options.modulation_entropy)
+    throw ValueError(op + ": modulation_entropy means nothing for a softplus modulation (its values exceed 1)");
+  if (modulated && terms.modulation_softplus && options.prune_threshold > 0.0)
+    throw ValueError(op + ": prune_threshold needs a modulation at most 1 (its bound), not a softplus one");
+  if (!(terms.modulation_dropout >= 0.0 && terms.modulation_dropout < 1.0))
+    throw ValueError(op + ": modulation_dropout must be in [0, 1), got " + std::to_string(terms.modulation_dropout));
+  if (modulated && terms.modulation_dropout > 0.0 && !terms.modulation_dropout_noise)
+    throw ValueError(op + ": modulation_dropout needs its random source (modulation_dropout_noise)");
   if (modulated && !(terms.modulation_temperature > 0))
     throw ValueError(op + ": modulation temperature must be > 0, got " + std::to_string(terms.modulation_temperature));
 }
@@ -222,6 +239,14 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
       s.noise_state.offset = terms.modulation_noise->reserve(static_cast<std::uint64_t>(q.size(0) * q.size(1)) *
                                                              static_cast<std::uint64_t>(q.size(2) * k.size(2)));
     }
+    s.softplus = terms.modulation_softplus;
+    if (terms.modulation_dropout > 0.0) {
+      // Its own B·H·Tq·Tk words, reserved after the noise's (the same generator may serve both).
+      s.dropout = terms.modulation_dropout;
+      s.dropout_state = terms.modulation_dropout_noise->state();
+      s.dropout_state.offset = terms.modulation_dropout_noise->reserve(
+          static_cast<std::uint64_t>(q.size(0) * q.size(1)) * static_cast<std::uint64_t>(q.size(2) * k.size(2)));
+    }
   }
   if (options.active_queries.defined()) s.active = options.active_queries.detach();
   s.options = options;
@@ -237,6 +262,7 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
   Tensor row_asum = want_entropy ? Tensor::empty(row_shape, q.dtype()) : Tensor();
   Tensor row_sink = options.stats ? Tensor::empty(row_shape, q.dtype()) : Tensor();
   Tensor mod_entropy = options.modulation_entropy ? Tensor::empty({B, H}, q.dtype()) : Tensor();
+  Tensor mod_sum = options.modulation_sum ? Tensor::empty({B, H}, q.dtype()) : Tensor();
   const std::int64_t n_qt = (Tn + cpu::kAttnTileQ - 1) / cpu::kAttnTileQ;
   std::vector<GateMoments> moments(options.stats && modulated ? static_cast<std::size_t>(BH * n_qt) : 0);
   std::int64_t tile_counts[2] = {0, 0};  // pruned, visited
@@ -249,6 +275,7 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
     o.row_asum = ptr_or_null<T>(row_asum);
     o.row_sink = ptr_or_null<T>(row_sink);
     o.modulation_entropy = ptr_or_null<T>(mod_entropy);
+    o.modulation_sum = ptr_or_null<T>(mod_sum);
     o.modulation_moments = moments.empty() ? nullptr : moments.data();
     o.tile_counts = options.stats ? tile_counts : nullptr;
     cpu::flash_attention_forward(make_params<T>(s), o);
@@ -290,19 +317,27 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
   result.out = out;
   result.row_entropy = options.entropy_output ? row_entropy : Tensor();
   result.modulation_entropy = mod_entropy;
+  result.modulation_sum = mod_sum;
 
+  // The outputs present, in order: y, then the row entropy, modulation entropy and modulation sum
+  // when asked for; a slot is an output's place in that list (−1 when absent).
   std::vector<Tensor> outputs{out};
-  if (result.row_entropy.defined()) outputs.push_back(result.row_entropy);
-  if (result.modulation_entropy.defined()) outputs.push_back(result.modulation_entropy);
-  const int entropy_slot = result.row_entropy.defined() ? 1 : -1;
-  const int mod_slot = result.modulation_entropy.defined() ? static_cast<int>(outputs.size()) - 1 : -1;
+  auto slot_of = [&outputs](const Tensor& t) {
+    if (!t.defined()) return -1;
+    outputs.push_back(t);
+    return static_cast<int>(outputs.size()) - 1;
+  };
+  const int entropy_slot = slot_of(result.row_entropy);
+  const int mod_slot = slot_of(result.modulation_entropy);
+  const int sum_slot = slot_of(result.modulation_sum);
 
   std::vector<Tensor> inputs = attention_inputs(q, k, v, terms);
-  auto backward = [s, entropy_slot, mod_slot](const std::vector<Tensor>& grads, const std::vector<bool>& needs) {
+  auto backward = [s, entropy_slot, mod_slot, sum_slot](const std::vector<Tensor>& grads,
+                                                        const std::vector<bool>& needs) {
     const AttentionNeeds want = attention_needs(needs);
     const Tensor& d_out = grads[0];
-    const Tensor d_entropy = entropy_slot >= 0 ? grads[static_cast<std::size_t>(entropy_slot)] : Tensor();
-    const Tensor d_mod = mod_slot >= 0 ? grads[static_cast<std::size_t>(mod_slot)] : Tensor();
+    auto grad_of = [&grads](int slot) { return slot >= 0 ? grads[static_cast<std::size_t>(slot)] : Tensor(); };
+    const Tensor d_entropy = grad_of(entropy_slot), d_mod = grad_of(mod_slot), d_sum = grad_of(sum_slot);
     const Shape& qs = s.q.shape();
     const Shape& ks = s.k.shape();
     const Shape rs{qs[0], qs[1], qs[2]}, cs{qs[0], qs[1], ks[2]};  // the terms are per query head
@@ -320,6 +355,7 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
       in.row_entropy = ptr_or_null<T>(s.row_entropy);
       in.row_asum = ptr_or_null<T>(s.row_asum);
       in.d_modulation_entropy = ptr_or_null<T>(d_mod);
+      in.d_modulation_sum = ptr_or_null<T>(d_sum);
       std::vector<T> alpha_partial(want.modulation_alpha ? static_cast<std::size_t>(qs[0] * qs[1]) : 0);
       cpu::FlashBackwardOutputs<T> g;
       g.dq = ptr_or_null<T>(dq);
@@ -346,6 +382,7 @@ AttentionResult flash_attention(const Tensor& q, const Tensor& k, const Tensor& 
   result.out = recorded[0];
   if (entropy_slot >= 0) result.row_entropy = recorded[static_cast<std::size_t>(entropy_slot)];
   if (mod_slot >= 0) result.modulation_entropy = recorded[static_cast<std::size_t>(mod_slot)];
+  if (sum_slot >= 0) result.modulation_sum = recorded[static_cast<std::size_t>(sum_slot)];
   return result;
 }
 

@@ -10,11 +10,18 @@
 //   not causal (an encoder's bidirectional self-attention, or cross-attention with Tq ≠ Tk): all j.
 //   S_ij = s_ij + r_i + c_j                  (row_bias r, col_bias c; each optional)
 //   P    = softmax_j(S) over the visible j
-//   M_ij = α·σ((a_i + b_j + n_ij)/τ) + 1 − α  (modulation_row a, modulation_col b; M = 1 without them;
-//          a hard modulation uses 1[σ(·) > θ] for σ(·), with the soft gradient)
+//   M_ij = α·G_ij + 1 − α,  G_ij = act((a_i + b_j + n_ij)/τ)  (modulation_row a, modulation_col b; M = 1
+//          without them; act σ, or softplus log(1 + eᵘ) with values in (0, ∞); a hard modulation uses
+//          1[G > θ] for G, with the soft gradient; a dropped entry (modulation dropout p while
+//          training) uses 1 for G, so M = 1 there, and passes no gradient through M)
 //   A    = P ⊙ M,   y_i = Σ_j A_ij v_j
 // n_ij is logistic noise from Philox while a noise source is given (zero otherwise; word
-// (b·H + h)·Tq·Tk + i·Tk + j of the reserved B·H·Tq·Tk, h the query head). r_i shifts a whole row, so P does not
+// (b·H + h)·Tq·Tk + i·Tk + j of the reserved B·H·Tq·Tk, h the query head). Dropout draws its own
+// B·H·Tq·Tk words the same way, after the noise's: entry (i, j) is dropped when its uniform
+// (top 24 bits + ½)/2²⁴ is below p.
+// The modulation sum output (AttentionOptions::modulation_sum) is E_bh = Σ_ij G_ij over the visible
+// entries of active rows, the soft G (before hard and dropout), with its gradient dE·act′(u)/τ
+// into a_i and b_j: the pair gate's L1 penalty without a T×T matrix. r_i shifts a whole row, so P does not
 // depend on it in exact arithmetic; it keeps the logits in range when the column term drifts along
 // the sequence (a prefix sum p: r = p, c = −p gives p_i − p_j, bounded).
 //
@@ -117,6 +124,13 @@ struct AttentionTerms {
   // (straight-through). NaN: the soft modulation.
   double modulation_hard_threshold = std::numeric_limits<double>::quiet_NaN();
   Generator* modulation_noise = nullptr;  // logistic noise source (while training)
+  // The modulation's activation: false σ(u); true softplus log(1 + eᵘ) (dG/du = σ(u); values in
+  // (0, ∞), so M may exceed 1: refused with pruning and the modulation entropy).
+  bool modulation_softplus = false;
+  // p in [0, 1) of the modulation's dropout and its random source (both or neither; while training):
+  // entry (i, j) reads G = 1 with probability p.
+  double modulation_dropout = 0;
+  Generator* modulation_dropout_noise = nullptr;
   // The heads the modulation is meant for when α is per head with zeros elsewhere (ascending); empty:
   // every head. The kernels do not read it (α_h = 0 already makes M = 1); the model's statistics,
   // regularisers and inspection count only these heads.
@@ -129,6 +143,7 @@ struct AttentionOptions {
   std::int64_t window = 0;          // causal only. 0: full causal; w > 0: keys i − w < j ≤ i
   bool entropy_output = false;      // compute the differentiable per-row entropy output
   bool modulation_entropy = false;  // compute the differentiable Σ h(σ(·)) output (modulation terms only)
+  bool modulation_sum = false;      // compute the differentiable Σ G output (modulation terms only)
   AttentionStats* stats = nullptr;  // filled (added to) when non-null
   // i32 [B, Tq] on q's device: 1 = compute query row i of every head of sequence b, 0 = skip it.
   // Undefined: every row is active.
@@ -143,6 +158,7 @@ struct AttentionResult {
   Tensor out;                 // [B, H, Tq, d]
   Tensor row_entropy;         // [B, H, Tq]: −Σ_j A_ij ln A_ij (defined when entropy_output)
   Tensor modulation_entropy;  // [B, H]: Σ_ij h(G_ij), G = σ(u), h the binary entropy (when modulation_entropy)
+  Tensor modulation_sum;      // [B, H]: Σ_ij G_ij, the soft G (when modulation_sum)
 };
 
 // q: [B, H, Tq, d]; k, v: [B, H_kv, Tk, d], one shape, H_kv dividing H (H_kv = H: multi-head

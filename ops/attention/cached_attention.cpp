@@ -64,6 +64,7 @@ Tensor run(const CachedAttentionInputs& in) {
     p.inv_tau = static_cast<T>(1.0 / in.modulation_temperature);
     p.hard = !std::isnan(in.modulation_hard_threshold);
     if (p.hard) p.hard_threshold = static_cast<T>(in.modulation_hard_threshold);
+    p.softplus = in.modulation_softplus;
   }
   if (in.key_positions.defined()) p.key_positions = in.key_positions.data<std::int32_t>();
   p.top_k_keys = in.top_k_keys;

@@ -29,7 +29,8 @@ struct CachedAttentionInputs {
   double modulation_temperature = 1;             // τ (no noise: inference)
   // θ of a hard modulation (1[G > θ] in place of G); NaN = the soft modulation.
   double modulation_hard_threshold = std::numeric_limits<double>::quiet_NaN();
-  std::int64_t window = 0;  // 0: full causal; w > 0: keys i − w < j ≤ i
+  bool modulation_softplus = false;  // G = softplus(u) instead of σ(u)
+  std::int64_t window = 0;           // 0: full causal; w > 0: keys i − w < j ≤ i
 
   // Generation under a KV budget (models/kv_policy.h), where cache rows are no longer positions:
   // i32 [B, H, capacity], the token position each row holds (rows stay in position order, the new

@@ -53,6 +53,23 @@ Tensor logistic_noise(Generator& gen, std::int64_t BH, std::int64_t Tq, std::int
   return Tensor::from(values, shape, dtype).to(device);
 }
 
+// The modulation dropout's keep mask: 1 where entry (bh, i, j) is kept, 0 where dropped, drawn as
+// the fused kernel does (modulation_dropped): B·H·Tq·Tk words reserved after the noise's, entry
+// (bh, i, j) at word offset + (bh·Tq + i)·Tk + j, dropped when (top 24 bits + ½)/2²⁴ < p.
+Tensor dropout_keep(Generator& gen, double p, std::int64_t BH, std::int64_t Tq, std::int64_t Tk, const Shape& shape,
+                    DType dtype, Device device) {
+  const GeneratorState state = gen.state();
+  const std::uint64_t offset = gen.reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(Tq * Tk));
+  std::vector<double> keep(static_cast<std::size_t>(BH * Tq * Tk));
+  for (std::size_t idx = 0; idx < keep.size(); ++idx) {
+    const std::uint64_t word = offset + idx;
+    const Philox4 r = philox_block(state.seed, state.stream, word / 4);
+    const double u = (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
+    keep[idx] = u < p ? 0.0 : 1.0;
+  }
+  return Tensor::from(keep, shape, dtype).to(device);
+}
+
 // x [B, H_kv, Tk, d] with each key/value head repeated for the `group` query heads that read it:
 // [B, H_kv·group, Tk, d], head h = copy of head h / group (as Hugging Face's repeat_kv). The
 // oracle may copy; its gradient sums the copies back onto each key/value head.
@@ -113,6 +130,10 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
         "composed_attention: the modulation needs modulation_row, modulation_col and modulation_alpha together");
   if (options.modulation_entropy && !modulated)
     throw ValueError("composed_attention: modulation_entropy without modulation terms");
+  if (options.modulation_sum && !modulated)
+    throw ValueError("composed_attention: modulation_sum without modulation terms");
+  if (modulated && terms.modulation_dropout > 0.0 && !terms.modulation_dropout_noise)
+    throw ValueError("composed_attention: modulation_dropout needs its random source (modulation_dropout_noise)");
   check_active_queries(options.active_queries, q, "composed_attention");
 
   const std::int64_t B = q.size(0), H = q.size(1), T = q.size(2), Tk = k.size(2), d = q.size(3);
@@ -147,18 +168,24 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
   S = ops::masked_fill(S, hidden, -std::numeric_limits<double>::infinity());
   const Tensor P = ops::softmax(S);
 
-  // A = P ⊙ M with M = α·σ(u) + 1 − α, u = (a_i + b_j + n_ij)/τ; a hard modulation uses
-  // Gv = 1[G > θ] + (G − stop_gradient(G)): the threshold forward, G's gradient backward.
+  // A = P ⊙ M with M = α·G + 1 − α, G = σ(u) or softplus(u), u = (a_i + b_j + n_ij)/τ; a hard
+  // modulation uses Gv = 1[G > θ] + (G − stop_gradient(G)): the threshold forward, G's gradient
+  // backward; dropout then Gv ← keep·Gv + 1 − keep (1 where dropped, with no gradient there).
   Tensor A = P, u, G, Gv, M;
   if (modulated) {
     u = ops::unsqueeze(zero_skipped(terms.modulation_row, skipped_row), 3) + ops::unsqueeze(terms.modulation_col, 2);
     if (terms.modulation_noise)
       u = u + logistic_noise(*terms.modulation_noise, B * H, T, Tk, u.shape(), q.dtype(), device);
     u = ops::mul_scalar(u, 1.0 / terms.modulation_temperature);
-    G = ops::sigmoid(u);
+    G = terms.modulation_softplus ? ops::neg(ops::log_sigmoid(ops::neg(u))) : ops::sigmoid(u);
     Gv = std::isnan(terms.modulation_hard_threshold)
              ? G
              : ops::heaviside(ops::add_scalar(G.detach(), -terms.modulation_hard_threshold)) + (G - G.detach());
+    if (terms.modulation_dropout > 0.0) {
+      const Tensor keep = dropout_keep(*terms.modulation_dropout_noise, terms.modulation_dropout, B * H, T, Tk,
+                                       u.shape(), q.dtype(), device);
+      Gv = ops::add_scalar(Gv * keep - keep, 1.0);
+    }
     // α [1], or per head [H] broadcast over [B, H, Tq, Tk].
     const Tensor alpha = terms.modulation_alpha.numel() == 1 ? terms.modulation_alpha
                                                              : ops::reshape(terms.modulation_alpha, {1, H, 1, 1});
@@ -189,6 +216,9 @@ AttentionResult composed_attention(const Tensor& q, const Tensor& k, const Tenso
     h = zero_skipped(h, skipped);
     result.modulation_entropy = ops::sum(h, {2, 3});
   }
+  // Σ over visible entries of active rows of the soft G.
+  if (options.modulation_sum)
+    result.modulation_sum = ops::sum(zero_skipped(ops::masked_fill(G, hidden, 0.0), skipped), {2, 3});
 
   if (options.stats) {
     NoGradGuard no_grad;

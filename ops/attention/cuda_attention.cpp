@@ -62,6 +62,7 @@ AttentionResult composed_from_bf16(const Tensor& q, const Tensor& k, const Tenso
   r.out = cast_with_grad(r.out, q.dtype());
   r.row_entropy = cast_with_grad(r.row_entropy, q.dtype());
   r.modulation_entropy = cast_with_grad(r.modulation_entropy, q.dtype());
+  r.modulation_sum = cast_with_grad(r.modulation_sum, q.dtype());
   return r;
 }
 
@@ -144,6 +145,16 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
       p.noise_offset =
           terms.modulation_noise->reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(Tn * Tk));
     }
+    p.softplus = terms.modulation_softplus;
+    if (terms.modulation_dropout > 0.0) {
+      // Its own B·H·Tq·Tk words after the noise's, as the CPU op reserves them.
+      const GeneratorState state = terms.modulation_dropout_noise->state();
+      p.dropout = static_cast<float>(terms.modulation_dropout);
+      p.dropout_seed = state.seed;
+      p.dropout_stream = state.stream;
+      p.dropout_offset =
+          terms.modulation_dropout_noise->reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(Tn * Tk));
+    }
   }
   set_pointers(p, s);
 
@@ -163,6 +174,11 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     row_asum = Tensor::empty(row_shape, DType::f32, Device::cuda);
     o.row_entropy = row_entropy.kernel_data<float>();
     o.row_asum = row_asum.kernel_data<float>();
+  }
+  Tensor sum_partial;  // [B, H, query blocks] of Σ G, with the modulation sum output
+  if (options.modulation_sum) {
+    sum_partial = Tensor::empty({B, H, n_qb}, DType::f32, Device::cuda);
+    o.modulation_sum_partial = sum_partial.kernel_data<float>();
   }
   if (options.stats) {
     row_sink = Tensor::empty(row_shape, DType::f32, Device::cuda);
@@ -221,11 +237,27 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     s.row_entropy = row_entropy.detach();
     s.row_asum = row_asum;
   }
+  Tensor mod_sum;
+  if (options.modulation_sum) {
+    autograd::NoGradGuard no_grad;
+    mod_sum = sum(sum_partial, {2});  // [B, H], the blocks in a fixed order
+  }
+  // The outputs: y, then the row entropy and the modulation sum when asked for.
+  std::vector<Tensor> outputs{out};
+  if (options.entropy_output) outputs.push_back(row_entropy);
+  if (options.modulation_sum) outputs.push_back(mod_sum);
+  const int entropy_slot = options.entropy_output ? 1 : -1;
+  const int sum_slot = options.modulation_sum ? static_cast<int>(outputs.size()) - 1 : -1;
   std::vector<Tensor> inputs = attention_inputs(q, k, v, terms);
-  auto backward = [s](const std::vector<Tensor>& grads, const std::vector<bool>& needs) {
+  auto backward = [s, entropy_slot, sum_slot](const std::vector<Tensor>& grads, const std::vector<bool>& needs) {
     const AttentionNeeds want = attention_needs(needs);
     const Tensor& d_out_in = grads[0];
-    const Tensor d_entropy = grads.size() > 1 && grads[1].defined() ? grads[1].to(DType::f32) : Tensor();
+    auto grad_of = [&grads](int slot) {
+      return slot >= 0 && grads[static_cast<std::size_t>(slot)].defined()
+                 ? grads[static_cast<std::size_t>(slot)].to(DType::f32)
+                 : Tensor();
+    };
+    const Tensor d_entropy = grad_of(entropy_slot), d_sum = grad_of(sum_slot);
     const Shape& qs = s.q.shape();
     const Shape& ks = s.k.shape();
     const Shape rs{qs[0], qs[1], qs[2]}, cs{qs[0], qs[1], ks[2]};  // the terms are per query head
@@ -253,6 +285,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
       in.row_entropy = s.row_entropy.kernel_data<float>();
       in.row_asum = s.row_asum.kernel_data<float>();
     }
+    if (d_sum.defined()) in.d_modulation_sum = d_sum.kernel_data<float>();
     cuda::FlashBackwardOutputs g;
     g.dq = dq.raw_data();
     g.dk = dk.raw_data();
@@ -275,13 +308,13 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
     return std::vector<Tensor>{
         want.q ? dq : Tensor(), want.k ? dk : Tensor(), want.v ? dv : Tensor(), drb, dcb, dmr, dmc, d_alpha};
   };
-  std::vector<Tensor> outputs{out};
-  if (options.entropy_output) outputs.push_back(row_entropy);
   std::vector<Tensor> recorded = autograd::record_multi(kOp, outputs, inputs, backward);
   AttentionResult result;
   result.out = recorded[0];
-  // The entropy in q's dtype, as the CPU op and the composed path give it (a no-op for f32).
-  if (options.entropy_output) result.row_entropy = cast_with_grad(recorded[1], q.dtype());
+  // The entropy and the sum in q's dtype, as the CPU op and the composed path give them (a no-op for f32).
+  if (entropy_slot >= 0)
+    result.row_entropy = cast_with_grad(recorded[static_cast<std::size_t>(entropy_slot)], q.dtype());
+  if (sum_slot >= 0) result.modulation_sum = cast_with_grad(recorded[static_cast<std::size_t>(sum_slot)], q.dtype());
   return result;
 }
 

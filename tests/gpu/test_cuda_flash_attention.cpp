@@ -231,6 +231,54 @@ TEST(CudaFlashAttention, MatchesTheCpuOpForEveryKindHeadDimAndLength) {
       }
 }
 
+// The pair gate's modulation forms on the fused kernels: softplus G, dropout (the same Philox mask
+// as the CPU op's, so the same entries drop) and the modulation sum Σ G with its gradient, against
+// the CPU op in f64: out, the sum, every gradient, the moments, and the generator's advance.
+TEST(CudaFlashAttention, ModulationFormsMatchTheCpuOp) {
+  GATTN_REQUIRE_DEVICE();
+  const std::int64_t B = 2, H = 2;
+  std::uint64_t seed = 40000;
+  const Kind& c = kKinds[6];  // every term, window 70
+  for (std::int64_t d : {32, 64})
+    for (std::int64_t T : {37, 130})
+      for (bool softplus : {false, true})
+        for (double dropout : {0.0, 0.3}) {
+          SCOPED_TRACE("d=" + std::to_string(d) + " T=" + std::to_string(T) + (softplus ? " softplus" : " sigmoid") +
+                       " dropout=" + std::to_string(dropout));
+          const Inputs in = make_inputs(c, B, H, T, d, seed += 10);
+          const Tensor d_out = frand({B, H, T, d}, seed + 9).to(DType::bf16);
+          const Tensor w_sum = frand({B, H}, seed + 8).to(DType::bf16).to(DType::f32);  // bf16-exact
+          auto run_forms = [&](Inputs leaf, const Tensor& dO, Generator& gen) {
+            ops::AttentionTerms terms = leaf.terms();
+            terms.modulation_softplus = softplus;
+            terms.modulation_dropout = dropout;
+            terms.modulation_dropout_noise = &gen;
+            ops::AttentionOptions options;
+            options.window = c.window;
+            options.modulation_sum = true;
+            Outcome r;
+            options.stats = &r.stats;
+            const ops::AttentionResult res = ops::flash_attention(leaf.q, leaf.k, leaf.v, terms, options);
+            r.out = res.out;
+            // Both outputs' gradients, one pass each through the op's node (the gradient is linear).
+            res.out.backward(dO.to(res.out.dtype()).to(res.out.device()), true);
+            res.modulation_sum.backward(w_sum.to(res.modulation_sum.dtype()).to(res.modulation_sum.device()));
+            for (Tensor* t : leaf.all()) r.grads.push_back(t->defined() ? t->grad() : Tensor());
+            return std::make_pair(r, res.modulation_sum.detach().to(DType::f64).to(Device::cpu));
+          };
+          Generator g_cpu(5, 7), g_gpu(5, 7);
+          const auto [want, want_sum] = run_forms(leaves(in, DType::f64, DType::f64, Device::cpu), d_out, g_cpu);
+          const auto [got, got_sum] = run_forms(leaves(in, DType::bf16, DType::f32, Device::cuda), d_out, g_gpu);
+          EXPECT_EQ(g_cpu.state().offset, g_gpu.state().offset);
+          EXPECT_TRUE(close(got.out, want.out, std::ldexp(1.0, -7), 0.0, "out"));
+          // The sum comes in q's dtype, bf16: rounded once (relative 2⁻⁸), beside f32 sums of f32 G.
+          EXPECT_TRUE(close(got_sum, want_sum, 0.0, std::ldexp(1.0, -7), "modulation_sum"));
+          for (std::size_t i = 0; i < got.grads.size(); ++i)
+            EXPECT_TRUE(close_grad(got.grads, want.grads, i, 1e-4, std::ldexp(1.0, -5), kGradNames[i]));
+          expect_same_stats(got.stats, want.stats);
+        }
+}
+
 TEST(CudaFlashAttention, AlphaPerHeadMatchesTheCpuOp) {
   // α per query head with zeros (the pair gate's `heads`): out, every gradient (α's [H] one
   // included) and the per-head modulation moments against the CPU op in f64.

@@ -178,6 +178,7 @@ TEST(CudaGpt, GateOptionsMatchTheCpuInTraining) {
       {"context", {{"granularity", "headwise"}, {"heads", {0}}, {"dropout", 0.2}}},
       {"pair", {{"shared_projection", true}, {"input_norm", true}, {"ramp_start", 1}, {"ramp_steps", 3}}},
       {"pair", {{"hard", true}, {"hard_threshold", 0.45}, {"groups", 2}}},
+      {"pair", {{"activation", "softplus"}, {"dropout", 0.3}, {"heads", {1}}}},
   };
   for (const auto& [kind, options] : cases) {
     SCOPED_TRACE(kind + " " + options.dump());
@@ -196,7 +197,7 @@ TEST(CudaGpt, GateOptionsMatchTheCpuInTraining) {
     m.gpu->set_step(2);
     const Tensor x = test::tokens(3, 13, 11, 1), y = test::tokens(3, 13, 11, 2);
     models::ForwardOptions fo;
-    if (kind != "pair") fo.regularizers = {"gate_l1"};
+    fo.regularizers = {"gate_l1"};
     if (c.gate.option("hard").get<bool>()) {
       ASSERT_TRUE(gates_clear_of_threshold(c, x, y, fo));
     }

@@ -73,10 +73,18 @@ expect() {  # expect PATTERN ARGS...: exit 2 and one stderr line matching PATTER
 }
 expect "model.gate.activation: 'softplus' means nothing for gate kind 'score'" model.gate.kind=score model.gate.activation=softplus
 expect "model.gate.groups: must divide model.n_head=2" model.gate.kind=forget model.gate.groups=3
-expect "model.gate.dropout: means nothing for gate kind 'pair'" model.gate.kind=pair model.gate.dropout=0.1
+expect "model.gate.dropout: must be a number in \[0, 1)" model.gate.kind=pair model.gate.dropout=1.0
 expect "model.gate.heads: head 2 out of range" model.gate.kind=pair 'model.gate.heads=[1,2]'
-expect "regularization.gate_l1 means nothing for model.gate (kind pair)" model.gate.kind=pair regularization.gate_l1=0.1
+expect "model.gate.activation: 'tanh_magnitude' means nothing for gate kind 'pair'" model.gate.kind=pair model.gate.activation=tanh_magnitude
+expect "model.gates\[1\].prune_threshold: needs attention weights at most softmax's" \
+  'model.gates=[{kind: pair, activation: softplus}, {kind: forget, prune_threshold: 0.01}]'
 expect "model.gate.heads: head 5 out of range" model.gate.kind=output 'model.gate.heads=[5]'
 expect "model.gate.dropout" model.gate.kind=output model.gate.dropout=1.0
 [[ ! -e "$tmp/refused" ]] || fail "a refused config created its run directory"
+
+# The pair gate's softplus, dropout and gate_l1 (the fused op's Σ G) train and log the penalty.
+"$gattn" train --config "$tmp/tiny.yaml" run.dir="$tmp/pair_forms" 'model.gates=[]' model.gate.kind=pair \
+  model.gate.activation=softplus model.gate.dropout=0.2 regularization.gate_l1=0.01 regularization.gate_entropy=0 \
+  train.max_steps=4 >"$tmp/pair_forms.out" 2>&1 || fail "pair softplus/dropout/gate_l1 run exited $?: $(cat "$tmp/pair_forms.out")"
+grep -q '"gate_l1"' "$tmp/pair_forms/metrics.jsonl" || fail "the pair run logs no gate_l1: $(head -3 "$tmp/pair_forms/metrics.jsonl")"
 echo ok

@@ -14,8 +14,11 @@ struct AttentionLeaves {
   Tensor q, k, v, row_bias, col_bias, mod_row, mod_col, mod_alpha;
   double tau = 1.0;
   double hard_threshold = std::numeric_limits<double>::quiet_NaN();  // a hard modulation when finite
+  bool softplus = false;                                             // G = softplus(u) instead of σ(u)
+  double dropout = 0;  // the modulation dropout's p (with a dropout generator in terms())
 
-  ops::AttentionTerms terms(Generator* noise = nullptr) const {
+  // `dropout_noise`: the dropout's random source (null: no dropout, whatever `dropout` says).
+  ops::AttentionTerms terms(Generator* noise = nullptr, Generator* dropout_noise = nullptr) const {
     ops::AttentionTerms t;
     t.row_bias = row_bias;
     t.col_bias = col_bias;
@@ -25,6 +28,11 @@ struct AttentionLeaves {
     t.modulation_temperature = tau;
     t.modulation_hard_threshold = hard_threshold;
     t.modulation_noise = noise;
+    t.modulation_softplus = softplus;
+    if (dropout_noise) {
+      t.modulation_dropout = dropout;
+      t.modulation_dropout_noise = dropout_noise;
+    }
     return t;
   }
   // In the order of kAttentionLeafNames.

@@ -299,7 +299,9 @@ inline Tensor reference_attention(GPT& m, std::int64_t layer, const Tensor& h) {
       gb.push_back(sb);
     }
     const Tensor a = ops::concat(ga, 1), b = ops::concat(gb, 1);
-    g.pair_g = ops::sigmoid(ops::mul_scalar(ops::unsqueeze(a, 3) + ops::unsqueeze(b, 2), inv_tau));
+    const Tensor u = ops::mul_scalar(ops::unsqueeze(a, 3) + ops::unsqueeze(b, 2), inv_tau);
+    g.pair_g =
+        pg.activation == "softplus" ? host_map(u, [](double x) { return std::log1p(std::exp(x)); }) : ops::sigmoid(u);
     if (ref_option(pg, "hard", false).get<bool>()) {
       const double theta = ref_option(pg, "hard_threshold", 0.5).get<double>();
       g.pair_g = host_map(g.pair_g, [&](double x) { return x > theta ? 1.0 : 0.0; });

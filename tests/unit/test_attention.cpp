@@ -95,7 +95,8 @@ Inputs to_dtype(const Inputs& in, DType dt) {
 using AttentionFn = ops::AttentionResult (*)(const Tensor&, const Tensor&, const Tensor&, const ops::AttentionTerms&,
                                              const ops::AttentionOptions&);
 
-// Which outputs feed the scalar loss Σ out⊙W1 + Σ row_entropy⊙W2 + Σ modulation_entropy⊙W3.
+// Which outputs feed the scalar loss Σ out⊙W1 + Σ row_entropy⊙W2 + Σ modulation_entropy⊙W3
+// + Σ modulation_sum⊙W4 (`gate`: both modulation outputs).
 struct LossParts {
   bool out = true, entropy = true, gate = true;
 };
@@ -108,9 +109,9 @@ struct RunResult {
 // Runs one attention implementation on `in`, backpropagates the weighted loss and collects (then
 // clears) the leaves' gradients.
 RunResult run(AttentionFn fn, const Inputs& in, const ops::AttentionOptions& opt, LossParts parts = {},
-              std::uint64_t seed = 99, Generator* noise = nullptr) {
+              std::uint64_t seed = 99, Generator* noise = nullptr, Generator* dropout_noise = nullptr) {
   RunResult r;
-  r.result = fn(in.q, in.k, in.v, in.terms(noise), opt);
+  r.result = fn(in.q, in.k, in.v, in.terms(noise, dropout_noise), opt);
   const Shape& qs = in.q.shape();
   const DType dt = in.q.dtype();
   Tensor loss;
@@ -120,6 +121,8 @@ RunResult run(AttentionFn fn, const Inputs& in, const ops::AttentionOptions& opt
     add(ops::sum(r.result.row_entropy * test::randn({qs[0], qs[1], qs[2]}, seed + 1, 1.0, dt)));
   if (parts.gate && r.result.modulation_entropy.defined())
     add(ops::sum(r.result.modulation_entropy * test::randn({qs[0], qs[1]}, seed + 2, 1.0, dt)));
+  if (parts.gate && r.result.modulation_sum.defined())
+    add(ops::sum(r.result.modulation_sum * test::randn({qs[0], qs[1]}, seed + 3, 1.0, dt)));
   if (loss.defined() && loss.grad_fn()) loss.backward();
   for (Tensor t : in.leaves()) {
     r.grads.push_back(t.defined() ? t.grad() : Tensor());
@@ -152,6 +155,10 @@ void expect_matches_reference(const Inputs& in, const ops::AttentionOptions& opt
   if (ref.result.modulation_entropy.defined()) {
     EXPECT_TRUE(test::all_close(fused.result.modulation_entropy, ref.result.modulation_entropy, tol, tol))
         << "modulation_entropy";
+  }
+  ASSERT_EQ(fused.result.modulation_sum.defined(), ref.result.modulation_sum.defined());
+  if (ref.result.modulation_sum.defined()) {
+    EXPECT_TRUE(test::all_close(fused.result.modulation_sum, ref.result.modulation_sum, tol, tol)) << "modulation_sum";
   }
   for (std::size_t i = 0; i < fused.grads.size(); ++i) {
     const Tensor& a = fused.grads[i];
@@ -460,6 +467,7 @@ Tensor all_outputs(const ops::AttentionResult& r) {
   std::vector<Tensor> parts{ops::reshape(r.out, {-1})};
   if (r.row_entropy.defined()) parts.push_back(ops::reshape(r.row_entropy, {-1}));
   if (r.modulation_entropy.defined()) parts.push_back(ops::reshape(r.modulation_entropy, {-1}));
+  if (r.modulation_sum.defined()) parts.push_back(ops::reshape(r.modulation_sum, {-1}));
   return ops::concat(parts, 0);
 }
 
@@ -1298,6 +1306,196 @@ TEST(AttentionErrors, CrossShapes) {
 TEST(AttentionErrors, UndefinedInput) {
   Tensor q = test::randn({1, 1, 3, 4}, 20);
   expect_error<ValueError>([&] { ops::flash_attention(q, Tensor(), q); }, {"flash_attention"});
+}
+
+}  // namespace
+}  // namespace gattn
+
+// ---- the modulation's forms: softplus, dropout and the modulation sum (the pair gate's options) ----
+namespace gattn {
+namespace {
+
+// The modulation outputs a softplus modulation has: the sum (the entropy is refused for it).
+ops::AttentionOptions sum_options(const Inputs& in, std::int64_t window) {
+  ops::AttentionOptions o = options_for(in, window);
+  o.modulation_entropy = !in.softplus;
+  o.modulation_sum = true;
+  return o;
+}
+
+TEST(AttentionModulationForms, SoftplusAndTheSumMatchTheReference) {
+  std::uint64_t seed = 30000;
+  for (const Dims& s : kShapes)
+    for (std::int64_t w : {0, 5}) {
+      for (bool softplus : {false, true}) {
+        Inputs in = make_inputs(s, kAll, seed += 10, 0.8);
+        in.softplus = softplus;
+        expect_matches_reference(in, sum_options(in, w),
+                                 dims_str(s) + (softplus ? " softplus" : " sigmoid") + " window=" + std::to_string(w));
+      }
+    }
+  // Hard: the sum is of the soft G behind the threshold; α per head.
+  Inputs hard = make_inputs({1, 3, 70, 16}, kMod, 30500, 1.2, 0.7, {0.6, 0.0, 0.9});
+  hard.hard_threshold = 0.45;
+  expect_matches_reference(hard, sum_options(hard, 0), "hard, α per head");
+  hard.softplus = true;
+  hard.hard_threshold = 0.8;
+  expect_matches_reference(hard, sum_options(hard, 0), "hard softplus, α per head");
+}
+
+TEST(AttentionModulationForms, SoftplusAndTheSumAgainstScalarLoops) {
+  // One head, T = 3, d = 2, written out: A_ij = P_ij·(α·softplus(u_ij) + 1 − α), u = (a_i + b_j)/τ,
+  // y_i = Σ_j A_ij v_j, Σ = Σ_{j ≤ i} softplus(u_ij).
+  const std::int64_t T = 3, d = 2;
+  Inputs in = make_inputs({1, 1, T, d}, kMod, 30600, 0.7, 0.4);
+  in.softplus = true;
+  NoGradGuard no_grad;
+  ops::AttentionOptions o;
+  o.modulation_sum = true;
+  const ops::AttentionResult r = ops::flash_attention(in.q, in.k, in.v, in.terms(), o);
+  const std::vector<double> q = in.q.to_vector(), k = in.k.to_vector(), v = in.v.to_vector(),
+                            a = in.mod_row.to_vector(), b = in.mod_col.to_vector(), y = r.out.to_vector();
+  const double alpha = 0.4, tau = 0.7, scale = 1.0 / std::sqrt(static_cast<double>(d));
+  double total = 0;
+  for (std::int64_t i = 0; i < T; ++i) {
+    std::vector<double> S(static_cast<std::size_t>(i + 1));
+    double m = -1e300, l = 0;
+    for (std::int64_t j = 0; j <= i; ++j) {
+      double dot = 0;
+      for (std::int64_t x = 0; x < d; ++x) dot += q[i * d + x] * k[j * d + x];
+      S[j] = dot * scale;
+      m = std::max(m, S[j]);
+    }
+    for (std::int64_t j = 0; j <= i; ++j) l += std::exp(S[j] - m);
+    for (std::int64_t x = 0; x < d; ++x) {
+      double yx = 0;
+      for (std::int64_t j = 0; j <= i; ++j) {
+        const double G = std::log1p(std::exp((a[i] + b[j]) / tau));
+        yx += std::exp(S[j] - m) / l * (alpha * G + 1 - alpha) * v[j * d + x];
+        if (x == 0) total += G;
+      }
+      EXPECT_NEAR(y[i * d + x], yx, 1e-12) << "i=" << i << " x=" << x;
+    }
+  }
+  EXPECT_NEAR(r.modulation_sum.item(), total, 1e-12);
+}
+
+TEST(AttentionModulationForms, DropoutMatchesTheReferenceAndDrawsLikeIt) {
+  // The same generator state on both sides, noise and dropout from one stream (as the pair gate
+  // passes them): identical masks, outputs, gradients, and the same words consumed.
+  for (bool softplus : {false, true})
+    for (std::int64_t w : {0, 7}) {
+      SCOPED_TRACE(std::string(softplus ? "softplus" : "sigmoid") + " window " + std::to_string(w));
+      Inputs in = make_inputs({2, 2, 70, 16}, kAll, 30700 + w, 0.9);
+      in.softplus = softplus;
+      in.dropout = 0.3;
+      Generator g_fused(77, 3), g_ref(77, 3);
+      g_fused.reserve(5);
+      g_ref.reserve(5);
+      const ops::AttentionOptions opt = sum_options(in, w);
+      RunResult fused = run(ops::flash_attention, in, opt, {}, 99, softplus ? nullptr : &g_fused, &g_fused);
+      RunResult ref = run(test::reference_attention, in, opt, {}, 99, softplus ? nullptr : &g_ref, &g_ref);
+      EXPECT_EQ(g_fused.state().offset, g_ref.state().offset);
+      EXPECT_GE(g_fused.state().offset, 5u + 2 * 2 * 70 * 70);  // one dropout word per (b·h, i, j)
+      EXPECT_TRUE(test::all_close(fused.result.out, ref.result.out, 1e-9, 1e-9));
+      EXPECT_TRUE(test::all_close(fused.result.modulation_sum, ref.result.modulation_sum, 1e-9, 1e-9));
+      for (std::size_t i = 0; i < fused.grads.size(); ++i)
+        EXPECT_TRUE(test::all_close(fused.grads[i], ref.grads[i], 1e-9, 1e-9)) << "d" << kLeafNames[i];
+    }
+}
+
+TEST(AttentionModulationForms, DropoutDropsTheShareAskedAndDroppedEntriesArePlain) {
+  // α = 1 and G ≈ 0 everywhere: a kept entry weighs ≈ 0, a dropped one reads G = 1. The applied
+  // values' moments (the statistics count Gv) are then the dropped share, p within sampling error,
+  // and an α gradient of 0 on dropped entries.
+  Inputs in = make_inputs({1, 2, 128, 16}, kMod, 30800, 1.0, 1.0);
+  in.mod_row = Tensor::full({1, 2, 128}, -40, DType::f64);
+  in.mod_col = Tensor::full({1, 2, 128}, 0, DType::f64);
+  in.dropout = 0.3;
+  NoGradGuard no_grad;
+  ops::AttentionStats stats;
+  ops::AttentionOptions o;
+  o.stats = &stats;
+  Generator g(11, 2);
+  ops::flash_attention(in.q, in.k, in.v, in.terms(nullptr, &g), o);
+  const double n = static_cast<double>(stats.modulation.count);
+  EXPECT_EQ(stats.modulation.count, 2 * 128 * 129 / 2);
+  EXPECT_NEAR(stats.modulation.mean(), 0.3, 3 * std::sqrt(0.3 * 0.7 / n));
+  EXPECT_EQ(stats.modulation.below_0_1 + stats.modulation.above_0_9, stats.modulation.count);  // 0 or 1
+  // p = 0 with a source: bitwise no dropout, no word drawn.
+  Inputs none = make_inputs({1, 2, 40, 16}, kMod, 30900);
+  Generator unused(11, 2);
+  const ops::AttentionResult a = ops::flash_attention(none.q, none.k, none.v, none.terms(nullptr, &unused), {});
+  const ops::AttentionResult b = ops::flash_attention(none.q, none.k, none.v, none.terms(), {});
+  EXPECT_TRUE(test::all_close(a.out, b.out, 0, 0));
+  EXPECT_EQ(unused.state().offset, 0u);
+}
+
+// f64 gradchecks of the three forms: each evaluation draws the same mask from a fresh generator.
+void gradcheck_form(const Dims& s, std::int64_t window, bool softplus, double dropout) {
+  SCOPED_TRACE(dims_str(s) + " window=" + std::to_string(window) + (softplus ? " softplus" : " sigmoid") +
+               " dropout=" + std::to_string(dropout));
+  const Inputs in = make_inputs(s, kAll, 31000 + window, 0.8);
+  std::vector<Tensor> xs;
+  for (const Tensor& t : in.leaves())
+    if (t.defined()) xs.push_back(t.detach());
+  auto f = [&](const std::vector<Tensor>& x) {
+    Inputs cur = in;
+    Tensor* fields[] = {&cur.q,        &cur.k,       &cur.v,       &cur.row_bias,
+                        &cur.col_bias, &cur.mod_row, &cur.mod_col, &cur.mod_alpha};
+    for (std::size_t n = 0; n < x.size(); ++n) *fields[n] = x[n];
+    cur.softplus = softplus;
+    cur.dropout = dropout;
+    Generator mask(123, 4);
+    return all_outputs(ops::flash_attention(cur.q, cur.k, cur.v, cur.terms(nullptr, &mask), sum_options(cur, window)));
+  };
+  GradcheckOptions go;
+  go.atol = 1e-6;
+  go.rtol = 1e-5;
+  EXPECT_TRUE(test::grads_ok(f, xs, go));
+}
+
+TEST(AttentionGradcheck, ModulationSoftplusDropoutAndSum) {
+  gradcheck_form({1, 2, 5, 3}, 0, true, 0.0);
+  gradcheck_form({1, 2, 5, 3}, 0, false, 0.4);
+  gradcheck_form({1, 2, 6, 3}, 2, true, 0.4);
+  gradcheck_form({1, 1, 66, 1}, 0, true, 0.25);
+}
+
+TEST(AttentionModulationForms, Float32MatchesFloat64) {
+  // softplus and dropout leave the vectorised f32 loops for the general ones, in both dtypes.
+  for (bool softplus : {false, true}) {
+    Inputs in64 = make_inputs({2, 2, 130, 32}, kCol | kMod, 31100 + softplus, 0.8, 0.6);
+    in64.softplus = softplus;
+    expect_f32_matches_f64(in64, {});
+  }
+}
+
+TEST(AttentionErrors, ModulationFormsRefuseWhatMeansNothing) {
+  Inputs in = make_inputs({1, 1, 4, 8}, kMod, 31200);
+  in.softplus = true;
+  ops::AttentionOptions entropy;
+  entropy.modulation_entropy = true;
+  expect_error<ValueError>([&] { ops::flash_attention(in.q, in.k, in.v, in.terms(), entropy); },
+                           {"modulation_entropy", "softplus"});
+  ops::AttentionOptions pruned;
+  pruned.prune_threshold = 1e-3;
+  expect_error<ValueError>([&] { ops::flash_attention(in.q, in.k, in.v, in.terms(), pruned); },
+                           {"prune_threshold", "softplus"});
+  in.softplus = false;
+  ops::AttentionTerms t = in.terms();
+  t.modulation_dropout = 0.2;  // no source
+  expect_error<ValueError>([&] { ops::flash_attention(in.q, in.k, in.v, t, {}); },
+                           {"modulation_dropout", "random source"});
+  Generator g(1);
+  t.modulation_dropout_noise = &g;
+  t.modulation_dropout = 1.0;
+  expect_error<ValueError>([&] { ops::flash_attention(in.q, in.k, in.v, t, {}); }, {"modulation_dropout", "[0, 1)"});
+  Inputs plain = make_inputs({1, 1, 4, 8}, kNone, 31300);
+  ops::AttentionOptions sum;
+  sum.modulation_sum = true;
+  expect_error<ValueError>([&] { ops::flash_attention(plain.q, plain.k, plain.v, plain.terms(), sum); },
+                           {"modulation_sum"});
 }
 
 }  // namespace

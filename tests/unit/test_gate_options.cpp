@@ -169,6 +169,11 @@ TEST(GateOptionsReference, PairSharedProjectionNormScheduleAndRamp) {
   expect_reference(options_config("pair", {{"heads", {1, 3}}}), 0);
   expect_reference(options_config("pair", {{"groups", 2}, {"heads", {2, 3}}, {"input_norm", true}}), 0);
   expect_reference(options_config("pair", {{"heads", {0}}, {"shared_projection", true}, {"ramp_steps", 4}}), 2);
+  // softplus: M = α·softplus(u) + 1 − α; with hard, the threshold on the softplus value; dropout
+  // (training only) leaves eval as it was.
+  expect_reference(options_config("pair", {{"groups", 2}, {"temperature", 1.5}}, "softplus"), 0);
+  expect_reference(options_config("pair", {{"hard", true}, {"hard_threshold", 0.9}}, "softplus"), 0);
+  expect_reference(options_config("pair", {{"dropout", 0.4}, {"heads", {1, 2}}}, "softplus"), 0);
 }
 
 TEST(GateOptionsReference, PairHeadsParametersAndGeneration) {
@@ -188,6 +193,9 @@ TEST(GateOptionsReference, PairHeadsParametersAndGeneration) {
   ModelConfig one = options_config("pair", {{"heads", {3}}, {"hard", true}});
   one.block_size = 9;
   expect_cache_equals_full_forward(one, 0);
+  ModelConfig soft = options_config("pair", {{"dropout", 0.3}}, "softplus");
+  soft.block_size = 9;
+  expect_cache_equals_full_forward(soft, 0);
 }
 
 TEST(GateOptionsReference, SeveralGatesWithOptions) {
@@ -267,6 +275,9 @@ TEST(GateOptionsGrad, PairSharedProjectionNormAndRamp) {
                                            {"temperature_final", 1.0},
                                            {"temperature_steps", 4}}),
                    2);
+  // softplus and dropout: the fused kernels' terms, with gate_l1's Σ G in the objective.
+  expect_gradcheck(options_config("pair", {{"dropout", 0.3}}, "softplus"), 0);
+  expect_gradcheck(options_config("pair", {{"dropout", 0.5}, {"heads", {2, 3}}, {"groups", 2}}), 0);
 }
 
 // ---------------------------------------------------------------- neutral identities
@@ -443,6 +454,59 @@ TEST(GateOptionsStats, PairGateReportsPerHeadAndOnlyItsHeads) {
       EXPECT_NE(s.gate_by_head[1].mean(), s.gate_by_head[3].mean());
     }
   }
+}
+
+TEST(GateOptionsNeutral, PairDropoutOnlyWhileTrainingAndFromTheNoiseStream) {
+  // Eval: bitwise the gate without dropout, no noise drawn. Training: a mask from the model's noise
+  // stream, so the same stream gives the same loss, and a dropped share changes it.
+  GPT a(options_config("pair", {}), 4), b(options_config("pair", {{"dropout", 0.5}}), 4);
+  test::perturb_gate_parameters(a, 5);
+  test::perturb_gate_parameters(b, 5);
+  EXPECT_TRUE(bitwise_equal(eval_logits(a, 0), eval_logits(b, 0)));
+  const GeneratorState before = b.noise_generator().state();
+  eval_logits(b, 0);
+  EXPECT_EQ(b.noise_generator().state().offset, before.offset) << "eval drew dropout noise";
+  const std::int64_t V = options_config("pair", {}).vocab_size;
+  const Tensor idx = test::tokens(2, 6, V, 3), targets = test::tokens(2, 6, V, 4);
+  NoGradGuard no_grad;
+  a.train();
+  b.train();
+  const double plain = a.forward(idx, targets).loss.item();
+  const double dropped = b.forward(idx, targets).loss.item();
+  EXPECT_GT(b.noise_generator().state().offset, before.offset);
+  EXPECT_NE(plain, dropped);
+  GPT c(options_config("pair", {{"dropout", 0.5}}), 4);
+  test::perturb_gate_parameters(c, 5);
+  c.train();
+  EXPECT_EQ(c.forward(idx, targets).loss.item(), dropped);
+}
+
+TEST(GateOptionsRegularizer, PairGateL1IsTheMeanOfItsG) {
+  // The fused op's Σ G over the visible pairs of the carried heads, over their count: exactly the
+  // mean of the values inspection computes, σ or softplus; with `heads`, the listed heads only.
+  models::ForwardOptions fo;
+  fo.regularizers = {models::kGateL1};
+  fo.inspect = true;
+  NoGradGuard no_grad;
+  const Tensor idx = test::tokens(2, 6, 5, 3);
+  for (const std::string activation : {"sigmoid", "softplus"})
+    for (const bool subset : {false, true}) {
+      SCOPED_TRACE(activation + (subset ? " heads [0, 2]" : ""));
+      ModelConfig c =
+          options_config("pair", subset ? nlohmann::json{{"heads", {0, 2}}} : nlohmann::json::object(), activation);
+      c.n_layer = 1;
+      GPT model(c, 1);
+      test::perturb_gate_parameters(model, 2);
+      model.eval();
+      models::ForwardResult r = model.forward(idx, Tensor(), fo);
+      double sum = 0, n = 0;
+      for (const models::LayerInspection& li : r.inspection) {
+        for (double v : li.gate_values) sum += v;
+        n += static_cast<double>(li.gate_values.size());
+      }
+      ASSERT_GT(n, 0);
+      EXPECT_NEAR(r.regularizer(models::kGateL1).item(), sum / n, 1e-12);
+    }
 }
 
 TEST(GateOptionsRegularizer, GateL1IsTheMeanSoftGate) {

@@ -34,6 +34,7 @@ struct CachedAttentionParams {
   std::int64_t heads = 1;            // query heads per sequence, with alpha_by_head
   bool hard = false;                 // a hard modulation: 1[G > hard_threshold] in place of G
   T hard_threshold = T(0.5);
+  bool softplus = false;                        // G = softplus(u) = log(1 + eᵘ) instead of σ(u)
   const std::int32_t* key_positions = nullptr;  // [BH, capacity] or null (row j = position j)
   std::int64_t top_k_keys = 0;                  // > 0: only the top-k scores of each row
   const std::int32_t* skip_rows = nullptr;      // [BH, Tq] or null: 1 = output 0, nothing computed
@@ -103,12 +104,15 @@ void cached_attention_forward(const CachedAttentionParams<T>& p) {
       }
       const T inv_l = T(1) / l;
       if (p.modulation_row) {
-        // A_ij = P_ij · (α·σ((a_i + b_j)/τ) + 1 − α): the modulation, applied after the softmax.
+        // A_ij = P_ij · (α·G + 1 − α), G = σ((a_i + b_j)/τ) (or softplus): the modulation, applied
+        // after the softmax.
         const T a = p.modulation_row[r];
         const T* col = p.modulation_col + bh * p.capacity;
         const T alpha = p.alpha_by_head ? p.alpha_by_head[bh % p.heads] : p.alpha;
         for (std::int64_t j = lo; j <= i; ++j) {
-          T g = T(1) / (T(1) + std::exp(-(a + col[j]) * p.inv_tau));
+          const T u = (a + col[j]) * p.inv_tau;
+          T g = p.softplus ? (u > 0 ? u + std::log1p(std::exp(-u)) : std::log1p(std::exp(u)))
+                           : T(1) / (T(1) + std::exp(-(a + col[j]) * p.inv_tau));
           if (p.hard) g = g > p.hard_threshold ? T(1) : T(0);
           w[static_cast<std::size_t>(j)] *= alpha * g + T(1) - alpha;
         }

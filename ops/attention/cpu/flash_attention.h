@@ -53,6 +53,11 @@ struct FlashAttentionParams {
   // (straight-through).
   bool hard = false;
   T hard_threshold = T(0.5);
+  bool softplus = false;  // G = softplus(u) = log(1 + eᵘ) instead of σ(u)
+  // Modulation dropout: entry (b·h, i, j) reads G = 1 when the uniform of its Philox word
+  // dropout_offset + (bh·Tq + i)·Tk + j is below `dropout`. 0: off.
+  T dropout = 0;
+  std::uint64_t dropout_seed = 0, dropout_stream = 0, dropout_offset = 0;
   const std::int32_t* active = nullptr;  // [B, Tq] or null (every query row active): 0 skips row i of sequence b
   // θ of adaptive computation pruning (causal only): tile pairs whose attention probabilities are
   // all provably below θ are skipped, forward and backward (ops/attention/prune_plan.h). 0: off.
@@ -69,6 +74,7 @@ struct FlashForwardOutputs {
   T* row_asum = nullptr;     // [B, H, Tq]: Σ_j A_ij (1 without modulation); needed with row_entropy for backward
   T* row_sink = nullptr;     // [B, H, Tq]: A_i0 (0 where key 0 is outside the window)
   T* modulation_entropy = nullptr;                 // [B, H]: Σ h(G_ij) over visible entries of active rows
+  T* modulation_sum = nullptr;                     // [B, H]: Σ G_ij (soft G) over the same entries
   ops::GateMoments* modulation_moments = nullptr;  // [B·H·query tiles] partial moments of G (merged by the caller)
   std::int64_t* tile_counts = nullptr;             // [2], with pruning: += the tile pairs skipped, walked
 };
@@ -82,6 +88,7 @@ struct FlashBackwardInputs {
   const T* row_entropy = nullptr;    // saved, needed with d_row_entropy
   const T* row_asum = nullptr;
   const T* d_modulation_entropy = nullptr;  // [B, H] or null
+  const T* d_modulation_sum = nullptr;      // [B, H] or null
 };
 
 // Gradients; each pointer may be null when not needed. All are overwritten (zeroed first).
@@ -156,6 +163,43 @@ T modulation_logit(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64
 template <class T>
 T applied_gate(const FlashAttentionParams<T>& p, T G) {
   return p.hard ? (G > p.hard_threshold ? T(1) : T(0)) : G;
+}
+
+// softplus(z) = log(1 + eᶻ), stable for large |z|.
+template <class T>
+T softplus(T z) {
+  return z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z));
+}
+
+// Whether modulation dropout drops entry (b·h, i, j): its own Philox word, so like the noise it
+// depends on the true (b·h, i, j) only.
+template <class T>
+bool modulation_dropped(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i, std::int64_t j) {
+  if (p.dropout == T(0)) return false;
+  const std::uint64_t word = p.dropout_offset + static_cast<std::uint64_t>((bh * p.Tq + i) * p.Tk + j);
+  const Philox4 r = philox_block(p.dropout_seed, p.dropout_stream, word / 4);
+  const double u = (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
+  return u < static_cast<double>(p.dropout);
+}
+
+// The modulation at one (i, j): u, the soft G = act(u), the applied Gv (1[G > θ] when hard, 1 where
+// dropped), M = α·Gv + 1 − α, and whether the entry was kept (a dropped one passes no gradient
+// through M).
+template <class T>
+struct ModulationAt {
+  T u, G, Gv, M;
+  bool kept;
+};
+template <class T>
+ModulationAt<T> modulation_at(const FlashAttentionParams<T>& p, T alpha, std::int64_t bh, std::int64_t i,
+                              std::int64_t j) {
+  ModulationAt<T> m;
+  m.u = modulation_logit(p, bh, i, j);
+  m.G = p.softplus ? softplus(m.u) : sigmoid(m.u);
+  m.kept = !modulation_dropped(p, bh, i, j);
+  m.Gv = m.kept ? applied_gate(p, m.G) : T(1);
+  m.M = alpha * m.Gv + (T(1) - alpha);
+  return m;
 }
 
 // Fills S[r, c] (query rows pos[0..rows), key columns j0..) with the full logits scale·q·k + c_j + r_i.
@@ -347,23 +391,29 @@ GATTN_ATTN_STEP TileRowSums<T> fast_modulated_weights(const FlashAttentionParams
   return {row_l, T(0), T(0)};
 }
 
-// Modulated weights, the general case: w = P·M with M = αG + 1 − α, plus the gate's moments, the
-// modulation entropy and the row-entropy sums where asked for.
+// The per-task sums of the modulation outputs: Σ h(G) (modulation entropy) and Σ G (modulation sum).
+template <class T>
+struct ModulationSums {
+  T entropy = 0, sum = 0;
+};
+
+// Modulated weights, the general case: w = P·M with M = αGv + 1 − α, plus the gate's moments, the
+// modulation entropy and sum, and the row-entropy sums where asked for.
 template <class T>
 GATTN_ATTN_STEP TileRowSums<T> modulated_weights(const FlashAttentionParams<T>& p, const FlashForwardOutputs<T>& o,
                                                  bool want_entropy, std::int64_t bh, std::int64_t i, std::int64_t j0,
                                                  const T* srow, T* wrow, std::int64_t c_lo, std::int64_t c_hi, T m_new,
-                                                 ops::GateMoments& moments, T& mod_ent) {
+                                                 ops::GateMoments& moments, ModulationSums<T>& mod) {
   T row_l = 0, row_e1 = 0, row_e0 = 0;
   const T alpha = head_alpha(p, bh);
   for (std::int64_t c = c_lo; c < c_hi; ++c) {
     const T pij = vexp(srow[c] - m_new);
     row_l += pij;
-    const T u = modulation_logit(p, bh, i, j0 + c);
-    const T G = sigmoid(u), Gv = applied_gate(p, G);
-    const T M = alpha * Gv + (T(1) - alpha);
-    if (o.modulation_moments) moments.add(static_cast<double>(Gv));
-    if (o.modulation_entropy) mod_ent += binary_entropy_from_logit(u, G);
+    const ModulationAt<T> g = modulation_at(p, alpha, bh, i, j0 + c);
+    const T M = g.M;
+    if (o.modulation_moments) moments.add(static_cast<double>(g.Gv));
+    if (o.modulation_entropy) mod.entropy += binary_entropy_from_logit(g.u, g.G);
+    if (o.modulation_sum) mod.sum += g.G;
     const T w = pij * M;
     wrow[c] = w;
     if (want_entropy && w > T(0)) {  // 0·ln 0 = 0: an entry with no weight adds nothing
@@ -394,7 +444,7 @@ template <class T>
 GATTN_ATTN_STEP void forward_row_on_key_tile(const FlashAttentionParams<T>& p, const FlashForwardOutputs<T>& o,
                                              const ForwardMode& mode, std::int64_t bh, std::int64_t r, std::int64_t i,
                                              std::int64_t j0, std::int64_t cols, ForwardScratch<T>& ws,
-                                             ops::GateMoments& moments, T& mod_ent) {
+                                             ops::GateMoments& moments, ModulationSums<T>& mod) {
   const std::int64_t c_lo = std::max<std::int64_t>(first_key(p, i) - j0, 0);
   const std::int64_t c_hi = std::min<std::int64_t>(end_key(p, i) - j0, cols);
   const T* srow = ws.S.data() + r * kAttnTileK;
@@ -415,12 +465,10 @@ GATTN_ATTN_STEP void forward_row_on_key_tile(const FlashAttentionParams<T>& p, c
   else if (mode.fast_modulation)
     sums = fast_modulated_weights(p, bh, i, j0, srow, wrow, c_lo, c_hi, m_new);
   else
-    sums = modulated_weights(p, o, mode.want_entropy, bh, i, j0, srow, wrow, c_lo, c_hi, m_new, moments, mod_ent);
+    sums = modulated_weights(p, o, mode.want_entropy, bh, i, j0, srow, wrow, c_lo, c_hi, m_new, moments, mod);
   if (j0 == 0 && c_lo == 0) {  // key 0 is visible: remember its logit and modulation for the sink
     ws.s0[r] = srow[0];
-    ws.M0[r] = mode.modulated ? head_alpha(p, bh) * applied_gate(p, sigmoid(modulation_logit(p, bh, i, 0))) +
-                                    (T(1) - head_alpha(p, bh))
-                              : T(1);
+    ws.M0[r] = mode.modulated ? modulation_at(p, head_alpha(p, bh), bh, i, 0).M : T(1);
   }
   std::fill(wrow + c_hi, wrow + cols, T(0));
   online_softmax_update(ws, r, p.d, corr, m_old, m_new, sums);
@@ -447,12 +495,12 @@ GATTN_ATTN_STEP void finish_row(const FlashAttentionParams<T>& p, const FlashFor
     o.row_sink[base + i] = ws.s0[r] == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(ws.s0[r] - L) * ws.M0[r];
 }
 
-// One (head, query tile) task of the forward. `mod_ent` receives the tile's modulation-entropy sum.
+// One (head, query tile) task of the forward. `mod` receives the tile's modulation-entropy and sum.
 // `tile_plan`: the query tile's row of the pruning plan (one entry per key tile), or null.
 template <class T>
 GATTN_ATTN_STEP void forward_query_tile(const FlashAttentionParams<T>& p, const FlashForwardOutputs<T>& o,
                                         const ForwardMode& mode, std::int64_t bh, std::int64_t qt, std::int64_t n_qt,
-                                        const std::uint8_t* tile_plan, ForwardScratch<T>& ws, T& mod_ent) {
+                                        const std::uint8_t* tile_plan, ForwardScratch<T>& ws, ModulationSums<T>& mod) {
   const std::int64_t Tn = p.Tq, Tk = p.Tk, d = p.d;
   const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0), base = bh * Tn;
   const std::int64_t kvbase = kv_row_base(p, bh);
@@ -475,7 +523,7 @@ GATTN_ATTN_STEP void forward_query_tile(const FlashAttentionParams<T>& p, const 
     const std::int64_t cols = std::min(kAttnTileK, Tk - j0);
     tile_logits(p, bh, q_rows, ws.pos.data(), rows, j0, cols, ws.S.data());
     for (std::int64_t r = 0; r < rows; ++r)
-      forward_row_on_key_tile(p, o, mode, bh, r, ws.pos[static_cast<std::size_t>(r)], j0, cols, ws, moments, mod_ent);
+      forward_row_on_key_tile(p, o, mode, bh, r, ws.pos[static_cast<std::size_t>(r)], j0, cols, ws, moments, mod);
     // acc += W · V for this key tile.
     blas_gemm<T>({.M = rows,
                   .N = d,
@@ -526,6 +574,7 @@ struct HeadGradients {
   T* dk = nullptr;  // the unit's dK and dV rows (backward_unit), which the head adds to
   T* dv = nullptr;
   T dE = 0;       // dL/d(modulation entropy) of this head
+  T dSum = 0;     // dL/d(modulation sum) of this head
   T alpha = 0;    // this head's modulation α (head_alpha)
   T d_alpha = 0;  // this head's dL/dα, summed over its tiles
 };
@@ -570,6 +619,7 @@ GATTN_ATTN_STEP HeadGradients<T> start_head_gradients(const FlashAttentionParams
   if (g.d_modulation_row) std::fill(g.d_modulation_row + h.base, g.d_modulation_row + h.base + Tn, T(0));
   if (g.d_modulation_col) std::fill(g.d_modulation_col + h.kbase, g.d_modulation_col + h.kbase + Tk, T(0));
   h.dE = in.d_modulation_entropy ? in.d_modulation_entropy[bh] : T(0);
+  h.dSum = in.d_modulation_sum ? in.d_modulation_sum[bh] : T(0);
   h.alpha = p.modulation_row ? head_alpha(p, bh) : T(0);
   return h;
 }
@@ -688,8 +738,8 @@ GATTN_ATTN_STEP RowGradSums<T> fast_modulated_row_grads(const FlashAttentionPara
   return {ds_row, d_row};
 }
 
-// One row's A, dS and du with modulation, the general case (noise, hard gates, a row-entropy
-// gradient, f64).
+// One row's A, dS and du with modulation, the general case (noise, hard gates, softplus, dropout, a
+// row-entropy or modulation-sum gradient, f64).
 template <class T>
 GATTN_ATTN_STEP RowGradSums<T> modulated_row_grads(const FlashAttentionParams<T>& p, const FlashBackwardOutputs<T>& g,
                                                    HeadGradients<T>& h, std::int64_t i, std::int64_t j0, const T* srow,
@@ -699,9 +749,8 @@ GATTN_ATTN_STEP RowGradSums<T> modulated_row_grads(const FlashAttentionParams<T>
   for (std::int64_t c = c_lo; c < c_hi; ++c) {
     const std::int64_t j = j0 + c;
     const T pij = vexp(srow[c] - L);
-    const T u = modulation_logit(p, h.bh, i, j);
-    const T G = sigmoid(u), Gv = applied_gate(p, G);
-    const T M = h.alpha * Gv + (T(1) - h.alpha);
+    const ModulationAt<T> mv = modulation_at(p, h.alpha, h.bh, i, j);
+    const T u = mv.u, G = mv.G, M = mv.M;
     const T a = pij * M;
     T da = darow[c];
     if (dH != T(0) && a > T(0)) da -= dH * ((srow[c] - L) + std::log(M) + T(1));
@@ -709,9 +758,13 @@ GATTN_ATTN_STEP RowGradSums<T> modulated_row_grads(const FlashAttentionParams<T>
     const T ds = pij * (da * M - Di);
     dsrow[c] = ds;
     ds_row += ds;
-    const T dM = da * pij;
-    h.d_alpha += dM * (Gv - T(1));
-    const T du = (h.alpha * dM - h.dE * u) * G * (T(1) - G) * p.inv_tau;
+    const T dM = mv.kept ? da * pij : T(0);  // a dropped entry's M is 1, whatever u and α
+    h.d_alpha += dM * (mv.Gv - T(1));
+    // dL/dG (through M, the entropy and the sum) times dG/du: G(1 − G) for σ, σ(u) for softplus (whose
+    // entropy is refused); /τ for u = z/τ.
+    T dG = h.alpha * dM - h.dE * u;
+    if (h.dSum != T(0)) dG += h.dSum;
+    const T du = p.softplus ? dG * sigmoid(u) * p.inv_tau : dG * G * (T(1) - G) * p.inv_tau;
     d_row += du;
     if (g.d_modulation_col) g.d_modulation_col[h.kbase + j] += du;
   }
@@ -970,15 +1023,17 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
   mode.modulated = p.modulation_row != nullptr;
   mode.want_entropy = o.row_entropy != nullptr;
   // The modulated case that training steps take (no noise, no statistics): its vectorised loop.
-  mode.fast_modulation = std::is_same_v<T, float> && mode.modulated && !p.noise && !p.hard && !o.modulation_moments &&
-                         !o.modulation_entropy && !mode.want_entropy;
+  mode.fast_modulation = std::is_same_v<T, float> && mode.modulated && !p.noise && !p.hard && !p.softplus &&
+                         p.dropout == T(0) && !o.modulation_moments && !o.modulation_entropy && !o.modulation_sum &&
+                         !mode.want_entropy;
   // The pruning plan (empty when off); its counts for the statistics.
   const std::vector<std::uint8_t> plan =
       p.prune_threshold > 0 && p.causal ? prune_plan(p) : std::vector<std::uint8_t>();
   if (o.tile_counts && !plan.empty()) count_plan(plan, o.tile_counts);
   const std::int64_t n_kt = (Tk + kAttnTileK - 1) / kAttnTileK;
-  // Per-task partial modulation-entropy sums, added per head in task order (deterministic).
-  std::vector<T> mod_entropy_partial(o.modulation_entropy ? static_cast<std::size_t>(BH * n_qt) : 0, T(0));
+  // Per-task partial modulation-entropy and modulation sums, added per head in task order (deterministic).
+  const bool mod_outputs = o.modulation_entropy || o.modulation_sum;
+  std::vector<ModulationSums<T>> mod_partial(mod_outputs ? static_cast<std::size_t>(BH * n_qt) : 0);
 
   // Threads only when there are several tiles and enough work to pay for the team.
   const bool parallel_fwd = BH * n_qt > 1 && worth_parallel(BH * Tn * Tk * d / (p.causal ? 2 : 1));
@@ -988,18 +1043,23 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
 #pragma omp for collapse(2) schedule(dynamic)
     for (std::int64_t bh = 0; bh < BH; ++bh) {
       for (std::int64_t qt = 0; qt < n_qt; ++qt) {
-        T mod_ent = 0;
+        ModulationSums<T> mod;
         const std::uint8_t* tile_plan = plan.empty() ? nullptr : plan.data() + (bh * n_qt + qt) * n_kt;
-        forward_query_tile(p, o, mode, bh, qt, n_qt, tile_plan, ws, mod_ent);
-        if (o.modulation_entropy) mod_entropy_partial[static_cast<std::size_t>(bh * n_qt + qt)] = mod_ent;
+        forward_query_tile(p, o, mode, bh, qt, n_qt, tile_plan, ws, mod);
+        if (mod_outputs) mod_partial[static_cast<std::size_t>(bh * n_qt + qt)] = mod;
       }
     }
   }
-  if (o.modulation_entropy)
+  if (mod_outputs)
     for (std::int64_t bh = 0; bh < BH; ++bh) {
-      T s = 0;
-      for (std::int64_t qt = 0; qt < n_qt; ++qt) s += mod_entropy_partial[static_cast<std::size_t>(bh * n_qt + qt)];
-      o.modulation_entropy[bh] = s;
+      ModulationSums<T> total;
+      for (std::int64_t qt = 0; qt < n_qt; ++qt) {
+        const ModulationSums<T>& part = mod_partial[static_cast<std::size_t>(bh * n_qt + qt)];
+        total.entropy += part.entropy;
+        total.sum += part.sum;
+      }
+      if (o.modulation_entropy) o.modulation_entropy[bh] = total.entropy;
+      if (o.modulation_sum) o.modulation_sum[bh] = total.sum;
     }
 }
 
@@ -1012,9 +1072,11 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
 //   dq_i = scale Σ_j dS_ij k_j,  dk_j = scale Σ_i dS_ij q_i
 //   d row_bias_i = Σ_j dS_ij,  d col_bias_j = Σ_i dS_ij
 //   modulation (M = αG + 1 − α, G = σ(u), u = (a_i + b_j + n)/τ):
-//     du_ij = (α dM_ij − dE · u_ij) G(1−G)    (dh/du = −u G(1−G));  da_i = Σ_j du_ij/τ, db_j = Σ_i du_ij/τ
-//     dα = Σ_ij dM_ij (G − 1)
+//     du_ij = (α dM_ij − dE · u_ij + dΣ) G(1−G)    (dh/du = −u G(1−G); Σ = Σ_ij G_ij the modulation sum);
+//     da_i = Σ_j du_ij/τ, db_j = Σ_i du_ij/τ;  dα = Σ_ij dM_ij (G − 1)
+//   softplus (G = log(1 + eᵘ)): dG/du = σ(u) in place of G(1−G) (no entropy output)
 //   hard (M = α·1[G > θ] + 1 − α): the same du with the soft G (straight-through), dα with 1[G > θ]
+//   dropout: a dropped entry has M = 1, so dM_ij = 0 there (its G still counts in Σ and the entropy)
 // Skipped query rows take no part: their d_out is never read and their dq rows stay 0. A query
 // tile with some active rows works on a compact copy of those rows' q and dO (gathered once per
 // head), its dq accumulated compactly and scattered back at the end.
@@ -1025,7 +1087,8 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
   const std::int64_t Tn = p.Tq, Tk = p.Tk, d = p.d, BH = p.B * p.H;
   BackwardMode mode;
   mode.modulated = p.modulation_row != nullptr;
-  mode.fast_modulation = std::is_same_v<T, float> && mode.modulated && !p.noise && !p.hard;
+  mode.fast_modulation = std::is_same_v<T, float> && mode.modulated && !p.noise && !p.hard && !p.softplus &&
+                         p.dropout == T(0) && !in.d_modulation_sum;
   const std::int64_t n_qt = (Tn + kAttnTileQ - 1) / kAttnTileQ;
   const BackwardSplit split = backward_split(p);
   const std::int64_t units = split.units(p.B * p.H_kv);

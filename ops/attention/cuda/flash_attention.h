@@ -52,6 +52,11 @@ struct FlashParams {
   float hard_threshold = 0.5f;
   bool noise = false;
   std::uint64_t noise_seed = 0, noise_stream = 0, noise_offset = 0;
+  bool softplus = false;  // G = softplus(u) = log(1 + eᵘ) instead of σ(u)
+  // Modulation dropout: entry (bh, i, j) reads G = 1 when the uniform of word
+  // dropout_offset + (bh·Tq + i)·Tk + j is below `dropout` (the CPU kernel's draw). 0: off.
+  float dropout = 0;
+  std::uint64_t dropout_seed = 0, dropout_stream = 0, dropout_offset = 0;
   const std::int32_t* active = nullptr;  // [B, Tq]: 0 skips query row i of sequence b; null: all rows active
   double prune_threshold = 0;            // θ of adaptive computation pruning (causal only); 0 = off
   // The plan [B·H, query tiles, key tiles] of ops/attention/prune_plan.h, or null: set by the entry
@@ -81,7 +86,10 @@ struct FlashForwardOutputs {
   float* row_asum = nullptr;
   float* row_sink = nullptr;
   FlashMoments* modulation_moments = nullptr;  // [B·H·flash_query_blocks(T)] or null (modulation only)
-  long long* tile_counts = nullptr;            // host [2], with pruning: += the tile pairs skipped, walked
+  // [B·H·flash_query_blocks(T)] or null (modulation only): each query block's Σ G_ij of the soft G
+  // over its visible entries, summed per head by the op (the modulation sum output).
+  float* modulation_sum_partial = nullptr;
+  long long* tile_counts = nullptr;  // host [2], with pruning: += the tile pairs skipped, walked
 };
 
 struct FlashBackwardInputs {
@@ -92,6 +100,7 @@ struct FlashBackwardInputs {
   const float* d_row_entropy = nullptr;
   const float* row_entropy = nullptr;
   const float* row_asum = nullptr;
+  const float* d_modulation_sum = nullptr;  // [B·H] or null: the modulation sum output's gradient
 };
 
 // dq, dk, dv required; the term gradients may be null when not wanted. Everything is overwritten.

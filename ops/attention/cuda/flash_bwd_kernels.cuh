@@ -17,8 +17,9 @@
 // 2, and kernel 3's blocks of skipped rows write zeros and return.
 // The math is ops/attention/cpu/flash_attention.h's backward, with the row-entropy output and without the
 // modulation entropy output (that one runs composed):
-//   dA = dO·vᵀ − dH·(ln A + 1), dS = P ⊙ (dA ⊙ M − D), dM = dA ⊙ P, du = α·dM·G(1 − G)/τ,
-//   dα = Σ dM·(G − 1), D_i = rowsum(dO ∘ O)_i + dH_i·(H_i − Σ_j A_ij).
+//   dA = dO·vᵀ − dH·(ln A + 1), dS = P ⊙ (dA ⊙ M − D), dM = dA ⊙ P, du = (α·dM·kept + dΣ)·G′(u)/τ,
+//   dα = Σ dM·(Gv − 1), D_i = rowsum(dO ∘ O)_i + dH_i·(H_i − Σ_j A_ij); G′ = G(1 − G) for σ, σ(u) for
+//   softplus; kept = 0 on entries dropout drops; dΣ the modulation sum output's gradient.
 // Products run on bf16 tensor cores with f32 accumulation: Q, K, V, dO staged as bf16, P/A and dS
 // rounded to bf16 as the left operand of the second product (as FlashAttention-2 does).
 //
@@ -146,6 +147,7 @@ __global__ void __launch_bounds__(kThreads)
   for (long long bh = kvh * group; bh < (kvh + 1) * group; ++bh) {
     // Query head bh: its queries in [B·H·Tq] from `base`, its column terms in [B·H·Tk] from `kbase`.
     const long long base = bh * T, kbase = bh * Tk;
+    const float d_sum = in.d_modulation_sum ? in.d_modulation_sum[bh] : 0.0f;  // dL/dΣG of this head
     // The sequence's row flags, for staging q and dO as zeros on skipped rows (null: every row active).
     const std::int32_t* keep = p.active ? p.active + (bh / p.H) * T : nullptr;
     float cb_j[2], mc_j[2];
@@ -199,8 +201,8 @@ __global__ void __launch_bounds__(kThreads)
               if (dH != 0.0f && a > 0.0f) da -= dH * ((S - sL[col]) + logf(pg.M) + 1.0f);  // ∂H/∂A = −(ln A + 1)
               ds = pij * (da * pg.M - sD[col]);
               const float dM = da * pij;
-              d_alpha += dM * (pg.Gv - 1.0f);
-              col_du[h] += head_alpha(p, bh) * dM * pg.G * (1.0f - pg.G) * p.inv_tau;
+              d_alpha += dM * (pg.Gv - 1.0f);  // 0 where dropped (Gv = 1)
+              col_du[h] += modulation_du(p, pg, bh, dM, d_sum);
             } else {
               a = pij;
               da -= dH * ((S - sL[col]) + 1.0f);
@@ -287,7 +289,8 @@ __global__ void __launch_bounds__(kThreads)
   // its key/value head's rows in [B·H_kv·Tk] from `kvbase`.
   const long long T = p.Tq, Tk = p.Tk, bh = blockIdx.y, base = bh * T, kbase = bh * Tk;
   const long long kvbase = bh / (p.H / p.H_kv) * Tk;
-  const long long qb = static_cast<long long>(gridDim.x) - 1 - blockIdx.x;  // the longest query blocks first
+  const float d_sum = in.d_modulation_sum ? in.d_modulation_sum[bh] : 0.0f;  // dL/dΣG of this head
+  const long long qb = static_cast<long long>(gridDim.x) - 1 - blockIdx.x;   // the longest query blocks first
   const long long i0 = qb * kBlockRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool modulated = p.modulation_row != nullptr;
@@ -362,7 +365,7 @@ __global__ void __launch_bounds__(kThreads)
             const Modulation pg = modulation(p, mr_i[h], sMc[col], bh, i, j);
             if (dH_i[h] != 0.0f && pij * pg.M > 0.0f) dA -= dH_i[h] * ((S - L_i[h]) + logf(pg.M) + 1.0f);
             ds = pij * (dA * pg.M - D_i[h]);
-            row_du[h] += head_alpha(p, bh) * (dA * pij) * pg.G * (1.0f - pg.G) * p.inv_tau;
+            row_du[h] += modulation_du(p, pg, bh, dA * pij, d_sum);
           } else {
             dA -= dH_i[h] * ((S - L_i[h]) + 1.0f);
             ds = pij * (dA - D_i[h]);

@@ -81,6 +81,7 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
     }
     if (o.modulation_moments && threadIdx.x == 0)
       o.modulation_moments[bh * gridDim.x + qb] = FlashMoments{0, 0, 0, 0, 0};
+    if (o.modulation_sum_partial && threadIdx.x == 0) o.modulation_sum_partial[bh * gridDim.x + qb] = 0.0f;
     return;
   }
 
@@ -101,6 +102,7 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
   float s0[2] = {-INFINITY, -INFINITY}, M0[2] = {1, 1};  // key 0's logit and modulation (sink)
   double g_sum = 0, g_sq = 0;
   long long g_cnt = 0, g_lo = 0, g_hi = 0;
+  float g_soft = 0;  // Σ of the soft G (the modulation sum output)
   float acc[kDT][4];
 #pragma unroll
   for (int t = 0; t < kDT; ++t)
@@ -189,6 +191,7 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
               g_lo += g.Gv < 0.1f;
               g_hi += g.Gv > 0.9f;
             }
+            if (o.modulation_sum_partial) g_soft += g.G;
             if (stats) lnM = logf(M);
           }
           if (stats) {
@@ -248,6 +251,19 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams p, Flas
         o.row_asum[base + i] = asum;
         if (o.row_sink) o.row_sink[base + i] = sink;
       }
+    }
+  }
+
+  if (o.modulation_sum_partial) {
+    // Block total in a fixed order: a butterfly over each warp, then the four warps in order.
+    GATTN_FLASH_SHARED float soft_part[kWarps];
+    for (int off = 16; off > 0; off >>= 1) g_soft += __shfl_xor_sync(0xffffffffu, g_soft, off);
+    if (lane == 0) soft_part[warp] = g_soft;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float tot = 0;
+      for (int w = 0; w < kWarps; ++w) tot += soft_part[w];
+      o.modulation_sum_partial[bh * gridDim.x + qb] = tot;
     }
   }
 

@@ -67,10 +67,23 @@ __device__ __forceinline__ float head_alpha(const FlashParams& p, long long bh) 
   return p.alpha_by_head ? p.alpha_by_head[bh % p.H] : p.alpha;
 }
 
-// The modulation at (i, j): G = σ(u), u = (a_i + b_j + n_ij)/τ, the applied gate Gv (G, or
-// 1[G > θ] when hard) and M = α·Gv + 1 − α. Gradients through u use G (straight-through).
+// Whether modulation dropout drops entry (bh, i, j): the uniform of its own Philox word below p.
+// Not inlined, as logistic_noise.
+static __device__ __noinline__ bool dropout_drops(const FlashParams& p, long long bh, long long i, long long j) {
+  const std::uint64_t word = p.dropout_offset + static_cast<std::uint64_t>((bh * p.Tq + i) * p.Tk + j);
+  const Philox4 r = philox_block(p.dropout_seed, p.dropout_stream, word / 4);
+  const double u = (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
+  return u < static_cast<double>(p.dropout);
+}
+
+__device__ __forceinline__ float softplusf_stable(float z) { return z > 0.0f ? z + log1pf(expf(-z)) : log1pf(expf(z)); }
+
+// The modulation at (i, j): the soft G = act(u) (σ, or softplus), u = (a_i + b_j + n_ij)/τ, its
+// derivative dG = dG/du, the applied gate Gv (G; 1[G > θ] when hard; 1 where dropout drops the
+// entry), M = α·Gv + 1 − α, and `kept` (0 where dropped: no gradient through M there). Gradients
+// through u use the soft G (straight-through).
 struct Modulation {
-  float u, G, Gv, M;
+  float u, G, dG, Gv, M, kept;
 };
 __device__ __forceinline__ Modulation modulation(const FlashParams& p, float a_i, float b_j, long long bh, long long i,
                                                  long long j) {
@@ -80,11 +93,28 @@ __device__ __forceinline__ Modulation modulation(const FlashParams& p, float a_i
                         p.noise_offset + static_cast<std::uint64_t>((bh * p.Tq + i) * p.Tk + j));
   Modulation g;
   g.u = z * p.inv_tau;
-  g.G = sigmoidf_stable(g.u);
+  if (p.softplus) {
+    g.G = softplusf_stable(g.u);
+    g.dG = sigmoidf_stable(g.u);
+  } else {
+    g.G = sigmoidf_stable(g.u);
+    g.dG = g.G * (1.0f - g.G);
+  }
   g.Gv = p.hard ? (g.G > p.hard_threshold ? 1.0f : 0.0f) : g.G;
+  g.kept = 1.0f;
+  if (p.dropout > 0.0f && dropout_drops(p, bh, i, j)) {
+    g.Gv = 1.0f;
+    g.kept = 0.0f;
+  }
   const float alpha = head_alpha(p, bh);
   g.M = alpha * g.Gv + (1.0f - alpha);
   return g;
+}
+
+// dL/du of one entry: (α·dM (kept entries only) + dL/dΣG)·dG/du / τ.
+__device__ __forceinline__ float modulation_du(const FlashParams& p, const Modulation& g, long long bh, float dM,
+                                               float d_sum) {
+  return (head_alpha(p, bh) * dM * g.kept + d_sum) * g.dG * p.inv_tau;
 }
 
 }  // namespace gattn::cuda::flash
