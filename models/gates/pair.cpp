@@ -180,7 +180,7 @@ GATTN_GATE_KIND(pair) {
   s.options = {alpha_init, shared_projection};
   // gate_l1 would need the fused kernels to return Σ G and its gradient (docs/gates.md).
   s.gate_l1_refusal = "the pair gate's values live inside the fused attention, which does not sum them";
-  s.logged_parameters = {{"pair_alpha", "alpha", [](double a) { return 1.0 / (1.0 + std::exp(-a)); }}};
+  s.logged_parameters = {{"pair_alpha", "alpha", [](double a) { return 1.0 / (1.0 + std::exp(-a)); }, "α = σ(alpha)"}};
   // hard is a term of the fused kernels (CPU and CUDA), groups the same row and column terms for a
   // group's heads, heads a per-head α (0 on the heads without the gate); dropout would act on G
   // inside the kernels and is not built (docs/gates.md).
@@ -188,6 +188,7 @@ GATTN_GATE_KIND(pair) {
                                                 "groups", "heads", "input_norm", "ramp_start", "ramp_steps"}))
     s.options.push_back(std::move(o));
   s.order = 40;
+  s.stage = GateStage::probabilities;
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     const GateOptions o = GateOptions::of(g);
     const std::int64_t carried = carried_count(m, o);
