@@ -109,6 +109,9 @@ GATTN_GATE_KIND(context) {
       "`weight` [d or 1, 2d], `bias` [d or 1] (where cross: [C or 1, 2C], [C or 1]); tanh_magnitude adds "
       "`magnitude_weight`, `magnitude_bias` of the same shapes";
   s.order = 60;
+  s.stage = GateStage::y;
+  // On the cross-attention it mixes the decoder state with cross.proj's output, in place of the residual.
+  s.stage_of = [](const GateConfig& g) { return on_cross(g) ? GateStage::residual : GateStage::y; };
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     const std::int64_t w = gate_width(m, g), n = gate_inputs(m, g);
     std::vector<GateParameterSpec> p{{"weight", {w, n}}, {"bias", {w}}};

@@ -111,6 +111,7 @@ GATTN_GATE_KIND(forget) {
   s.gate_values = "σ(f): one value per token and gated head (or group)";
   s.parameter_doc = "`weight` [U, C], `bias` [U] (U = H/groups over the gated heads; bias default 3: σ ≈ 0.95)";
   s.order = 30;
+  s.stage = GateStage::scores;
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     const std::int64_t u = forget_units(m, g);
     return std::vector<GateParameterSpec>{{"weight", {u, m.n_embd}}, {"bias", {u}}};

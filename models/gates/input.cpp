@@ -58,6 +58,7 @@ GATTN_GATE_KIND(input) {
   s.parameter_doc = "`weight` [C, C], `bias` [C]; tanh_magnitude adds `magnitude_weight` [C, C], `magnitude_bias` [C]";
   s.sites = {kSiteSelf, kSiteEncoder, kSiteCross};
   s.order = 10;
+  s.stage = GateStage::h;
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     std::vector<GateParameterSpec> p{{"weight", {m.n_embd, m.n_embd}}, {"bias", {m.n_embd}}};
     if (has_magnitude_projection(g)) {

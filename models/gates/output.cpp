@@ -104,6 +104,7 @@ GATTN_GATE_KIND(output) {
       "`magnitude_weight`, `magnitude_bias` of the same shapes";
   s.sites = {kSiteSelf, kSiteEncoder, kSiteCross};
   s.order = 70;
+  s.stage = GateStage::y;
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     const std::int64_t rows = gate_rows(m, g);
     std::vector<GateParameterSpec> p{{"weight", {rows, m.n_embd}}};

@@ -196,7 +196,7 @@ GATTN_GATE_KIND(pair) {
                   });
   s.options = {alpha_init, shared_projection};
   // gate_l1: the fused op returns Σ G per head with its gradient (AttentionOptions::modulation_sum).
-  s.logged_parameters = {{"pair_alpha", "alpha", [](double a) { return 1.0 / (1.0 + std::exp(-a)); }}};
+  s.logged_parameters = {{"pair_alpha", "alpha", [](double a) { return 1.0 / (1.0 + std::exp(-a)); }, "α = σ(alpha)"}};
   // hard and dropout are terms of the fused kernels (CPU and CUDA; dropout a Philox mask per entry),
   // groups the same row and column terms for a group's heads, heads a per-head α (0 on the heads
   // without the gate).
@@ -205,6 +205,7 @@ GATTN_GATE_KIND(pair) {
                             "input_norm", "dropout", "ramp_start", "ramp_steps"}))
     s.options.push_back(std::move(o));
   s.order = 40;
+  s.stage = GateStage::probabilities;
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     const GateOptions o = GateOptions::of(g);
     const std::int64_t carried = carried_count(m, o);

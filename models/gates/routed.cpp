@@ -333,6 +333,7 @@ GATTN_GATE_KIND(routed) {
   s.gate_values = "the kept router weights r̃ (top_k per token)";
   s.parameter_doc = "`attn.router.weight` [E, C], `attn.router.bias` [E] (bias 0)";
   s.order = 50;
+  s.stage = GateStage::y;  // the mixture of the experts' outputs
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     const auto E = static_cast<std::int64_t>(g.int_list_option("windows").size());
     return std::vector<GateParameterSpec>{{"weight", {E, m.n_embd}}, {"bias", {E}}};

@@ -118,6 +118,10 @@ GATTN_GATE_KIND(score) {
   s.parameter_doc = "`weight` [U, C], `bias` [U] (U = H/groups over the gated heads)";
   s.sites = {kSiteSelf, kSiteEncoder, kSiteCross};
   s.order = 20;
+  s.stage = GateStage::scores;
+  s.stage_of = [](const GateConfig& g) {
+    return g.string_option("form") == "multiplicative" ? GateStage::qk : GateStage::scores;
+  };
   s.parameters = [](const ModelConfig& m, const GateConfig& g) {
     const std::int64_t u = score_units(m, g);
     return std::vector<GateParameterSpec>{{"weight", {u, m.n_embd}}, {"bias", {u}}};

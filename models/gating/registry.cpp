@@ -74,6 +74,28 @@ const std::vector<const GateKindSpec*>& gate_kinds() {
   return kinds;
 }
 
+const char* gate_stage_symbol(GateStage stage) {
+  switch (stage) {
+    case GateStage::h:
+      return "h";
+    case GateStage::qk:
+      return "q, k";
+    case GateStage::scores:
+      return "S";
+    case GateStage::probabilities:
+      return "P";
+    case GateStage::y:
+      return "y";
+    case GateStage::residual:
+      return "x";
+  }
+  return "?";
+}
+
+GateStage gate_stage(const GateKindSpec& kind, const GateConfig& gate) {
+  return kind.stage_of ? kind.stage_of(gate) : kind.stage;
+}
+
 const GateKindSpec* find_gate_kind(const std::string& name) {
   for (const GateKindSpec* k : gate_kinds())
     if (k->name == name) return k;

@@ -41,7 +41,16 @@ struct GateLoggedParameter {
   std::string metric;                   // e.g. "pair_alpha"
   std::string parameter;                // its name under the gate's prefix, e.g. "alpha"
   std::function<double(double)> value;  // the logged value of the parameter's one element
+  std::string label;                    // what the value is, for charts: e.g. "α = σ(alpha)"
 };
+
+// Where in the attention a gate acts, in the order of application (docs/gates.md): on the block's
+// normalised input h before attn.qkv, on q and k before the logits, on the logits S before the
+// softmax, on the probabilities P after it, on the attention's output y before attn.proj, or on the
+// residual stream after attn.proj. `gattn report` draws each gate of a block at its stage.
+enum class GateStage { h, qk, scores, probabilities, y, residual };
+// What the stage acts on, as the report's diagram names it: "h", "q, k", "S", "P", "y", "x".
+const char* gate_stage_symbol(GateStage stage);
 
 struct GateParameterSpec {
   std::string name;  // under the gate's prefix (attn.gate., attn.gate.<kind>. or attn.router.)
@@ -68,6 +77,11 @@ struct GateKindSpec {
   std::string parameter_doc;  // its parameters with symbolic shapes, e.g. "`weight` [H, C], `bias` [H]" (docs)
   // Order among the gates of a block for hooks that more than one kind implements (lower first).
   int order = 0;
+  // Where it acts (see GateStage), and `stage_of` where an option or the site moves it (score with
+  // form multiplicative scales q and k; context on the cross-attention mixes the residual stream):
+  // gate_stage() reads both. Along `order` the stages of the kinds' defaults never go back.
+  GateStage stage = GateStage::y;
+  std::function<GateStage(const GateConfig&)> stage_of;
   std::function<std::vector<GateParameterSpec>(const ModelConfig&, const GateConfig&)> parameters;
   std::function<std::shared_ptr<Gate>(const ModelConfig&, const GateConfig&, Generator& init)> make;
   // Multiply-adds per token of the gate's own products (a weight shared by the heads counts once
@@ -91,6 +105,8 @@ struct GateKindSpec {
 
 // Every registered kind (not "none"), in the order of application.
 const std::vector<const GateKindSpec*>& gate_kinds();
+// Where the gate entry `gate` of `kind` acts: kind.stage_of(gate), or kind.stage without one.
+GateStage gate_stage(const GateKindSpec& kind, const GateConfig& gate);
 // The kind named `name`, or nullptr.
 const GateKindSpec* find_gate_kind(const std::string& name);
 // The kind named `name`; throws ValueError("<key_path>: unknown gate kind '…' (expected one of none,

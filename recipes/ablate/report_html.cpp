@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <limits>
 
+#include "models/gating/registry.h"
 #include "recipes/ablate/ablation.h"
+#include "recipes/ablate/gate_diagram.h"
 #include "recipes/ablate/svg.h"
 
 namespace gattn::recipes {
@@ -158,6 +160,75 @@ std::string position_loss_chart(const std::vector<ReportRun>& runs) {
 }
 
 bool has_gates(const ReportRun& run) { return run.record.gate_mean.has_value(); }
+
+// Each run's attention block (one per attention of an encoder–decoder) with its gates drawn where
+// they act: recipes/ablate/gate_diagram.h lays the boxes out from the registry.
+std::string block_diagrams(const std::vector<ReportRun>& runs) {
+  std::string s = "<div class=\"charts\">", notes;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const RunRecord& r = runs[k].record;
+    if (!r.model) {
+      notes += "<li>" + escape_xml(r.name) + ": no readable config.yaml to draw the block from</li>";
+      continue;
+    }
+    for (const auto& [site, title] : diagram_sites(*r.model)) {
+      std::vector<report::FlowBox> boxes;
+      std::size_t gates = 0;
+      for (const DiagramBox& d : attention_diagram(*r.model, site)) {
+        report::FlowBox b{d.title, d.detail, "", "", "", ""};
+        if (d.gate) {
+          ++gates;
+          b.tag = "on " + d.acts_on;
+          b.tooltip = d.title + " (" + d.detail + "): " + d.tooltip;
+          b.color = report::series_color(d.kind_index);
+          b.attributes = " data-kind=\"" + escape_xml(d.title) + "\" data-stage=\"" + escape_xml(d.acts_on) + "\"";
+        }
+        boxes.push_back(std::move(b));
+      }
+      ChartOptions o;
+      o.id = std::string("diagram-run").append(std::to_string(k)) + (site == models::kSiteSelf ? "" : "-" + site);
+      o.title = r.name + ": " + title + ", " +
+                (gates == 0 ? std::string("no gates") : std::to_string(gates) + (gates == 1 ? " gate" : " gates"));
+      o.width = 400;
+      s += figure(report::flow_chart(boxes, o));
+    }
+  }
+  s += "</div>";
+  if (!notes.empty()) s += "<ul class=\"note\">" + notes + "</ul>";
+  return s;
+}
+
+// The scalar gate parameters the train lines log per layer (models::GateKindSpec::logged_parameters,
+// e.g. the pair gate's α), a chart per run and parameter with a line per layer; "" when no run has one.
+std::string gate_parameter_charts(const std::vector<ReportRun>& runs) {
+  std::string s;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const ReportRun& run = runs[k];
+    for (const models::GateKindSpec* kind : models::gate_kinds())
+      for (const models::GateLoggedParameter& p : kind->logged_parameters) {
+        // A series per layer, as in the gate mean's chart, so a layer has one colour in both; a layer
+        // without the kind logs null and draws nothing.
+        std::vector<Series> series;
+        bool any = false;
+        for (int l = 0; l < n_layers(run.record); ++l) {
+          StepSeries one = metric_series(run.record, "train", p.metric + "_by_layer", l);
+          any = any || !one.step.empty();
+          series.push_back(series_of(std::string("layer ").append(std::to_string(l)), one));
+        }
+        if (!any) continue;
+        const std::string label = p.label.empty() ? p.metric : p.label;
+        ChartOptions o;
+        o.id = std::string("gate-param-run").append(std::to_string(k)) + "-" + p.metric;
+        o.title = run.record.name + ": " + label + " per layer";
+        o.x_label = "step";
+        o.y_label = label;
+        o.width = 460;
+        o.height = 260;
+        s += figure(report::line_chart(series, o));
+      }
+  }
+  return s.empty() ? s : "<div class=\"charts\">" + s + "</div>";
+}
 
 // model.arch encoder_decoder in the run's config (a run whose probe failed still gets its note in
 // the cross-attention section).
@@ -500,6 +571,13 @@ std::string report_html(const std::vector<ReportRun>& runs, const ReportOptions&
 
   s += "<section id=\"summary\"><h2>Summary</h2>" + summary_table(runs) + "</section>\n";
 
+  s += "<section id=\"gate-diagram\"><h2>Where the gates act</h2><p class=\"note\">Each run's attention block "
+       "in the fixed order of application, top to bottom: the base stages in grey, each configured gate at the "
+       "stage it acts on (h, q, k, the logits S, the probabilities P, the output y or the residual stream x), "
+       "labelled with its layers and the options set off their defaults; hover a gate for its math.</p>";
+  s += block_diagrams(runs);
+  s += "</section>\n";
+
   s += "<section id=\"loss-curves\"><h2>Loss curves</h2><div class=\"charts\">";
   s += curves_chart(runs, "train", "loss", "loss-train", "training loss", "loss");
   s += curves_chart(runs, "val", "loss", "loss-val", "validation loss", "loss");
@@ -527,6 +605,12 @@ std::string report_html(const std::vector<ReportRun>& runs, const ReportOptions&
   s += "<section id=\"gate-over-training\"><h2>Gate mean per layer over training</h2>";
   s += any_gates ? gate_over_training(runs) : "<p class=\"note\">no run has gates</p>";
   s += "</section>\n";
+
+  if (const std::string charts = gate_parameter_charts(runs); !charts.empty())
+    s += "<section id=\"gate-parameters\"><h2>Gate parameters per layer over training</h2><p class=\"note\">"
+         "Scalar parameters of the gates as the train lines log them after each logged step (e.g. a "
+         "modulation's mixing weight α = σ(alpha)), a line per layer that has the gate.</p>" +
+         charts + "</section>\n";
 
   s += "<section id=\"gate-histograms\"><h2>Gate values per layer</h2><p class=\"note\">All gate values of the "
        "final checkpoint on the first val windows (eval mode).</p>";

@@ -1,6 +1,8 @@
 // The page `gattn report` writes: one self-contained HTML file (inline SVG and CSS, no scripts, no
-// network) with the runs' summary table, loss curves, attention entropy and sink ratio, gate means
-// per layer over training (and the final gate mean per head where the gates report per head),
+// network) with the runs' summary table, a diagram of each run's attention block with its gates
+// where they act (recipes/ablate/gate_diagram.h), loss curves, attention entropy and sink ratio, gate means
+// per layer over training (and the final gate mean per head where the gates report per head), the
+// gates' logged scalar parameters per layer over training (a pair gate's α),
 // gate-value histograms per layer, and for one sample text the tokens
 // coloured by their gate value per layer and the attention maps of chosen heads. Encoder–decoder
 // runs add the sample's source and a cross-attention section: per decoder block the map of target

@@ -30,6 +30,7 @@ void read_model_size(const std::string& config_path, RunRecord& run) {
   try {
     const Config cfg = Config::load(config_path);
     models::ModelConfig mc = cfg.model_config();
+    run.model = mc;
     if (mc.vocab_size <= 0) return;
     models::GPT model(mc, 0);
     run.parameters = model.num_parameters();

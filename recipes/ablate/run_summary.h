@@ -8,13 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "models/config.h"
+
 namespace gattn::recipes {
 
 struct RunRecord {
   std::string dir;
   std::string name;  // the directory's last component
   std::vector<nlohmann::json> metrics;
-  nlohmann::json config;  // the resolved config (config.yaml) as JSON; null when the run has none
+  nlohmann::json config;                     // the resolved config (config.yaml) as JSON; null when the run has none
+  std::optional<models::ModelConfig> model;  // its model (shape, gates); unset when it cannot be read
   std::int64_t last_step = 0;
   // Final values: the last val line, and the last train line's statistics. Unset when not logged
   // (e.g. gates of kind none, accuracy of text data).

@@ -61,15 +61,27 @@ std::string open_svg(const std::string& kind, const ChartOptions& o, const std::
   return s;
 }
 
+// Significant digits that tell neighbouring ticks apart: 4, or more on a narrow range far from 0
+// (α moving 1e-5 around 0.5 would otherwise label every tick "0.5").
+int tick_digits(const std::vector<double>& ticks) {
+  if (ticks.size() < 2) return 4;
+  const double step = ticks[1] - ticks[0];
+  const double top = std::max(std::abs(ticks.front()), std::abs(ticks.back()));
+  if (!(step > 0) || !(top > 0)) return 4;
+  return std::clamp(static_cast<int>(std::ceil(std::log10(top / step))) + 1, 4, 10);
+}
+
 // Grid lines, tick labels and axis labels of a frame.
 std::string axes(const Frame& f, const ChartOptions& o, bool x_ticks = true) {
   std::string s;
-  for (double t : nice_ticks(f.yr.lo, f.yr.hi)) {
+  const std::vector<double> y_ticks = nice_ticks(f.yr.lo, f.yr.hi);
+  const int digits = tick_digits(y_ticks);
+  for (double t : y_ticks) {
     const double y = f.py(t);
     s += std::string("<line x1=\"").append(num(f.x0)) + "\" x2=\"" + num(f.x1) + "\" y1=\"" + num(y) + "\" y2=\"" +
          num(y) + "\" stroke=\"#e3e3e3\"/>";
     s += std::string("<text x=\"").append(num(f.x0 - 4)) + "\" y=\"" + num(y + 4) + "\" text-anchor=\"end\">" +
-         format_number(t) + "</text>";
+         format_number(t, digits) + "</text>";
   }
   if (x_ticks)
     for (double t : nice_ticks(f.xr.lo, f.xr.hi)) {
@@ -376,6 +388,69 @@ std::string heatmap(const std::vector<double>& values, std::int64_t rows, std::i
        ")\" shape-rendering=\"crispEdges\">";
   s += cells(values, rows, cols, cell, &labels);
   return s + "</g></svg>";
+}
+
+std::string flow_chart(const std::vector<FlowBox>& boxes, const ChartOptions& o) {
+  constexpr double kSkip = 16, kBoxLeft = 36, kRight = 8, kGap = 16, kFirst = 28, kCharWidth = 6.4;
+  constexpr double kPlain = 24, kTwoLines = 38;
+  const double box_w = o.width - kBoxLeft - kRight, cx = kBoxLeft + box_w / 2;
+  std::vector<double> top, height;
+  double y = kFirst;
+  for (const FlowBox& b : boxes) {
+    top.push_back(y);
+    height.push_back(b.detail.empty() ? kPlain : kTwoLines);
+    y += height.back() + kGap;
+  }
+  ChartOptions fitted = o;
+  fitted.height = static_cast<int>(std::ceil(y - kGap + 8));
+  std::string s = open_svg("diagram", fitted);
+  auto arrow_head = [&](double x, double y_tip, bool rightwards) {
+    const std::string pts = rightwards ? num(x) + "," + num(y_tip) + " " + num(x - 6) + "," + num(y_tip - 4) + " " +
+                                             num(x - 6) + "," + num(y_tip + 4)
+                                       : num(x) + "," + num(y_tip) + " " + num(x - 4) + "," + num(y_tip - 6) + " " +
+                                             num(x + 4) + "," + num(y_tip - 6);
+    return std::string("<polygon points=\"").append(pts) + "\" fill=\"#666\"/>";
+  };
+  if (boxes.size() >= 2) {  // the skip connection, left of the boxes
+    const double y0 = top.front() + height.front() / 2, y1 = top.back() + height.back() / 2;
+    s += std::string("<polyline class=\"skip\" fill=\"none\" stroke=\"#666\" stroke-width=\"1.2\" points=\"")
+             .append(num(kBoxLeft)) +
+         "," + num(y0) + " " + num(kSkip) + "," + num(y0) + " " + num(kSkip) + "," + num(y1) + " " + num(kBoxLeft - 6) +
+         "," + num(y1) + "\"/>" + arrow_head(kBoxLeft, y1, true);
+    s += std::string("<text transform=\"translate(").append(num(kSkip - 4)) + " " + num((y0 + y1) / 2) +
+         ") rotate(-90)\" text-anchor=\"middle\" font-size=\"10\" fill=\"#666\">residual</text>";
+  }
+  const auto max_chars = static_cast<std::size_t>(std::max(8.0, (box_w - 28) / kCharWidth));
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    const FlowBox& b = boxes[i];
+    const double t = top[i], h = height[i];
+    if (i > 0) {
+      const double from = top[i - 1] + height[i - 1];
+      s += std::string("<line x1=\"").append(num(cx)) + "\" x2=\"" + num(cx) + "\" y1=\"" + num(from) + "\" y2=\"" +
+           num(t - 5) + "\" stroke=\"#666\" stroke-width=\"1.2\"/>" + arrow_head(cx, t, false);
+    }
+    const bool accent = !b.color.empty();
+    s += std::string("<g class=\"box\"").append(b.attributes) + ">";
+    if (!b.tooltip.empty()) s += "<title>" + escape_xml(b.tooltip) + "</title>";
+    s += std::string("<rect x=\"").append(num(kBoxLeft)) + "\" y=\"" + num(t) + "\" width=\"" + num(box_w) +
+         "\" height=\"" + num(h) + "\" rx=\"4\" fill=\"" + (accent ? b.color : "#f3f3f3") + "\" fill-opacity=\"" +
+         (accent ? "0.14" : "1") + "\" stroke=\"" + (accent ? b.color : "#999") + "\" stroke-width=\"" +
+         (accent ? "1.6" : "1") + "\"/>";
+    const double text_x = kBoxLeft + (accent ? 18 : 8);
+    if (accent)  // a solid swatch, so the box's colour reads at a glance
+      s += std::string("<rect class=\"swatch\" x=\"").append(num(kBoxLeft)) + "\" y=\"" + num(t) +
+           "\" width=\"10\" height=\"" + num(h) + "\" rx=\"2\" fill=\"" + b.color + "\"/>";
+    s += std::string("<text x=\"").append(num(text_x)) + "\" y=\"" + num(t + 16) + "\" font-size=\"12\"" +
+         (accent ? " font-weight=\"bold\"" : "") + ">" + escape_xml(short_label(b.title, max_chars)) + "</text>";
+    if (!b.tag.empty())
+      s += std::string("<text x=\"").append(num(kBoxLeft + box_w - 8)) + "\" y=\"" + num(t + 16) +
+           "\" text-anchor=\"end\" fill=\"#555\">" + escape_xml(b.tag) + "</text>";
+    if (!b.detail.empty())
+      s += std::string("<text class=\"detail\" x=\"").append(num(text_x)) + "\" y=\"" + num(t + 31) +
+           "\" fill=\"#444\">" + escape_xml(short_label(b.detail, max_chars)) + "</text>";
+    s += "</g>";
+  }
+  return s + "</svg>";
 }
 
 }  // namespace gattn::report

@@ -60,4 +60,18 @@ struct HeatmapLabels {
 std::string heatmap(const std::vector<double>& values, std::int64_t rows, std::int64_t cols,
                     const ChartOptions& options, const HeatmapLabels& labels);
 
+// A box of a flow chart: a stage (no colour) or an accented step (a colour, drawn with a swatch).
+struct FlowBox {
+  std::string title;
+  std::string detail;      // a second, smaller line (cut to the box's width; the tooltip keeps it whole)
+  std::string tag;         // short text at the box's right end
+  std::string tooltip;     // the box's <title>
+  std::string color;       // "" for a plain stage
+  std::string attributes;  // " name=\"value\"…" on the box's <g class="box">
+};
+// The boxes top to bottom, joined by arrows, and a skip connection from the first box around the
+// others into the last (a residual). The chart is `options.width` wide and as tall as its boxes
+// (options.height is not read).
+std::string flow_chart(const std::vector<FlowBox>& boxes, const ChartOptions& options);
+
 }  // namespace gattn::report

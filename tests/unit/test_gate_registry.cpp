@@ -45,6 +45,13 @@ TEST(GateRegistry, KindsAreUniqueAndInTheOrderOfApplication) {
     EXPECT_EQ(models::find_gate_kind(k->name), k);
   }
   EXPECT_EQ(models::find_gate_kind(models::kNoGate), nullptr);
+  // Along the order of application the kinds' stages never go back (the report draws each gate at
+  // its stage, docs/gates.md "Order of application").
+  models::GateStage stage = models::GateStage::h;
+  for (const models::GateKindSpec* k : models::gate_kinds()) {
+    EXPECT_GE(static_cast<int>(k->stage), static_cast<int>(stage)) << k->name << " acts before the kind ahead of it";
+    stage = k->stage;
+  }
   const std::string err = test::error_of([] { models::gate_kind("sideways", "model.gates[2].kind"); });
   EXPECT_NE(err.find("model.gates[2].kind: unknown gate kind 'sideways' (expected one of none, "), std::string::npos)
       << err;

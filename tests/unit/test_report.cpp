@@ -42,6 +42,14 @@ TEST(Svg, LineChartDrawsEachSeriesAndBreaksAtGaps) {
   EXPECT_EQ(svg.substr(svg.size() - 6), "</svg>");
 }
 
+TEST(Svg, TickLabelsTellNarrowRangesApart) {
+  report::ChartOptions o;
+  o.id = "n";
+  const std::string svg = report::line_chart({{"a", {1, 2, 3}, {0.50001, 0.50003, 0.50002}}}, o);
+  EXPECT_NE(svg.find(">0.50002</text>"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find(">0.5</text>"), std::string::npos);
+}
+
 TEST(Svg, HistogramCountsFractions) {
   report::ChartOptions o;
   o.id = "h";
@@ -166,6 +174,50 @@ TEST(ReportPage, HasEveryChart) {
   EXPECT_NE(html.find("plain&lt;&amp;&gt;"), std::string::npos);
   EXPECT_EQ(html.find("plain<&>"), std::string::npos);
   EXPECT_EQ(html.find("id=\"cross-attention\""), std::string::npos);  // decoders only: no cross-attention
+  EXPECT_EQ(count(html, "<svg"), count(html, "</svg>"));
+}
+
+TEST(ReportPage, DrawsEachRunsBlockAndThePairAlphaOverTraining) {
+  ReportRun pair = fake_run("pair", true);
+  models::GateConfig g;
+  g.kind = "pair";
+  g.all_layers = false;
+  g.layers = {1};
+  models::GateConfig out;
+  out.kind = "output";
+  pair.record.model = models::ModelConfig{};
+  pair.record.model->n_layer = 2;
+  pair.record.model->gates = {out, g};
+  for (nlohmann::json& line : pair.record.metrics)
+    if (line["split"] == "train") line["pair_alpha_by_layer"] = {nullptr, 0.5 + 0.01 * line["step"].get<double>()};
+  ReportRun plain = fake_run("plain", false);
+  plain.record.model = models::ModelConfig{};
+  ReportRun no_config = fake_run("no_config", false);
+  const std::string html = report_html({pair, plain, no_config}, ReportOptions{});
+  ASSERT_NE(html.find("<section id=\"gate-diagram\""), std::string::npos);
+  // The diagram comes before the loss curves, and holds the gates in the order of application.
+  EXPECT_LT(html.find("<section id=\"gate-diagram\""), html.find("<section id=\"loss-curves\""));
+  const std::size_t d0 = html.find("id=\"diagram-run0\""), d1 = html.find("id=\"diagram-run1\"");
+  ASSERT_NE(d0, std::string::npos);
+  ASSERT_NE(d1, std::string::npos);
+  const std::size_t p = html.find("data-kind=\"pair\" data-stage=\"P\"", d0),
+                    o = html.find("data-kind=\"output\" data-stage=\"y\"", d0);
+  EXPECT_LT(p, o);
+  EXPECT_LT(o, d1);
+  EXPECT_NE(html.find("pair: attention block, 2 gates"), std::string::npos);
+  EXPECT_NE(html.find("plain: attention block, no gates"), std::string::npos);
+  EXPECT_EQ(html.find("id=\"diagram-run2\""), std::string::npos);
+  EXPECT_NE(html.find("no_config: no readable config.yaml"), std::string::npos);
+  EXPECT_EQ(count(html, "data-chart=\"diagram\""), 2u);
+  // α per layer: one chart for the pair run, a line for its one pair layer.
+  ASSERT_NE(html.find("<section id=\"gate-parameters\""), std::string::npos);
+  EXPECT_EQ(count(html, "id=\"gate-param-run"), 1u);
+  const std::size_t a = html.find("id=\"gate-param-run0-pair_alpha\"");
+  ASSERT_NE(a, std::string::npos);
+  EXPECT_EQ(count(html.substr(a, html.find("</svg>", a) - a), "<polyline"), 1u);
+  EXPECT_NE(html.find("α = σ(alpha) per layer"), std::string::npos);
+  // Without a pair run there is no such section.
+  EXPECT_EQ(report_html({plain}, ReportOptions{}).find("gate-parameters"), std::string::npos);
   EXPECT_EQ(count(html, "<svg"), count(html, "</svg>"));
 }
 
