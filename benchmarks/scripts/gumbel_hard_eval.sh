@@ -18,6 +18,7 @@ rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
 for cell in "$dir"/cells/*/; do
   name=$(basename "$cell")
+  [[ -f $cell/checkpoints/latest ]] || continue  # a cell still training (or failed): left out
   soft=$("$gattn" eval --checkpoint "$cell" eval.max_windows=256)
   hard=$("$gattn" eval --checkpoint "$cell" eval.max_windows=256 model.gate.hard=true)
   printf '%s\t%s\t%s\n' "$name" "$soft" "$hard" >>"$rows"

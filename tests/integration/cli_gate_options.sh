@@ -73,7 +73,7 @@ expect() {  # expect PATTERN ARGS...: exit 2 and one stderr line matching PATTER
 }
 expect "model.gate.activation: 'softplus' means nothing for gate kind 'score'" model.gate.kind=score model.gate.activation=softplus
 expect "model.gate.groups: must divide model.n_head=2" model.gate.kind=forget model.gate.groups=3
-expect "model.gate.dropout: must be a number in \[0, 1)" model.gate.kind=pair model.gate.dropout=1.0
+expect "model.gate.dropout must be in \[0, 1)" model.gate.kind=pair model.gate.dropout=1.0
 expect "model.gate.heads: head 2 out of range" model.gate.kind=pair 'model.gate.heads=[1,2]'
 expect "model.gate.activation: 'tanh_magnitude' means nothing for gate kind 'pair'" model.gate.kind=pair model.gate.activation=tanh_magnitude
 expect "model.gates\[1\].prune_threshold: needs attention weights at most softmax's" \

@@ -486,8 +486,8 @@ TEST(ConfigGates, SettingsThatDoNothingAreErrors) {
                       {"model.gate.init_bias: means nothing for gate kind 'routed'"}));
   EXPECT_TRUE(rejects("model:\n  gate:\n    kind: score\n    activation: softplus\n",
                       {"model.gate.activation: 'softplus' means nothing for gate kind 'score'"}));
-  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: pair\n    dropout: 0.1\n",
-                      {"model.gate.dropout: means nothing for gate kind 'pair'"}));
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: pair\n    activation: tanh_magnitude\n",
+                      {"model.gate.activation: 'tanh_magnitude' means nothing for gate kind 'pair'"}));
   EXPECT_TRUE(rejects("model:\n  gate:\n    kind: input\n    groups: 2\n",
                       {"model.gate.groups: means nothing for gate kind 'input'"}));
   EXPECT_TRUE(rejects("model:\n  gate:\n    kind: output\n    shared_projection: true\n",
