@@ -21,7 +21,7 @@ namespace {
 
 std::int64_t ModelConfig::mlp_width() const {
   if (mlp_hidden > 0) return mlp_hidden;
-  if (!swiglu()) return 4 * n_embd;
+  if (!gated_mlp()) return 4 * n_embd;
   const std::int64_t two_thirds = (8 * n_embd + 2) / 3;  // ⌈8C/3⌉
   return (two_thirds + 31) / 32 * 32;
 }
@@ -98,7 +98,8 @@ void ModelConfig::validate() const {
   if (!(norm_eps > 0.0) || !std::isfinite(norm_eps))
     bad("model.norm_eps", "must be a finite number > 0, got " + std::to_string(norm_eps));
   if (norm_offset && !rms_norm()) bad("model.norm_offset", "needs model.norm rmsnorm (a LayerNorm has no offset form)");
-  if (mlp != kMlpGelu && mlp != kMlpSwiglu) bad("model.mlp", "must be gelu or swiglu, got '" + mlp + "'");
+  if (mlp != kMlpGelu && mlp != kMlpSwiglu && mlp != kMlpGlu)
+    bad("model.mlp", "must be gelu, swiglu or glu, got '" + mlp + "'");
   if (mlp_hidden < 0)
     bad("model.mlp_hidden", "must be >= 0 (0 = the MLP's default), got " + std::to_string(mlp_hidden));
   if (qk_norm != kQkNormNone && qk_norm != kNormRms)

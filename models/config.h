@@ -36,9 +36,12 @@ inline constexpr const char* kArchEncoderDecoder = "encoder_decoder";
 inline constexpr const char* kNormLayer = "layernorm";
 inline constexpr const char* kNormRms = "rmsnorm";
 
-// `model.mlp`: gelu: GPT-2's proj(GELU_tanh(fc(h))); swiglu: Llama's proj(silu(gate(h)) ⊙ up(h)).
+// `model.mlp`: gelu: GPT-2's proj(GELU_tanh(fc(h))); swiglu: Llama's proj(silu(gate(h)) ⊙ up(h));
+// glu: the sigmoid GLU proj(σ(gate(h)) ⊙ up(h)) ([GateAttn-Guide] §2.1's σ(Wx) ⊙ (Vx)), swiglu's
+// parameters and width.
 inline constexpr const char* kMlpGelu = "gelu";
 inline constexpr const char* kMlpSwiglu = "swiglu";
+inline constexpr const char* kMlpGlu = "glu";
 
 // `model.qk_norm`: none, or rmsnorm: q and k normalised per head over head_dim (weights [head_dim]
 // shared by the heads, Qwen3's q_norm/k_norm) before the rotation.
@@ -98,7 +101,7 @@ struct ModelConfig {
   std::string norm = kNormLayer;  // layernorm | rmsnorm
   double norm_eps = 1e-5;
   bool norm_offset = false;           // rmsnorm only: weights applied as 1 + w (stored w, initialised 0)
-  std::string mlp = kMlpGelu;         // gelu | swiglu
+  std::string mlp = kMlpGelu;         // gelu | swiglu | glu
   std::int64_t mlp_hidden = 0;        // the MLP's hidden width (0 = mlp_width()'s default)
   std::int64_t n_kv_head = 0;         // key/value heads (0 = n_head); must divide n_head
   std::int64_t head_dim_size = 0;     // `model.head_dim`: per-head width (0 = n_embd / n_head)
@@ -118,13 +121,16 @@ struct ModelConfig {
   std::int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
   // The attention's width H·d (n_embd unless model.head_dim says otherwise).
   std::int64_t attention_width() const { return n_head * head_dim(); }
-  // The MLP's hidden width: mlp_hidden, or 4C for gelu and ⌈(8C/3)/32⌉·32 for swiglu (Llama's 2/3 of
-  // 4C, so its three matrices hold about the parameters of gelu's two, rounded up to a multiple of 32).
+  // The MLP's hidden width: mlp_hidden, or 4C for gelu and ⌈(8C/3)/32⌉·32 for swiglu and glu (Llama's
+  // 2/3 of 4C, so their three matrices hold about the parameters of gelu's two, rounded up to a
+  // multiple of 32).
   std::int64_t mlp_width() const;
   // The dimensions of a head rope rotates: ⌊rope_fraction·head_dim⌋.
   std::int64_t rope_dims() const;
   bool rms_norm() const { return norm == kNormRms; }
   bool swiglu() const { return mlp == kMlpSwiglu; }
+  // A gated MLP (swiglu or glu): mlp.gate and mlp.up [F, C] instead of gelu's mlp.fc.
+  bool gated_mlp() const { return mlp == kMlpSwiglu || mlp == kMlpGlu; }
   bool has_qkv_bias() const { return bias || qkv_bias; }
   bool rope() const { return position == kPositionRope; }
   // The wpe table exists, and with it the block_size limit on positions (rope and none run on).

@@ -303,12 +303,12 @@ double GPT::flops_per_token(std::int64_t T) const {
     const auto wd = static_cast<double>(w);
     return wd - wd * wd / (2 * Td);
   };
-  // Per block: qkv C·(H + 2·H_kv)·d, attn.proj H·d·C, the MLP 2·C·F (gelu) or 3·C·F (swiglu) — 12C²
+  // Per block: qkv C·(H + 2·H_kv)·d, attn.proj H·d·C, the MLP 2·C·F (gelu) or 3·C·F (swiglu, glu) — 12C²
   // for GPT-2's (d = C/H, H_kv = H, F = 4C).
   const auto Hd = static_cast<double>(config_.attention_width());
   const auto KVd = static_cast<double>(config_.kv_heads() * config_.head_dim());
   const auto F = static_cast<double>(config_.mlp_width());
-  const double block_matmul = C * (Hd + 2 * KVd) + Hd * C + (config_.swiglu() ? 3 : 2) * C * F;
+  const double block_matmul = C * (Hd + 2 * KVd) + Hd * C + (config_.gated_mlp() ? 3 : 2) * C * F;
   double n_matmul = V * C;  // the head (tied or not, the same product)
   double attention = 0;
   for (std::int64_t l = 0; l < config_.n_layer; ++l) {

@@ -5,8 +5,10 @@
 //   form multiplicative:         S_ij ← S_ij · g_j, [GateAttn-Guide]'s "score * gate", done as k_j ← g_j·k_j
 //   source query_key (with multiplicative): S_ij ← S_ij · g_i · g_j (q_i ← g_i·q_i as well)
 // A per-query additive term would shift a whole softmax row and change nothing, so query_key is
-// multiplicative only. On the cross-attention (where: cross) the gate reads the encoder output, one
-// value per source position: a learned mask over the source (additive only).
+// multiplicative only. g is σ (or gumbel_sigmoid) or softplus: log softplus(u) ranges over all the
+// reals, so an additive softplus gate can boost a key (g > 1) as well as mask it. On the
+// cross-attention (where: cross) the gate reads the encoder output, one value per source position: a
+// learned mask over the source (additive only).
 #include "models/gating/activation.h"
 #include "models/gating/gate.h"
 #include "models/gating/options.h"
@@ -84,9 +86,11 @@ GATTN_GATE_KIND(score) {
   s.name = "score";
   s.summary =
       "S_ij += log g_jn (form additive) or S_ij ← S_ij·g_jn (multiplicative; ·g_in too with source query_key), "
-      "g = σ(h·Wᵀ + b): a learned soft mask on keys";
+      "g = σ(h·Wᵀ + b) (activation softplus: g = softplus(h·Wᵀ + b) in (0, ∞), log g computed stably from the "
+      "logit, so a key can be boosted as well as masked): a learned soft mask on keys";
   s.reference = "[GateAttn-Guide] §3.1, the first paradigm (Gate做Attention的软开关)";
   s.common_keys = {"activation", "temperature", "init_bias", "init_weight", "init_std"};
+  s.activations = {"sigmoid", "gumbel_sigmoid", "softplus"};
   GateOptionSpec form = choice_option("form", "additive", {"additive", "multiplicative"},
                                       "additive: S + log g (a soft mask); multiplicative: S ⊙ g");
   GateOptionSpec source = choice_option("source", "key", {"key", "query_key"},

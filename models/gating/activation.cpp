@@ -21,6 +21,10 @@ namespace {
 // closed forget gates stays in range and an all-closed row of keys keeps a defined softmax.
 constexpr double kClosedLog = -30.0;
 
+// Below −K, log softplus(u) is u − eᵘ/2 to within 5e^(−2K)/24 (≈ 9e−19 at K = 20: under f64's
+// rounding of u there).
+constexpr double kLogSoftplusTail = 20.0;
+
 // 1 where a gate connection is kept, 0 where dropout replaces it by 1: exact 0/1 values from the
 // model's noise stream (the inverted dropout of ones is 1/(1−p) or 0).
 Tensor kept_mask(const Tensor& like, double p, const AttentionContext& ctx) {
@@ -30,6 +34,22 @@ Tensor kept_mask(const Tensor& like, double p, const AttentionContext& ctx) {
 }
 
 }  // namespace
+
+Tensor log_softplus(const Tensor& u) {
+  // a = max(u, −K) for the exact branch (softplus(a) ≥ softplus(−K) ≈ 2e−9, so its log and the
+  // gradient σ(a)/softplus(a) stay finite); b = min(u + K, 0) ≤ 0 for the tail. With t = eᵘ = e^(−K)·eᵇ:
+  //   log softplus(u) ≈ log softplus(−K) + (u + K) − (t − e^(−K))/2 = log softplus(a) + b − e^(−K)(eᵇ − 1)/2,
+  // which is exactly log softplus(u) where b = 0 (u ≥ −K).
+  // b = s − relu(s) with s = u + K, so at u = −K exactly (where relu' is 0) the gradient is the
+  // tail's, not 0 from both branches.
+  const double K = kLogSoftplusTail;
+  const Tensor shifted = ops::add_scalar(u, K), above = ops::relu(shifted);
+  const Tensor a = ops::add_scalar(above, -K);
+  const Tensor b = shifted - above;
+  const Tensor head = ops::log(ops::neg(ops::log_sigmoid(ops::neg(a))));  // log softplus(a), softplus = −log σ(−a)
+  const Tensor tail = b - ops::mul_scalar(ops::add_scalar(ops::exp(b), -1.0), 0.5 * std::exp(-K));
+  return head + tail;
+}
 
 bool is_sigmoid_family(const std::string& activation) {
   return activation == "sigmoid" || activation == "gumbel_sigmoid";
@@ -58,6 +78,7 @@ GateActivation activate_gate(const Tensor& z, const GateConfig& gate, const Gate
     out.logit = u;
     out.value = ops::sigmoid(u);
   } else if (gate.activation == "softplus") {
+    out.softplus_input = u;
     out.value = ops::neg(ops::log_sigmoid(ops::neg(u)));  // softplus(u) = −log σ(−u), stable both ways
   } else if (gate.activation == "tanh_magnitude") {
     if (!z_magnitude.defined())
@@ -91,12 +112,16 @@ GateEffect value_effect(const GateActivation& g, const GateOptions& options, con
 }
 
 GateEffect log_effect(const GateActivation& g, const GateOptions& options, const AttentionContext& ctx) {
-  if (!g.logit.defined()) throw ValueError("a gate on the logits needs a sigmoid-family activation");
+  if (!g.logit.defined() && !g.softplus_input.defined())
+    throw ValueError("a gate on the logits needs a sigmoid-family or softplus activation");
   GateEffect e;
   e.soft = g;
   const double r = options.ramp_at(ctx.step);
-  // log(1 − r + r·σ(u)); exactly log σ(u) when the ramp is over.
-  Tensor l = r == 1.0 ? ops::log_sigmoid(g.logit) : ops::log(ops::add_scalar(ops::mul_scalar(g.value, r), 1.0 - r));
+  // log(1 − r + r·g); exactly log σ(u) (log softplus(u)) when the ramp is over. softplus's g may
+  // exceed 1, so 1 − r + r·g > 0 still holds: the ramp's log is defined for both.
+  Tensor l = r != 1.0            ? ops::log(ops::add_scalar(ops::mul_scalar(g.value, r), 1.0 - r))
+             : g.logit.defined() ? ops::log_sigmoid(g.logit)
+                                 : log_softplus(g.softplus_input);
   if (options.hard) {
     // Forward: 0 where open, max(log(1 − r), −30) where closed; backward: the soft term's gradient.
     const double closed = r >= 1.0 ? kClosedLog : std::max(std::log1p(-r), kClosedLog);

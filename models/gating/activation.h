@@ -10,7 +10,8 @@
 //   dropout (training): 1 where a Bernoulli(p) draw drops the connection
 //   ramp: 1 − r(step)·(1 − g)
 // The σ-family activations keep the logit u so log σ terms and the entropy regulariser are computed
-// stably from u, never from a rounded g.
+// stably from u, never from a rounded g; softplus keeps its u for the same reason (log softplus(u)
+// is about u where softplus(u) underflows).
 #pragma once
 #include <cstdint>
 
@@ -25,9 +26,15 @@
 namespace gattn::models {
 
 struct GateActivation {
-  Tensor logit;  // u, for the σ family (sigmoid, gumbel_sigmoid); undefined otherwise
-  Tensor value;  // the soft gate g
+  Tensor logit;           // u, for the σ family (sigmoid, gumbel_sigmoid); undefined otherwise
+  Tensor softplus_input;  // u, for softplus; undefined otherwise
+  Tensor value;           // the soft gate g
 };
+
+// log softplus(u) = log log(1 + eᵘ), differentiable, finite for every finite u: exact for u ≥ −20,
+// u − eᵘ/2 below (the next term, 5e²ᵘ/24, is under 1e−18 there), with the two branches fed clamped
+// inputs so neither produces −∞ or NaN, forward or backward.
+Tensor log_softplus(const Tensor& u);
 
 // Whether the activation is σ-shaped (sigmoid, gumbel_sigmoid): a logit exists, log g is log σ(u).
 bool is_sigmoid_family(const std::string& activation);
@@ -53,9 +60,9 @@ struct GateEffect {
 
 // hard → dropout → ramp on a multiplying gate's values.
 GateEffect value_effect(const GateActivation& g, const GateOptions& options, const AttentionContext& ctx);
-// The same for a gate that enters the logits as log g (σ family only). A closed hard gate
+// The same for a gate that enters the logits as log g (σ family and softplus). A closed hard gate
 // contributes max(log(1 − r), −30) rather than −∞, so a query whose keys are all closed keeps a
-// defined softmax; with no hard, dropout or ramp this is exactly log σ(u).
+// defined softmax; with no hard, dropout or ramp this is exactly log σ(u) (log_softplus(u)).
 GateEffect log_effect(const GateActivation& g, const GateOptions& options, const AttentionContext& ctx);
 
 // Where a gate's values sit for the per-head statistics.

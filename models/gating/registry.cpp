@@ -291,8 +291,9 @@ std::vector<config::KeySpec> typed_entry_keys() {
   using namespace config;
   std::vector<std::string> kinds{kNoGate};
   for (const GateKindSpec* k : gate_kinds()) kinds.push_back(k->name);
-  std::vector<std::string> any_activation, init_bias_defaults;
+  std::vector<std::string> softplus_kinds, any_activation, init_bias_defaults;
   for (const GateKindSpec* k : gate_kinds()) {
+    if (contains(k->activations, "softplus")) softplus_kinds.push_back(k->name);
     if (contains(k->activations, "tanh_magnitude")) any_activation.push_back(k->name);
     if (k->default_init_bias != 0) init_bias_defaults.push_back(num(k->default_init_bias) + " for " + k->name);
   }
@@ -308,11 +309,10 @@ std::vector<config::KeySpec> typed_entry_keys() {
   keys.push_back(choice_key("where", kSiteSelf, {kSiteSelf, kSiteEncoder, kSiteCross},
                             "the attention gated: self | encoder (the encoder's self-attention) | cross (the "
                             "decoder's cross-attention); the last two need arch encoder_decoder"));
-  keys.push_back(choice_key("activation", "sigmoid", {"sigmoid", "gumbel_sigmoid", "softplus", "tanh_magnitude"},
-                            reads("activation") +
-                                "sigmoid | gumbel_sigmoid (logistic noise while training) | softplus | "
-                                "tanh_magnitude (tanh(Wx)·σ(Vx)); the last two for " +
-                                joined(any_activation)));
+  keys.push_back(choice_key(
+      "activation", "sigmoid", {"sigmoid", "gumbel_sigmoid", "softplus", "tanh_magnitude"},
+      reads("activation") + "sigmoid | gumbel_sigmoid (logistic noise while training) | softplus (for " +
+          joined(softplus_kinds) + ") | tanh_magnitude (tanh(Wx)·σ(Vx); for " + joined(any_activation) + ")"));
   keys.push_back(num_key("temperature", 1.0,
                          reads("temperature") + "τ in [0.001, 1000]: the gate is act(z/τ); where a schedule starts")
                      .at_least(1e-3)

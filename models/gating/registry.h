@@ -63,7 +63,8 @@ struct GateKindSpec {
   std::string reference;  // where the kind comes from: a paper or article title
   // Which of the common keys (activation, temperature, init_bias, init_weight, init_std) the kind reads.
   std::vector<std::string> common_keys;
-  // The activations it accepts (when it reads `activation`): a gate on the logits needs log σ.
+  // The activations it accepts (when it reads `activation`): a gate on the logits needs log g, the
+  // σ family's log σ by default (score adds softplus's log softplus).
   std::vector<std::string> activations = {"sigmoid", "gumbel_sigmoid"};
   std::vector<GateOptionSpec> options;
   // The attentions it can gate (a gate entry's `where`): self always; encoder when its math needs no

@@ -56,7 +56,7 @@ std::string gpt2_needs(const ModelConfig& c, const char* a) {
   const std::string arch = a;
   if (!c.learned_positions()) return is("position", c.position) + ": " + arch + " has learned positions";
   if (c.rms_norm()) return is("norm", c.norm) + ": " + arch + ", the class with learned positions, has LayerNorm";
-  if (c.swiglu()) return is("mlp", c.mlp) + ": " + arch + "'s MLP is GELU";
+  if (c.mlp != kMlpGelu) return is("mlp", c.mlp) + ": " + arch + "'s MLP is GELU";
   if (!c.bias) return is("bias", false) + ": " + arch + " has biases on every linear layer";
   if (c.kv_heads() != c.n_head)
     return is("n_kv_head", c.n_kv_head) + ": " + arch + " has a key/value head per query head";
@@ -288,6 +288,12 @@ std::vector<std::string> hf_export_classes() {
 HfTarget hf_export_target(const ModelConfig& config, const std::string& wanted) {
   if (config.encoder_decoder())
     throw ValueError("export: " + is("arch", config.arch) + ": transformers' causal-LM classes are decoders; " +
+                     exported_list());
+  // No transformers class has the sigmoid GLU: GPT-2's MLP is GELU, the Llama family's SwiGLU.
+  if (config.mlp == kMlpGlu)
+    throw ValueError("export: " + is("mlp", config.mlp) +
+                     ": no transformers class has a sigmoid-gated MLP σ(gate(h)) ⊙ up(h) (GPT-2's is GELU, Llama's "
+                     "and Qwen's SwiGLU silu(gate(h)) ⊙ up(h)); " +
                      exported_list());
   if (!wanted.empty()) {
     for (const ExportClass& k : classes()) {

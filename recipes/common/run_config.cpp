@@ -106,6 +106,19 @@ void check_gate_l1(const config::Settings& cfg, const models::ModelConfig& model
   }
 }
 
+// regularization.gate_entropy is the binary entropy −g ln g − (1−g) ln(1−g) of values in (0, 1),
+// computed from the σ family's logit: a softplus gate's values reach past 1, where it means nothing,
+// and the gate would silently be left out of the mean. (tanh_magnitude's signed values are left out
+// of it too, as docs/gates.md says: a model may pair such a gate with σ gates the term weighs.)
+void check_gate_entropy(const config::Settings& cfg, const models::ModelConfig& model) {
+  if (cfg.get_double("regularization.gate_entropy") == 0.0) return;
+  for (const models::GateConfig& g : model.gate_entries())
+    if (g.activation == "softplus")
+      throw ConfigError(cfg.where("regularization.gate_entropy") + ": regularization.gate_entropy means nothing for " +
+                        g.where + " (kind " + g.kind +
+                        "): activation softplus gives values in (0, ∞), where binary entropy is undefined");
+}
+
 // A regulariser weight needs something to weigh: the gate ones a gate, a kind's own one (router_balance)
 // a kind in the model that computes it.
 void check_regularizer_terms(const config::Settings& cfg, const models::ModelConfig& model) {
@@ -128,6 +141,7 @@ void validate_run(const config::Settings& cfg) {
   const models::ModelConfig model = model_config_of(cfg);
   model.validate();
   check_gate_l1(cfg, model);
+  check_gate_entropy(cfg, model);
   check_regularizer_terms(cfg, model);
   check_run_name(cfg);
   const std::string kind = cfg.get_string("data.kind");

@@ -41,11 +41,12 @@ std::vector<KeySpec> run_keys() {
   s.push_back(bool_key("model.norm_offset", false,
                        "rmsnorm: weights applied as 1 + w, stored w and initialised 0 (Qwen3-Next's zero-centred "
                        "norm)"));
-  s.push_back(choice_key("model.mlp", "gelu", {"gelu", "swiglu"},
-                         "gelu (GPT-2: mlp.fc, mlp.proj) | swiglu (Llama: mlp.gate, mlp.up, mlp.proj)"));
+  s.push_back(choice_key("model.mlp", "gelu", {"gelu", "swiglu", "glu"},
+                         "gelu (GPT-2: mlp.fc, mlp.proj) | swiglu (Llama: silu(gate) ⊙ up; mlp.gate, mlp.up, "
+                         "mlp.proj) | glu (σ(gate) ⊙ up, swiglu's parameters)"));
   s.push_back(int_key("model.mlp_hidden", 0,
                       "the MLP's hidden width (0 = 4·n_embd for gelu, ⌈8·n_embd/3⌉ rounded up to a multiple of 32 "
-                      "for swiglu)")
+                      "for swiglu and glu)")
                   .at_least(0));
   s.push_back(int_key("model.n_kv_head", 0,
                       "key/value heads (0 = n_head; must divide n_head): grouped-query attention, multi-query at 1")

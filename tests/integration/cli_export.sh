@@ -73,6 +73,11 @@ expect 3 "model.safetensors" export --hf "$tmp/damaged" --out "$tmp/x"
 "$make_checkpoint" "$tmp/score" score || fail "could not make the score checkpoint"
 expect 2 "model.gate.kind is score, a gate no transformers class has.*gattn exports GPT2LMHeadModel (.*Qwen3NextForCausalLM" \
   export --hf "$tmp/score" --out "$tmp/x"
+# The sigmoid GLU MLP: no class has it.
+"$gattn" train --config "$tmp/tiny.yaml" run.dir="$tmp/run_glu" train.max_steps=2 model.mlp=glu >/dev/null 2>&1 ||
+  fail "could not train the glu run"
+expect 2 "model.mlp is glu: no transformers class has a sigmoid-gated MLP.*gattn exports GPT2LMHeadModel (" \
+  export --hf "$tmp/run_glu" --out "$tmp/x"
 expect 2 "export --class Qwen3ForCausalLM: model.qk_norm is none" export --hf "$data/llama" --out "$tmp/x" --class Qwen3ForCausalLM
 expect 2 "not a class gattn exports" export --hf "$data/llama" --out "$tmp/x" --class MistralForCausalLM
 cp -r "$data/llama" "$tmp/llama_ckpt"

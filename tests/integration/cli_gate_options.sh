@@ -71,7 +71,8 @@ expect() {  # expect PATTERN ARGS...: exit 2 and one stderr line matching PATTER
   [[ $(wc -l <<<"$err") -eq 1 ]] || fail "$*: more than one line: $err"
   grep -q -- "$pattern" <<<"$err" || fail "$*: '$err' does not mention '$pattern'"
 }
-expect "model.gate.activation: 'softplus' means nothing for gate kind 'score'" model.gate.kind=score model.gate.activation=softplus
+expect "model.gate.activation: 'softplus' means nothing for gate kind 'forget'" model.gate.kind=forget model.gate.activation=softplus
+expect "regularization.gate_entropy means nothing for model.gate (kind score): activation softplus" model.gate.kind=score model.gate.activation=softplus
 expect "model.gate.groups: must divide model.n_head=2" model.gate.kind=forget model.gate.groups=3
 expect "model.gate.dropout must be in \[0, 1)" model.gate.kind=pair model.gate.dropout=1.0
 expect "model.gate.heads: head 2 out of range" model.gate.kind=pair 'model.gate.heads=[1,2]'

@@ -164,9 +164,12 @@ inline Tensor ref_effective(const models::GateConfig& g, const Tensor& soft, std
   });
 }
 
-// The logit term of score and forget: log of the effective value, a closed hard gate at most −30 below.
+// The logit term of score and forget: log of the effective value (log σ, or log softplus for a softplus
+// score gate, which may be > 0), a closed hard gate at most −30 below.
 inline Tensor ref_log_effective(const models::GateConfig& g, const Tensor& soft, std::int64_t step) {
-  return host_map(ref_effective(g, soft, step), [](double v) { return std::max(std::log(v), -30.0); });
+  const bool hard = ref_option(g, "hard", false).get<bool>();
+  return host_map(ref_effective(g, soft, step),
+                  [hard](double v) { return hard ? std::max(std::log(v), -30.0) : std::log(v); });
 }
 
 // Per-unit values [B, T, U·w] -> per head [B, T, H·w]: `groups` consecutive heads share a unit, units

@@ -484,8 +484,21 @@ TEST(ConfigGates, SettingsThatDoNothingAreErrors) {
                       {"model.gate.activation: means nothing for gate kind 'routed'"}));
   EXPECT_TRUE(rejects("model:\n  gate:\n    kind: routed\n    init_bias: 1\n",
                       {"model.gate.init_bias: means nothing for gate kind 'routed'"}));
-  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: score\n    activation: softplus\n",
-                      {"model.gate.activation: 'softplus' means nothing for gate kind 'score'"}));
+  // forget's prefix sums need log g ≤ 0 (a softplus forget gate could grow a logit without bound);
+  // score takes softplus (a key boosted as well as masked).
+  EXPECT_TRUE(rejects("model:\n  gate:\n    kind: forget\n    activation: softplus\n",
+                      {"model.gate.activation: 'softplus' means nothing for gate kind 'forget'"}));
+  EXPECT_NO_THROW(Config::from_string("model:\n  gate:\n    kind: score\n    activation: softplus\n"));
+  // Binary entropy of values past 1 means nothing: gate_entropy is refused with a softplus gate,
+  // on the score gate and on a multiplying one alike.
+  for (const char* kind : {"score", "output"})
+    EXPECT_TRUE(rejects(std::string("model:\n  gate:\n    kind: ") + kind +
+                            "\n    activation: softplus\nregularization:\n  gate_entropy: 0.01\n",
+                        {"config.yaml:6", "regularization.gate_entropy means nothing for model.gate (kind " +
+                                              std::string(kind) + "): activation softplus"}))
+        << kind;
+  EXPECT_NO_THROW(Config::from_string(
+      "model:\n  gate:\n    kind: score\n    activation: softplus\nregularization:\n  gate_l1: 0.01\n"));
   EXPECT_TRUE(rejects("model:\n  gate:\n    kind: pair\n    activation: tanh_magnitude\n",
                       {"model.gate.activation: 'tanh_magnitude' means nothing for gate kind 'pair'"}));
   EXPECT_TRUE(rejects("model:\n  gate:\n    kind: input\n    groups: 2\n",

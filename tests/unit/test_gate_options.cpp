@@ -509,6 +509,82 @@ TEST(GateOptionsRegularizer, PairGateL1IsTheMeanOfItsG) {
     }
 }
 
+// ---------------------------------------------------------------- softplus on the score gate
+
+// log softplus(u) = log log(1 + eᵘ) in long double, the reference far into both tails.
+double ref_log_softplus(double u) {
+  return static_cast<double>(std::log(std::log1p(std::exp(static_cast<long double>(u)))));
+}
+
+TEST(GateOptionsSoftplus, LogSoftplusIsExactAndFiniteInBothTails) {
+  const std::vector<double> us = {-1e4, -1000, -745, -200, -30, -20.5, -20, -19.5, -5, -0.3, 0, 2, 40, 1000};
+  for (DType dt : {DType::f64, DType::f32}) {
+    Tensor u = Tensor::from(us, {static_cast<std::int64_t>(us.size())}, dt).set_requires_grad(true);
+    Tensor l = models::log_softplus(u);
+    ops::sum(l).backward();
+    const std::vector<double> got = l.to_vector(), grad = u.grad().to_vector();
+    for (std::size_t i = 0; i < us.size(); ++i) {
+      const double tol = (dt == DType::f64 ? 2e-15 : 2e-6) * std::max(1.0, std::abs(us[i]));  // a few ulps
+      EXPECT_NEAR(got[i], ref_log_softplus(us[i]), tol) << "u " << us[i] << " " << dtype_name(dt);
+      // d/du log softplus(u) = σ(u)/softplus(u): 1 − eᵘ/2 far below, 1/u far above; never NaN.
+      const long double e = std::exp(static_cast<long double>(us[i]));
+      const double want = static_cast<double>(e / (1 + e) / std::log1p(e));
+      EXPECT_TRUE(std::isfinite(grad[i])) << us[i];
+      EXPECT_NEAR(grad[i], want, dt == DType::f64 ? 1e-15 : 1e-6) << "u " << us[i] << " " << dtype_name(dt);
+    }
+  }
+}
+
+TEST(GateOptionsSoftplus, LogSoftplusGradcheck) {
+  auto f = [](const std::vector<Tensor>& in) { return models::log_softplus(in[0]); };
+  EXPECT_TRUE(test::grads_ok(f, {test::rand({3, 7}, 41, -6.0, 6.0)}));
+  EXPECT_TRUE(test::grads_ok(f, {test::rand({2, 9}, 42, -40.0, 30.0)}));  // the tail branch too (not at −20)
+}
+
+TEST(GateOptionsSoftplus, ScoreGateMatchesTheReference) {
+  // S_ij += log softplus(u_j) (additive; a key above softplus⁻¹(1) = 0.5413 is boosted), S_ij·softplus(u_j)
+  // (multiplicative), with the options that compose with the log term.
+  expect_reference(options_config("score", {}, "softplus"), 0);
+  expect_reference(options_config("score", {{"groups", 2}, {"heads", {2, 3}}}, "softplus"), 0);
+  expect_reference(options_config("score", {{"form", "multiplicative"}}, "softplus"), 0);
+  expect_reference(options_config("score", {{"form", "multiplicative"}, {"source", "query_key"}}, "softplus"), 0);
+  expect_reference(options_config("score", {{"hard", true}, {"hard_threshold", 0.8}}, "softplus"), 0);
+  expect_reference(options_config("score", {{"ramp_start", 1}, {"ramp_steps", 4}}, "softplus"), 3);  // r = 1/2
+  expect_reference(options_config("score", {{"temperature", 2.0}, {"input_norm", true}}, "softplus"), 0);
+}
+
+TEST(GateOptionsSoftplus, ScoreGateBoostsAKeyAndReportsSoftplusValues) {
+  // A bias of 3: every g = softplus(≈3) ≈ 3.05 > 1, so log g > 0 raises the keys' logits, unlike a σ.
+  ModelConfig c = options_config("score", {}, "softplus");
+  c.n_layer = 1;
+  c.gate.init_bias = 3.0;
+  GPT model(c, 1);
+  model.eval();
+  models::ForwardOptions fo;
+  fo.collect_stats = true;
+  NoGradGuard no_grad;
+  const models::ForwardResult r = model.forward(test::tokens(2, 6, c.vocab_size, 3), Tensor(), fo);
+  ASSERT_EQ(r.stats.size(), 1u);
+  EXPECT_GT(r.stats[0].gate.mean(), 2.9);
+  EXPECT_LT(r.stats[0].gate.mean(), 3.2);
+}
+
+TEST(GateOptionsSoftplus, ScoreGateGradcheck) {
+  expect_gradcheck(options_config("score", {{"groups", 2}}, "softplus"), 0);
+  expect_gradcheck(options_config("score", {{"ramp_start", 1}, {"ramp_steps", 4}, {"dropout", 0.3}}, "softplus"), 3);
+  expect_gradcheck(options_config("score", {{"form", "multiplicative"}, {"heads", {0, 2}}}, "softplus"), 0);
+}
+
+TEST(GateOptionsSoftplus, ScoreGateKvCacheEqualsTheFullForward) {
+  for (const nlohmann::json& options :
+       {nlohmann::json::object(), nlohmann::json{{"hard", true}, {"hard_threshold", 0.7}},
+        nlohmann::json{{"form", "multiplicative"}, {"groups", 2}}}) {
+    ModelConfig c = options_config("score", options, "softplus");
+    c.block_size = 9;
+    expect_cache_equals_full_forward(c, 0);
+  }
+}
+
 TEST(GateOptionsRegularizer, GateL1IsTheMeanSoftGate) {
   models::ForwardOptions fo;
   fo.regularizers = {models::kGateL1};

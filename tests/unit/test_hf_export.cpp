@@ -177,6 +177,13 @@ TEST(HfExport, SettingsNoClassComputesAreRefusedNamingTheKeyAndListingWhatExport
   c = config_of("llama");
   c.mlp = models::kMlpGelu;
   EXPECT_TRUE(contains(refusal(c), "model.mlp is gelu: LlamaForCausalLM's MLP is SwiGLU"));
+  // The sigmoid GLU: no class has it, whichever block it sits in, and --class says so too.
+  for (const char* name : {"llama", "gpt2"}) {
+    c = config_of(name);
+    c.mlp = models::kMlpGlu;
+    EXPECT_TRUE(contains(refusal(c), "model.mlp is glu: no transformers class has a sigmoid-gated MLP")) << name;
+    EXPECT_TRUE(contains(refusal(c), "gattn exports GPT2LMHeadModel (")) << name;
+  }
   c = config_of("llama");
   c.arch = models::kArchEncoderDecoder;
   EXPECT_TRUE(contains(refusal(c), "model.arch is encoder_decoder: transformers' causal-LM classes are decoders"));

@@ -170,10 +170,10 @@ Vec reference_logits(const ModelConfig& c, const Params& p, const std::vector<st
     for (std::size_t e = 0; e < x.size(); ++e) x[e] += a[e];
     const Vec h2 = norm(c, x, C, p, b + "ln2");
     Vec u;
-    if (c.swiglu()) {
+    if (c.gated_mlp()) {  // swiglu: silu(gate) ⊙ up; glu: σ(gate) ⊙ up
       const Vec gt = linear(h2, T, C, p.at(b + "mlp.gate.weight"), bias(b + "mlp.gate.bias"));
       u = linear(h2, T, C, p.at(b + "mlp.up.weight"), bias(b + "mlp.up.bias"));
-      for (std::size_t e = 0; e < u.size(); ++e) u[e] *= gt[e] * sigmoid(gt[e]);
+      for (std::size_t e = 0; e < u.size(); ++e) u[e] *= (c.swiglu() ? gt[e] : 1.0) * sigmoid(gt[e]);
     } else {
       u = linear(h2, T, C, p.at(b + "mlp.fc.weight"), bias(b + "mlp.fc.bias"));
       for (double& e : u) e = 0.5 * e * (1 + std::tanh(std::sqrt(2 / M_PI) * (e + 0.044715 * e * e * e)));
@@ -282,6 +282,34 @@ TEST(ModernBlocks, DefaultsAreGpt2) {
   EXPECT_EQ(c.mlp_width(), 256);
   c.mlp_hidden = 100;
   EXPECT_EQ(c.mlp_width(), 100);
+  // The sigmoid GLU takes swiglu's width, so the two have equal parameters.
+  c.mlp_hidden = 0;
+  c.mlp = models::kMlpGlu;
+  EXPECT_EQ(c.mlp_width(), 256);
+  c.n_embd = 64;
+  EXPECT_EQ(c.mlp_width(), 192);  // 170.7 → 192: 3·64·192 = 36,864 weights against gelu's 2·64·256 = 32,768
+}
+
+TEST(ModernBlocks, GluMlpHasSwiglusParametersAndFlops) {
+  ModelConfig glu = llama_config(), swiglu = llama_config(), gelu = llama_config();
+  glu.mlp = models::kMlpGlu;
+  gelu.mlp = models::kMlpGelu;
+  GPT a(glu, 0), b(swiglu, 0), g(gelu, 0);
+  std::map<std::string, Shape> ga, gb;
+  for (auto& [name, p] : a.named_parameters()) ga[name] = p.shape();
+  for (auto& [name, p] : b.named_parameters()) gb[name] = p.shape();
+  EXPECT_EQ(ga, gb);
+  EXPECT_EQ(ga.at("blocks.1.mlp.gate.weight"), (Shape{12, 8}));
+  EXPECT_EQ(ga.count("blocks.0.mlp.fc.weight"), 0u);
+  // The same initial weights (registration order gate, up, proj) and the same FLOPs as swiglu; gelu
+  // has 2·C·F of the MLP's 3·C·F.
+  EXPECT_EQ(a.parameter("blocks.0.mlp.up.weight").to_vector(), b.parameter("blocks.0.mlp.up.weight").to_vector());
+  EXPECT_EQ(a.flops_per_token(9), b.flops_per_token(9));
+  EXPECT_NEAR(a.flops_per_token(9) - g.flops_per_token(9), 6.0 * 2 * 8 * 12, 1e-9);
+  // σ(gate) ⊙ up is not silu(gate) ⊙ up.
+  Tensor idx = test::tokens(1, 5, 7, 1);
+  NoGradGuard no_grad;
+  EXPECT_FALSE(test::all_close(a.forward(idx).logits, b.forward(idx).logits, 1e-6, 1e-6));
 }
 
 TEST(ModernBlocks, ParameterNamesAndShapes) {
@@ -359,6 +387,13 @@ TEST(ModernBlocks, MatchesThePlainLoopReference) {
   gpt2.rope_fraction = 1.0;
   gpt2.norm_eps = 1e-5;
   expect_matches_loops(gpt2);
+  // The sigmoid GLU, in Llama's block and in GPT-2's (with biases).
+  ModelConfig glu = llama_config("output");
+  glu.mlp = models::kMlpGlu;
+  expect_matches_loops(glu);
+  gpt2.mlp = models::kMlpGlu;
+  gpt2.mlp_hidden = 0;
+  expect_matches_loops(gpt2);
 }
 
 // loss + every regulariser, as a training step differentiates.
@@ -382,6 +417,13 @@ TEST(ModernBlocks, WholeModelGradcheck) {
   model.eval();
   Tensor idx = test::tokens(2, 5, 7, 1), targets = test::tokens(2, 5, 7, 2);
   EXPECT_TRUE(test::model_grads_ok(model, [&] { return objective(model, idx, targets); }));
+  // The sigmoid GLU MLP with biases.
+  c.mlp = models::kMlpGlu;
+  c.bias = true;
+  GPT glu(c, 4);
+  perturb_all(glu, 9);
+  glu.eval();
+  EXPECT_TRUE(test::model_grads_ok(glu, [&] { return objective(glu, idx, targets); }));
 }
 
 // Every gate kind on the grouped-query block (the multiplicative score gate is refused there).
