@@ -21,7 +21,7 @@ for dir in "${dirs[@]}"; do
 done
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
-for cell in "${dirs[@]/%//cells}"/*/; do
+for cell in $(for dir in "${dirs[@]}"; do printf '%s\n' "$dir"/cells/*/; done); do
   name=$(basename "$cell")
   [[ -f $cell/checkpoints/latest ]] || continue  # a cell still training (or failed): left out
   soft=$("$gattn" eval --checkpoint "$cell" eval.max_windows=256)
