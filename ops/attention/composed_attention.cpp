@@ -35,39 +35,36 @@ void check_term(const Tensor& t, const Tensor& q, std::int64_t length, const cha
                      shape_str(want));
 }
 
-// The modulation's logistic noise n_ij for every (b·h, i, j), drawn exactly as the fused kernel
-// does (ops/attention/cpu/flash_attention.h, logistic_noise): the op reserves B·H·Tq·Tk words of the
-// generator and entry (bh, i, j) uses word offset + (bh·Tq + i)·Tk + j, u = (top 24 bits + ½)/2²⁴,
-// n = ln u − ln(1 − u).
-Tensor logistic_noise(Generator& gen, std::int64_t BH, std::int64_t Tq, std::int64_t Tk, const Shape& shape,
-                      DType dtype, Device device) {
+// One uniform per (b·h, i, j) entry, drawn exactly as the fused kernel draws its noise and its
+// dropout (ops/attention/cpu/flash_attention.h): B·H·Tq·Tk words of the generator reserved, entry
+// (bh, i, j) at word offset + (bh·Tq + i)·Tk + j, u = (top 24 bits + ½)/2²⁴ in (0, 1); each value
+// mapped by `f`.
+template <class F>
+Tensor per_entry_uniforms(Generator& gen, std::int64_t BH, std::int64_t Tq, std::int64_t Tk, const Shape& shape,
+                          DType dtype, Device device, F f) {
   const GeneratorState state = gen.state();
   const std::uint64_t offset = gen.reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(Tq * Tk));
   std::vector<double> values(static_cast<std::size_t>(BH * Tq * Tk));
   for (std::size_t idx = 0; idx < values.size(); ++idx) {
     const std::uint64_t word = offset + idx;
     const Philox4 r = philox_block(state.seed, state.stream, word / 4);
-    const double u = (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
-    values[idx] = std::log(u) - std::log1p(-u);
+    values[idx] = f((static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0));
   }
   return Tensor::from(values, shape, dtype).to(device);
 }
 
-// The modulation dropout's keep mask: 1 where entry (bh, i, j) is kept, 0 where dropped, drawn as
-// the fused kernel does (modulation_dropped): B·H·Tq·Tk words reserved after the noise's, entry
-// (bh, i, j) at word offset + (bh·Tq + i)·Tk + j, dropped when (top 24 bits + ½)/2²⁴ < p.
+// The modulation's logistic noise n_ij = ln u − ln(1 − u).
+Tensor logistic_noise(Generator& gen, std::int64_t BH, std::int64_t Tq, std::int64_t Tk, const Shape& shape,
+                      DType dtype, Device device) {
+  return per_entry_uniforms(gen, BH, Tq, Tk, shape, dtype, device,
+                            [](double u) { return std::log(u) - std::log1p(-u); });
+}
+
+// The modulation dropout's keep mask (words reserved after the noise's): 0 where u < p (dropped),
+// else 1.
 Tensor dropout_keep(Generator& gen, double p, std::int64_t BH, std::int64_t Tq, std::int64_t Tk, const Shape& shape,
                     DType dtype, Device device) {
-  const GeneratorState state = gen.state();
-  const std::uint64_t offset = gen.reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(Tq * Tk));
-  std::vector<double> keep(static_cast<std::size_t>(BH * Tq * Tk));
-  for (std::size_t idx = 0; idx < keep.size(); ++idx) {
-    const std::uint64_t word = offset + idx;
-    const Philox4 r = philox_block(state.seed, state.stream, word / 4);
-    const double u = (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
-    keep[idx] = u < p ? 0.0 : 1.0;
-  }
-  return Tensor::from(keep, shape, dtype).to(device);
+  return per_entry_uniforms(gen, BH, Tq, Tk, shape, dtype, device, [p](double u) { return u < p ? 0.0 : 1.0; });
 }
 
 // x [B, H_kv, Tk, d] with each key/value head repeated for the `group` query heads that read it:
