@@ -48,6 +48,14 @@ GATTN_HD inline float philox_uniform(std::uint32_t word) {
   return static_cast<float>(word >> 8) * (1.0f / 16777216.0f);
 }
 
+// The uniform in (0, 1) of word `word` of stream (seed, stream): (top 24 bits + ½)/2²⁴, in double
+// (it takes 25 bits). The fused attention draws one per (b·h, i, j) entry for its modulation's
+// noise and dropout, identically on the CPU and the GPU.
+GATTN_HD inline double philox_open_uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t word) {
+  const Philox4 r = philox_block(seed, stream, word / 4);
+  return (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
+}
+
 // Box-Muller on a pair of words; u1 is kept in (0, 1] so the log is finite.
 GATTN_HD inline void philox_normal_pair(std::uint32_t a, std::uint32_t b, float* z0, float* z1) {
   float u1 = (static_cast<float>(a >> 8) + 1.0f) * (1.0f / 16777216.0f);

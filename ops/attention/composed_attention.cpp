@@ -45,11 +45,8 @@ Tensor per_entry_uniforms(Generator& gen, std::int64_t BH, std::int64_t Tq, std:
   const GeneratorState state = gen.state();
   const std::uint64_t offset = gen.reserve(static_cast<std::uint64_t>(BH) * static_cast<std::uint64_t>(Tq * Tk));
   std::vector<double> values(static_cast<std::size_t>(BH * Tq * Tk));
-  for (std::size_t idx = 0; idx < values.size(); ++idx) {
-    const std::uint64_t word = offset + idx;
-    const Philox4 r = philox_block(state.seed, state.stream, word / 4);
-    values[idx] = f((static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0));
-  }
+  for (std::size_t idx = 0; idx < values.size(); ++idx)
+    values[idx] = f(philox_open_uniform(state.seed, state.stream, offset + idx));
   return Tensor::from(values, shape, dtype).to(device);
 }
 

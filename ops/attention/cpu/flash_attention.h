@@ -145,9 +145,8 @@ T log_sigmoid(T z) {
 // word depends on the true (b·h, i, j) only, so skipping rows or compacting them changes no draw.
 template <class T>
 T logistic_noise(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i, std::int64_t j) {
-  std::uint64_t word = p.noise_offset + static_cast<std::uint64_t>((bh * p.Tq + i) * p.Tk + j);
-  Philox4 r = philox_block(p.noise_seed, p.noise_stream, word / 4);
-  double u = (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
+  const std::uint64_t word = p.noise_offset + static_cast<std::uint64_t>((bh * p.Tq + i) * p.Tk + j);
+  const double u = philox_open_uniform(p.noise_seed, p.noise_stream, word);
   return static_cast<T>(std::log(u) - std::log1p(-u));
 }
 
@@ -177,9 +176,7 @@ template <class T>
 bool modulation_dropped(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i, std::int64_t j) {
   if (p.dropout == T(0)) return false;
   const std::uint64_t word = p.dropout_offset + static_cast<std::uint64_t>((bh * p.Tq + i) * p.Tk + j);
-  const Philox4 r = philox_block(p.dropout_seed, p.dropout_stream, word / 4);
-  const double u = (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
-  return u < static_cast<double>(p.dropout);
+  return philox_open_uniform(p.dropout_seed, p.dropout_stream, word) < static_cast<double>(p.dropout);
 }
 
 // The modulation at one (i, j): u, the soft G = act(u), the applied Gv (1[G > θ] when hard, 1 where

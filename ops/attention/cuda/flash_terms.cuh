@@ -57,8 +57,7 @@ __device__ __forceinline__ float sigmoidf_stable(float z) {
 // bits) and rounded to f32 once. Not inlined: Philox and the double logs would otherwise hold
 // registers of the hot loop in every launch, noise or not.
 static __device__ __noinline__ float logistic_noise(std::uint64_t seed, std::uint64_t stream, std::uint64_t word) {
-  const Philox4 r = philox_block(seed, stream, word / 4);
-  const double u = (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
+  const double u = philox_open_uniform(seed, stream, word);
   return static_cast<float>(log(u) - log1p(-u));
 }
 
@@ -71,9 +70,7 @@ __device__ __forceinline__ float head_alpha(const FlashParams& p, long long bh) 
 // Not inlined, as logistic_noise.
 static __device__ __noinline__ bool dropout_drops(const FlashParams& p, long long bh, long long i, long long j) {
   const std::uint64_t word = p.dropout_offset + static_cast<std::uint64_t>((bh * p.Tq + i) * p.Tk + j);
-  const Philox4 r = philox_block(p.dropout_seed, p.dropout_stream, word / 4);
-  const double u = (static_cast<double>(r.v[word % 4] >> 8) + 0.5) * (1.0 / 16777216.0);
-  return u < static_cast<double>(p.dropout);
+  return philox_open_uniform(p.dropout_seed, p.dropout_stream, word) < static_cast<double>(p.dropout);
 }
 
 __device__ __forceinline__ float softplusf_stable(float z) { return z > 0.0f ? z + log1pf(expf(-z)) : log1pf(expf(z)); }
