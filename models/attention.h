@@ -45,7 +45,12 @@ struct LayerInspection {
   std::vector<double> gate_by_token;  // [T]: the first sequence's gate value at each position (the
                                       // mean of the gates that report one); empty without gates
   int gate_by_token_sources = 0;      // gates averaged into gate_by_token
-  std::vector<double> attention;      // [H, T, keys]: the first sequence's final attention weights A_ij
+  // [B, T]: every sequence's gate value at each query position, as gate_by_token for the first (its
+  // first T values); what the statistics by token class read. Gates that report along the keys of a
+  // cross-attention (the source's positions) leave it out.
+  std::vector<double> gate_by_position;
+  int gate_by_position_sources = 0;  // gates averaged into gate_by_position
+  std::vector<double> attention;     // [H, T, keys]: the first sequence's final attention weights A_ij
   std::int64_t heads = 0, tokens = 0;
   std::int64_t keys = 0;  // the keys of a row: T for self-attention, the source length for cross
 };
@@ -74,6 +79,9 @@ struct AttentionContext {
   // The decoder block's cross-attention's (encoder–decoder): Block swaps them in for its sublayer.
   LayerStats* cross_stats = nullptr;
   LayerInspection* cross_inspect = nullptr;
+  // True while a cross-attention's key gates report (CrossMemory prepare): their values run along
+  // the source, not the query positions that LayerInspection::gate_by_position is indexed by.
+  bool reporting_keys = false;
   // Encoder–decoder: [B, H, S] added to the logits of source keys, a large negative value on the
   // source's padding (kSeq2SeqPad) so no query attends to it, 0 elsewhere; undefined when the batch
   // has no padding (or in a decoder's self-attention). The encoder's self-attention and the

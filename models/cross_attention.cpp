@@ -40,7 +40,10 @@ CrossMemory CrossAttention::prepare(const Tensor& memory, AttentionContext& ctx)
   if (ctx.key_padding.defined()) out.terms.col_bias = ctx.key_padding;
   // The key gates read the memory (AttentionInputs::key_source); nothing here depends on a query.
   const AttentionInputs keys{Tensor(), Tensor(), out.k, out.v, memory};
+  const bool was_reporting_keys = ctx.reporting_keys;
+  ctx.reporting_keys = true;  // their values run along the source's positions
   for (const auto& g : gates) g->add_terms(keys, out.terms, ctx);
+  ctx.reporting_keys = was_reporting_keys;
   return out;
 }
 

@@ -16,31 +16,48 @@ Tensor first_sequence(const Tensor& t) { return t.defined() ? ops::slice(t.detac
 
 }  // namespace
 
-void inspect_gate_values(const Tensor& values, std::int64_t token_axis, LayerInspection& out) {
+void inspect_gate_values(const Tensor& values, std::int64_t token_axis, LayerInspection& out, bool query_positions) {
   const std::vector<double> v = values.to_vector();
   out.gate_values.insert(out.gate_values.end(), v.begin(), v.end());
-  const std::int64_t T = values.size(token_axis);
+  const std::int64_t B = values.size(0), T = values.size(token_axis);
   std::int64_t inner = 1;
   for (std::int64_t a = token_axis + 1; a < values.dim(); ++a) inner *= values.size(a);
-  const std::int64_t per_sequence = values.numel() / values.size(0);
-  std::vector<double> sum(static_cast<std::size_t>(T), 0.0);
-  for (std::int64_t i = 0; i < per_sequence; ++i)
-    sum[static_cast<std::size_t>((i / inner) % T)] += v[static_cast<std::size_t>(i)];
+  const std::int64_t per_sequence = values.numel() / B;
+  std::vector<double> sum(static_cast<std::size_t>(B * T), 0.0);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t i = 0; i < per_sequence; ++i)
+      sum[static_cast<std::size_t>(b * T + (i / inner) % T)] += v[static_cast<std::size_t>(b * per_sequence + i)];
   const double per_token = static_cast<double>(per_sequence / T);
   for (double& s : sum) s /= per_token;
-  add_gate_by_token(out, sum);
+  add_gate_by_position(out, sum, B, query_positions);
 }
 
-void add_gate_by_token(LayerInspection& out, const std::vector<double>& by_token) {
-  const auto n = static_cast<double>(out.gate_by_token_sources);
-  if (out.gate_by_token.size() != by_token.size()) {
-    out.gate_by_token = by_token;
-    out.gate_by_token_sources = 1;
+namespace {
+
+// Averages `values` into `into` as the (sources + 1)-th of the gates it pools (0: the first, which
+// it replaces).
+void average_into(std::vector<double>& into, const std::vector<double>& values, int sources) {
+  if (sources == 0) {
+    into = values;
     return;
   }
-  for (std::size_t i = 0; i < by_token.size(); ++i)
-    out.gate_by_token[i] = (out.gate_by_token[i] * n + by_token[i]) / (n + 1);
-  ++out.gate_by_token_sources;
+  const auto n = static_cast<double>(sources);
+  for (std::size_t i = 0; i < values.size(); ++i) into[i] = (into[i] * n + values[i]) / (n + 1);
+}
+
+}  // namespace
+
+void add_gate_by_position(LayerInspection& out, const std::vector<double>& by_position, std::int64_t rows,
+                          bool query_positions) {
+  const std::size_t T = by_position.size() / static_cast<std::size_t>(std::max<std::int64_t>(rows, 1));
+  const std::vector<double> first(by_position.begin(), by_position.begin() + static_cast<std::ptrdiff_t>(T));
+  const int sources = out.gate_by_token.size() == T ? out.gate_by_token_sources : 0;
+  average_into(out.gate_by_token, first, sources);
+  out.gate_by_token_sources = sources + 1;
+  if (!query_positions) return;
+  const int position_sources = out.gate_by_position.size() == by_position.size() ? out.gate_by_position_sources : 0;
+  average_into(out.gate_by_position, by_position, position_sources);
+  out.gate_by_position_sources = position_sources + 1;
 }
 
 void inspect_modulation(const ops::AttentionTerms& terms, LayerInspection& out) {
@@ -48,7 +65,7 @@ void inspect_modulation(const ops::AttentionTerms& terms, LayerInspection& out) 
                      T = terms.modulation_row.size(2);
   const std::vector<double> a = terms.modulation_row.to_vector(), c = terms.modulation_col.to_vector();
   const double tau = terms.modulation_temperature;
-  std::vector<double> by_token(static_cast<std::size_t>(T), 0.0);
+  std::vector<double> by_position(static_cast<std::size_t>(B * T), 0.0);
   // The heads the modulation is meant for (every head, or those of a per-head α's `heads`).
   std::vector<std::int64_t> heads = terms.modulation_heads;
   if (heads.empty())
@@ -64,9 +81,9 @@ void inspect_modulation(const ops::AttentionTerms& terms, LayerInspection& out) 
                                                : 1.0 / (1.0 + std::exp(-u));
           if (!std::isnan(terms.modulation_hard_threshold)) g = g > terms.modulation_hard_threshold ? 1.0 : 0.0;
           out.gate_values.push_back(g);
-          if (b == 0) by_token[static_cast<std::size_t>(i)] += g / (n_heads * static_cast<double>(i + 1));
+          by_position[static_cast<std::size_t>(b * T + i)] += g / (n_heads * static_cast<double>(i + 1));
         }
-  add_gate_by_token(out, by_token);
+  add_gate_by_position(out, by_position, B);
 }
 
 std::vector<double> attention_weights(const Tensor& q, const Tensor& k, const ops::AttentionTerms& terms,

@@ -11,13 +11,17 @@
 
 namespace gattn::models {
 
-// Appends every value of `values` to out.gate_values and adds the first sequence's mean at each
-// position to out.gate_by_token; axis 0 of `values` is the batch, `token_axis` the positions.
-void inspect_gate_values(const Tensor& values, std::int64_t token_axis, LayerInspection& out);
+// Appends every value of `values` to out.gate_values and adds each sequence's mean at each position
+// to out.gate_by_position (and the first sequence's to out.gate_by_token); axis 0 of `values` is the
+// batch, `token_axis` the positions. `query_positions` false (a cross-attention's key gates): the
+// positions are the source's, and only the first sequence's means are kept, in gate_by_token.
+void inspect_gate_values(const Tensor& values, std::int64_t token_axis, LayerInspection& out,
+                         bool query_positions = true);
 
-// Averages one gate's per-position values [T] into out.gate_by_token (a layer with several gates
-// shows their mean).
-void add_gate_by_token(LayerInspection& out, const std::vector<double>& by_token);
+// Averages one gate's per-position values [B, T] (`rows` = B sequences) into out.gate_by_position
+// and their first row into out.gate_by_token (a layer with several gates shows their mean).
+void add_gate_by_position(LayerInspection& out, const std::vector<double>& by_position, std::int64_t rows,
+                          bool query_positions = true);
 
 // The modulation's values G_ij = σ((a_i + b_j)/τ), j ≤ i, from its row and column terms [B, H, T]
 // (eval mode: no noise), into out.gate_values and out.gate_by_token (mean over heads and keys).

@@ -7,9 +7,9 @@
 //
 // For each thread count it prints a markdown table, one row per product of each linear layer
 // (forward y = x·Wᵀ, dx = g·W, dW = gᵀ·x): median time per call after warm-up, GFLOP/s and % of the
-// FMA peak measured here (peak.cpp), then the training step's total. Every product is checked once
-// per thread count against a double-precision reference; a wrong result exits 1. A compact table
-// after the "<!-- summary -->" line is what benchmarks/scripts/gemm_libs.sh merges across libraries.
+// FMA peak measured here (framework/runtime/fma_peak.cpp), then the training step's total. Every product is checked
+// once per thread count against a double-precision reference; a wrong result exits 1. A compact table after the "<!--
+// summary -->" line is what benchmarks/scripts/gemm_libs.sh merges across libraries.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "backend.h"
-#include "peak.h"
+#include "framework/runtime/fma_peak.h"
 
 namespace {
 
@@ -223,8 +223,8 @@ int run(const Options& opt) {
 
   // The peak is measured before and after the GEMMs and the better one kept: on a shared machine
   // other work can only make a measurement lower.
-  std::vector<Peak> peaks;
-  for (int t : opt.threads) peaks.push_back(measure_peak(t));
+  std::vector<gattn::FmaPeak> peaks;
+  for (int t : opt.threads) peaks.push_back(gattn::measure_fma_peak(t));
 
   // Shapes outside, thread counts inside: each shape's reference is computed once.
   std::vector<std::vector<Result>> results(nt, std::vector<Result>(gemms.size()));
@@ -257,7 +257,7 @@ int run(const Options& opt) {
   }
 
   for (std::size_t t = 0; t < nt; ++t) {
-    const Peak again = measure_peak(opt.threads[t]);
+    const gattn::FmaPeak again = gattn::measure_fma_peak(opt.threads[t]);
     if (again.gflops > peaks[t].gflops) peaks[t] = again;
   }
 

@@ -251,7 +251,7 @@ class RoutedGate : public Gate {
   }
 
   // The mixed attention Ā_i = Σ_e s_e(i) A^e_i of the first sequence, the kept router weights r̃ as
-  // the gate values, and the first expert's r̃ per position.
+  // the gate values, and the first expert's r̃ per position of every sequence.
   void inspect(const AttentionInputs& in, const ops::AttentionTerms& terms, const Routing& routing,
                LayerInspection& out) const {
     const std::int64_t H = in.q.size(1), T = in.q.size(2);
@@ -271,9 +271,9 @@ class RoutedGate : public Gate {
     if (terms.modulation_row.defined()) inspect_modulation(terms, out);  // a pairwise gate beside the router
     for (std::size_t t = 0; t < routing.mask_v.size(); ++t)
       if (routing.mask_v[t] != 0.0) out.gate_values.push_back(w[t]);
-    std::vector<double> first(static_cast<std::size_t>(T));
-    for (std::int64_t i = 0; i < T; ++i) first[static_cast<std::size_t>(i)] = w[static_cast<std::size_t>(i * E)];
-    add_gate_by_token(out, first);
+    std::vector<double> first_expert(w.size() / static_cast<std::size_t>(E));  // [B, T]
+    for (std::size_t i = 0; i < first_expert.size(); ++i) first_expert[i] = w[i * static_cast<std::size_t>(E)];
+    add_gate_by_position(out, first_expert, static_cast<std::int64_t>(first_expert.size()) / T);
   }
 
   std::vector<std::int64_t> windows_;

@@ -151,7 +151,7 @@ void report_gate(const GateEffect& effect, AttentionContext& ctx, const GateLayo
       }
     }
   }
-  if (ctx.inspect) inspect_gate_values(effect.reported, layout.token_axis, *ctx.inspect);
+  if (ctx.inspect) inspect_gate_values(effect.reported, layout.token_axis, *ctx.inspect, !ctx.reporting_keys);
   if (ctx.wants(kGateEntropy) && effect.soft.logit.defined())
     ctx.add_regularizer(kGateEntropy, ops::sum(binary_entropy_from_logit(effect.soft.logit)),
                         static_cast<double>(effect.soft.value.numel()));

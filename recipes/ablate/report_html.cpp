@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "framework/text/token_class.h"
 #include "models/gating/registry.h"
 #include "recipes/ablate/ablation.h"
 #include "recipes/ablate/gate_diagram.h"
@@ -464,6 +465,68 @@ std::string sample_section(const std::vector<ReportRun>& runs, const ReportOptio
   return s;
 }
 
+// The gate's mean by token class, a table per run with a row per layer and reading of a position
+// (its own token, or the token it predicts); each cell the mean over the probe's windows and, below
+// it, the positions counted.
+std::string token_class_section(const std::vector<ReportRun>& runs) {
+  std::string s;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const RunProbe& probe = runs[k].probe;
+    if (!probe.ok() || probe.token_classes.empty()) continue;
+    s += std::string("<h3>").append(escape_xml(runs[k].record.name)) + "</h3>";
+    s += std::string("<table class=\"token-classes\" id=\"token-classes-run").append(std::to_string(k)) +
+         "\"><tr><th>attention</th><th>layer</th><th>token of the position</th>";
+    for (int c = 0; c < kTokenClasses; ++c)
+      s += std::string("<th>").append(token_class_name(static_cast<TokenClass>(c))) + "</th>";
+    s += "</tr>";
+    for (const GateTokenClassRow& row : probe.token_classes) {
+      s += std::string("<tr><td>").append(row.site) + "</td><td>" + std::to_string(row.layer) + "</td><td>" +
+           (row.view == "read" ? "its own (read)" : "the one it predicts (next)") + "</td>";
+      for (int c = 0; c < kTokenClasses; ++c) {
+        const auto cls = static_cast<TokenClass>(c);
+        const std::int64_t n = row.means.count[static_cast<std::size_t>(c)];
+        s += "<td>" + (n > 0 ? report::format_number(row.means.mean(cls), 3) : std::string("–")) + "<br><small>" +
+             std::to_string(n) + "</small></td>";
+      }
+      s += "</tr>";
+    }
+    s += "</table>";
+  }
+  return s;
+}
+
+// An encoder–decoder run's generated target coloured by each decoder block's cross-attention gate at
+// the step that wrote each token, and those gates drawn per decoding step.
+std::string generated_gate_view(const RunProbe& probe, const std::string& run_id) {
+  if (probe.generated_tokens.empty()) return "";
+  std::string s = "<div class=\"sample-gates generated\" id=\"generated-" + run_id +
+                  "\"><div class=\"layer-label\">generated target (greedy), each token coloured by the "
+                  "cross-attention's gate at the decoding step that wrote it</div>";
+  std::vector<Series> series;
+  for (std::size_t l = 0; l < probe.generated_gate.size(); ++l) {
+    const std::vector<double>& gate = probe.generated_gate[l];
+    if (gate.empty()) continue;
+    s += std::string("<div class=\"layer-label\">layer ").append(std::to_string(l)) +
+         "</div><div class=\"tokens\" data-layer=\"" + std::to_string(l) + "\">" +
+         coloured_tokens(probe, gate, &probe.generated_tokens) + "</div>";
+    Series line;
+    line.label = "layer " + std::to_string(l);
+    for (std::size_t t = 0; t < gate.size(); ++t) {
+      line.x.push_back(static_cast<double>(t + 1));
+      line.y.push_back(gate[t]);
+    }
+    series.push_back(std::move(line));
+  }
+  s += "</div>";
+  ChartOptions o;
+  o.id = "gate-steps-" + run_id;
+  o.title = "cross-attention gate per decoding step";
+  o.x_label = "decoding step (the token written)";
+  o.y_label = "gate";
+  o.width = std::max(420, 40 + 14 * static_cast<int>(probe.generated_tokens.size()));
+  return s + "<div class=\"charts\">" + figure(report::line_chart(series, o)) + "</div>";
+}
+
 // The cross-attention of each encoder–decoder run's sample: per decoder block the map averaged over
 // heads, then the heads --heads names in that block; rows are the decoder's input positions, columns
 // the source's. The encoder's self-attention follows, averaged over heads per block.
@@ -479,6 +542,7 @@ std::string cross_section(const std::vector<ReportRun>& runs, const ReportOption
       continue;
     }
     const std::string run_id = std::string("run").append(std::to_string(k));
+    s += generated_gate_view(probe, run_id);
     s += "<div class=\"charts cross-attn\" id=\"cross-attn-" + run_id + "\">";
     const int L = static_cast<int>(probe.cross.size());
     for (int l = 0; l < L; ++l) {
@@ -622,12 +686,24 @@ std::string report_html(const std::vector<ReportRun>& runs, const ReportOptions&
        "(0 → 1; hover for the value); attention maps show query rows against key columns, colour ∝ √A.</p>";
   s += sample_section(runs, options);
   s += "</section>\n";
+  bool any_token_classes = false;
+  for (const ReportRun& r : runs) any_token_classes = any_token_classes || !r.probe.token_classes.empty();
+  if (any_token_classes)
+    s += "<section id=\"token-classes\"><h2>Gate by token class</h2><p class=\"note\">The mean gate value "
+         "of the final checkpoint on the first val windows, by the class of a position's token: punctuation, a "
+         "function word (gattn's list: articles, pronouns, prepositions, conjunctions, auxiliaries, with the "
+         "Early Modern English forms), a content word (any other word), other (whitespace, start and end). A "
+         "position is read two ways: by its own token, and by the token it predicts (in an encoder–decoder, the "
+         "target token that decoding step writes). The count of positions is under each mean.</p>" +
+         token_class_section(runs) + "</section>\n";
   if (any_seq2seq) {
     s += "<section id=\"cross-attention\"><h2>Cross-attention (encoder–decoder)</h2><p class=\"note\">The sample's "
          "decoder attending over its source: a row per target position (the decoder's input token labels it: the "
          "row predicts the next target token), a column per source token, colour ∝ √A, hover for the weight. Each "
          "decoder block's map averaged over heads comes first, then the heads --heads names; the encoder's "
-         "self-attention, averaged over heads, follows.</p>";
+         "self-attention, averaged over heads, follows. Where the cross-attention has a gate per target position "
+         "(context, input, output), the target the model writes for the sample's source (greedy) comes first, "
+         "each token coloured by the gate at the decoding step that wrote it, and the gate drawn per step.</p>";
     s += cross_section(runs, options);
     s += "</section>\n";
   }

@@ -9,6 +9,7 @@
 
 #include "models/attention.h"
 #include "recipes/common/checkpoint_model.h"
+#include "recipes/common/gate_token_classes.h"
 
 namespace gattn::recipes {
 
@@ -25,6 +26,16 @@ struct RunProbe {
   // (the batch's padding left out).
   std::vector<std::string> source_tokens;
   std::vector<models::LayerInspection> cross, encoder;
+  // Encoder–decoder runs: the target the model writes for the sample's source (greedy, as `gattn
+  // sample --temperature 0`), how each of its tokens reads, and per decoder block the
+  // cross-attention's gate at the decoding step that wrote each token (the mean over the gate's
+  // values there; an empty row for a block without a gate per target position) — [GateAttn-Guide]
+  // §4.4's gate per decoding step. Empty without a cross gate, or when nothing was generated.
+  std::vector<std::string> generated_tokens;
+  std::vector<std::vector<double>> generated_gate;
+  // The gate's mean by token class over all the probe's windows (recipes/common/gate_token_classes.h);
+  // empty without text or without gates that report per position.
+  std::vector<GateTokenClassRow> token_classes;
   bool ok() const { return note.empty(); }
   bool seq2seq() const { return !source_tokens.empty(); }
 };

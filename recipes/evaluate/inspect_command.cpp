@@ -1,6 +1,7 @@
 // `gattn inspect --checkpoint DIR`: the checkpoint's tensors, shapes, config, and the gate
 // statistics of the model on a sample text (docs/cli.md); for an encoder–decoder on a source–target
 // pair, with tables for the cross-attention and the encoder too.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include "framework/io/train_state.h"
 #include "models/gpt.h"
 #include "recipes/common/checkpoint_model.h"
+#include "recipes/common/gate_token_classes.h"
 #include "recipes/common/recipe.h"
 #include "recipes/common/run_setup.h"
 
@@ -32,6 +34,7 @@ namespace {
 struct InspectArgs {
   std::string checkpoint;
   std::int64_t sample_tokens = 0;  // 0: the model's block size
+  std::int64_t windows = 16;       // val windows of the gate-by-token-class table
 };
 
 // Mean and standard deviation of a tensor's values, for the tensor listing.
@@ -206,8 +209,48 @@ void print_training_state(const std::filesystem::path& dir) {
   }
 }
 
+// The gate's mean by token class over the run's first `windows` val windows (recipes/common/
+// gate_token_classes.h). Needs the run's data and text vocabulary; where either is missing the
+// table says why instead.
+void print_gate_token_classes(const std::string& checkpoint, std::int64_t windows) {
+  std::vector<GateTokenClassRow> rows;
+  std::string described;
+  try {
+    CheckpointModel ckpt = load_checkpoint_model(checkpoint, {}, "inspect");
+    if (!ckpt.codec) {
+      std::cout << "gate by token class: (none: the run's tokens have no text)\n";
+      return;
+    }
+    models::GPT& model = *ckpt.model;
+    const std::int64_t T = model.config().block_size;
+    const std::unique_ptr<Dataset> data = make_dataset(data_options(ckpt.config), T);
+    const std::int64_t count = std::clamp<std::int64_t>(windows, 1, data->eval_windows(T, 0));
+    const Batch batch = data->eval_batch(0, count, T);
+    NoGradGuard no_grad;
+    model.eval();
+    models::ForwardOptions fo;
+    fo.inspect = true;
+    if (model.config().encoder_decoder()) fo.source = batch.source;
+    rows = gate_token_classes(model.forward(batch.x, Tensor(), fo), batch, ckpt.codec.get(),
+                              model.config().encoder_decoder());
+    described = std::to_string(count) + " val window(s)";
+  } catch (const Error& e) {
+    std::cout << "gate by token class: (none: " << e.what() << ")\n";
+    return;
+  }
+  if (rows.empty()) {
+    std::cout << "gate by token class: (none: no gate reports a value per position)\n";
+    return;
+  }
+  std::cout << "gate by token class on " << described
+            << " (mean gate, positions counted; view read: the position's own token, next: the token it "
+               "predicts):\n"
+            << format_gate_token_classes(rows);
+}
+
 int run_inspect(const InspectArgs& args) {
   namespace fs = std::filesystem;
+  if (args.windows < 1) throw ValueError("--windows must be >= 1, got " + std::to_string(args.windows));
   if (args.sample_tokens < 0)
     throw ValueError("--sample-tokens must be >= 0 (0: the model's block size), got " +
                      std::to_string(args.sample_tokens));
@@ -292,6 +335,7 @@ int run_inspect(const InspectArgs& args) {
     print_layer_table("decoder cross-attention", r.cross_stats);
     print_layer_table("encoder self-attention", r.encoder_stats);
   }
+  print_gate_token_classes(args.checkpoint, args.windows);
   return 0;
 }
 
@@ -302,6 +346,7 @@ Action add_inspect(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("inspect", "print a checkpoint's tensors, shapes, config and gate statistics");
   cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory (holds model.safetensors)")->required();
   cmd->add_option("--sample-tokens", args->sample_tokens, "tokens of the statistics sample (default: block size)");
+  cmd->add_option("--windows", args->windows, "val windows of the gate-by-token-class table")->capture_default_str();
   return [args] { return run_inspect(*args); };
 }
 

@@ -113,8 +113,10 @@ int Trainer::run() {
     const bool log_step = done % log_every_ == 0 || step == 0 || last;
     maybe_inject_fault(rank_, done);
     maybe_start_op_profile(step);
+    const auto step_start = std::chrono::steady_clock::now();
     run_.model->set_step(step);  // the scheduled gate options (temperature, ramp) stand at `step` steps done
     StepResult r = forward_backward(log_step, uploader);
+    const std::int64_t rank_tokens = r.tokens;
     reduce_across_ranks(r);
     const double loss = r.loss_sum / static_cast<double>(grad_accum_);
     double grad_norm = 0;
@@ -123,6 +125,10 @@ int Trainer::run() {
       grad_norm = optimizer_->clip_grad_norm();
     }
     const bool updated = update_or_skip(step, loss, grad_norm, r.tokens);
+    if (profile_from_ >= 0) {
+      profile_wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+      profile_tokens_ += rank_tokens;
+    }
     if (log_step && updated && lead_) log_train(step, r, loss, grad_norm);
     if ((eval_every_ > 0 && done % eval_every_ == 0) || last) evaluate_and_log(done);
     const bool checkpointed = checkpoints_.due(done, last, guard_.bad_in_a_row());
@@ -524,9 +530,17 @@ void Trainer::report_op_profile(std::int64_t done) {
   const OpProfile profile = autograd::profile::snapshot();
   const std::int64_t steps = done - profile_from_;
   if (!lead_) return;
-  std::cout << op_profile_table(profile, steps) << "\n";
+  StepRate rate;
+  rate.wall_s = profile_wall_s_;
+  rate.tokens = profile_tokens_;
+  rate.flops_per_token = run_.model->flops_per_token(block_size_);
+  rate.threads = num_threads();
+  // The peak at the run's thread count, measured after the steps (about a second): the denominator
+  // of "% of peak" on this machine, not a datasheet number. A GPU run's steps are not CPU work.
+  if (run_.device == Device::cpu) rate.peak = measure_fma_peak(rate.threads);
+  std::cout << op_profile_table(profile, steps, rate) << "\n";
   write_file_atomically((std::filesystem::path(run_.dir) / "op_profile.json").string(),
-                        op_profile_json(profile, steps).dump(2) + "\n");
+                        op_profile_json(profile, steps, rate).dump(2) + "\n");
 }
 
 double Trainer::elapsed() const {

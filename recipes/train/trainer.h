@@ -116,8 +116,10 @@ class Trainer {
   std::optional<Resumed> resumed_;
   std::optional<InitFrom> initialized_;  // train.init_from on a fresh start
   std::int64_t start_step_ = 0, rewound_ = 0;
-  std::int64_t profile_from_ = -1;  // the first profiled step, -1 while not profiling
-  double elapsed_before_ = 0;       // training time of the attempts before this one
+  std::int64_t profile_from_ = -1;   // the first profiled step, -1 while not profiling
+  double profile_wall_s_ = 0;        // the profiled steps' wall time, from the forward to the update
+  std::int64_t profile_tokens_ = 0;  // and this process's tokens in them
+  double elapsed_before_ = 0;        // training time of the attempts before this one
   std::chrono::steady_clock::time_point start_;
   double window_tokens_ = 0, window_start_ = 0;  // tokens since the last train line, and its time
   EvalResult last_eval_;

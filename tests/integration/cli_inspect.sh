@@ -54,6 +54,32 @@ for needle in "state: step 3, world size 1" "lr at step 3: default 0.002" "data 
               "optimizer: 32 moment tensors" "AdamW step counts: default 3"; do
   grep -q "$needle" <<<"$out" || fail "inspect lacks '$needle': $out"
 done
+grep -q "gate by token class: (none: the run's tokens have no text)" <<<"$out" ||
+  fail "a synthetic run's token classes: $out"
+
+# The gate by token class on a text run with output gates: a row per layer and view, and each
+# view's counts add up to the windows' positions (4 windows of 16 characters).
+for i in $(seq 1 40); do echo "To be, or not to be, that is the question: $i"; done >"$tmp/verse.txt"
+"$gattn" train --config /dev/null run.dir="$tmp/textrun" device=cpu data.kind=text data.path="$tmp/verse.txt" \
+  model.block_size=16 model.n_layer=2 model.n_head=2 model.n_embd=16 model.gate.kind=output train.batch_size=4 \
+  train.max_steps=5 train.threads=1 eval.max_windows=2 >/dev/null 2>&1 || fail "text training run failed"
+"$gattn" inspect --checkpoint "$tmp/textrun/checkpoints/step_00000005" --windows 4 >"$tmp/classes.txt" ||
+  fail "inspect --windows 4 exited $?"
+/usr/bin/python3 - "$tmp/classes.txt" <<'PY' || fail "the token-class table: $(tail -6 "$tmp/classes.txt")"
+import re, sys
+text = open(sys.argv[1]).read()
+assert "gate by token class on 4 val window(s)" in text, text
+rows = re.findall(r"^  self +(\d+)  (read|next) +(.*)$", text, re.M)
+assert sorted((int(l), v) for l, v, _ in rows) == [(0, "next"), (0, "read"), (1, "next"), (1, "read")], rows
+for _, _, cells in rows:
+    counts = [int(n) for n in re.findall(r"\((\d+)\)", cells)]
+    assert len(counts) == 4 and sum(counts) == 4 * 16, cells
+    assert min(counts) > 0, "the verse has punctuation, function and content words and spaces"
+PY
+err=$("$gattn" inspect --checkpoint "$tmp/textrun/checkpoints/step_00000005" --windows 0 2>&1 >/dev/null); rc=$?
+[[ $rc -eq 2 ]] || fail "--windows 0 exited $rc, expected 2"
+grep -q -- "--windows must be >= 1" <<<"$err" || fail "--windows 0: $err"
+
 sed -i 's/"step": 3,/"step": 7,/' "$tmp/run/checkpoints/step_00000003/state.json"
 err=$("$gattn" inspect --checkpoint "$tmp/run/checkpoints/step_00000003" 2>&1 >/dev/null); rc=$?
 [[ $rc -eq 3 ]] || fail "damaged state.json: exit $rc, expected 3"

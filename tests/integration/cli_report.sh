@@ -37,6 +37,10 @@ done
 grep -q '<section id="gate-parameters"' "$html" && fail "a gate-parameters section without a pair run"
 [[ $(count 'class="tokens" data-layer=') -eq 4 ]] || fail "expected gate-coloured tokens per layer and run (4)"
 grep -q '<polyline' "$html" || fail "the line charts have no lines"
+# The gate by token class: the text run has one (its characters have classes), the recall run none.
+grep -q '<section id="token-classes"' "$html" || fail "no token-class section"
+grep -q 'id="token-classes-run1"' "$html" || fail "no token-class table for the text run"
+grep -q 'id="token-classes-run0"' "$html" && fail "a token-class table for the run without text"
 grep -q '<script' "$html" && fail "the report has a script"
 grep -q '>T</span><span[^>]*>o</span>' "$html" || fail "the text run's sample text is missing"
 # Self-contained: no URL but the SVG namespace name.

@@ -78,4 +78,46 @@ for i, j, v in re.findall(r'<title>target (\d+) [^<]*?→ source (\d+) [^<]*?: (
 argmax = [max(range(5), key=lambda j: a.get((i, j), 0)) for i in range(5)]
 assert argmax == [4, 3, 2, 1, 0], argmax
 PY
+
+# The decoder's context gate per decoding step ([GateAttn-Guide] §4.4): a learnt reversal with a
+# context gate on the cross-attention; the report writes the source's target greedily (the reversed
+# source), colours each written token by the gate of the step that wrote it, and draws the gate per
+# step, a line per decoder block. Headless Chromium renders that view on its own.
+"$gattn" train --config "$tmp/s2s.yaml" train.max_steps=240 run.dir="$tmp/ctx" 'model.gates=[{kind: context, where: cross}]' \
+  >/dev/null 2>&1 || fail "training the context-gate run failed"
+out=$("$gattn" report "$tmp/ctx" 2>&1) || fail "report exited $?: $out"
+command -v chromium >/dev/null || fail "chromium is not installed (./scripts/setup.sh installs it)"
+/usr/bin/python3 - "$tmp/ctx/report.html" "$tmp/generated.html" <<'PY' || fail "the generated target's gate view (above)"
+import re, sys
+h = open(sys.argv[1], encoding="utf-8").read()
+view = re.search(r'<div class="sample-gates generated" id="generated-run0">.*?</div></div>', h, re.S)
+assert view, "no generated-target view"
+spans = re.findall(r'<span style="background:(#[0-9a-f]{6})[^"]*" title="position (\d+): gate ([0-9.e-]+)">([^<]*)</span>',
+                   view.group(0))
+svg = re.search(r'<svg[^>]*id="cross-attn-run0-l0-mean".*?</svg>', h, re.S).group(0)
+source = re.findall(r'class="col-label"[^>]*>([^<]*)<', svg)
+written = [t for _, _, _, t in spans]
+print("source", source, "written", written)
+assert written == source[::-1], "the greedy target is not the reversed source"
+assert all(0 < float(g) < 1 for _, _, g, _ in spans), spans
+chart = re.search(r'<svg[^>]*id="gate-steps-run0".*?</svg>', h, re.S)
+assert chart and chart.group(0).count("<polyline") == 1, "the gate per decoding step: one line (one block)"
+style = re.search(r"<style>.*?</style>", h, re.S).group(0)
+open(sys.argv[2], "w", encoding="utf-8").write(
+    '<!DOCTYPE html><html><head><meta charset="utf-8">' + style + "</head><body>" + view.group(0) +
+    chart.group(0) + "</body></html>")
+PY
+timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$tmp/chromium" \
+  --window-size=900,600 --screenshot="$tmp/generated.png" "file://$tmp/generated.html" >"$tmp/chromium.log" 2>&1 ||
+  fail "chromium could not render the view: $(tail -3 "$tmp/chromium.log")"
+/usr/bin/python3 - "$tmp/generated.png" <<'PY' || fail "the screenshot does not show the coloured tokens and the line"
+import sys
+from PIL import Image
+pixels = list(Image.open(sys.argv[1]).convert("RGB").getdata())
+# The gate ramp runs #f7fbff → #08306b: token backgrounds are its blues, the chart line #1f77b4.
+ramp = sum(1 for r, g, b in pixels if b > 100 and b - r > 25)
+line = sum(1 for p in pixels if all(abs(a - c) < 40 for a, c in zip(p, (0x1f, 0x77, 0xb4))))
+print(f"ramp pixels {ramp}, line pixels {line}")
+assert ramp > 500 and line > 50
+PY
 exit 0

@@ -2,19 +2,23 @@
 // (acc = acc·a + b): an FMA has 4 cycles of latency and Zen 4 / Intel cores retire 2 per cycle, so
 // 8 chains in flight saturate the units and 12 leave margin while still fitting 16 ymm registers.
 // The target attributes make the loops independent of -march; the CPU is asked before each runs.
-#include "peak.h"
+#include "framework/runtime/fma_peak.h"
 
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 
-namespace gemm_bench {
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace gattn {
 
 // Where the loops' results go: a global with external linkage, so the loops cannot be optimised away.
 float fma_sink = 0;
 
+#if defined(__x86_64__)
 namespace {
 
 constexpr int kChains = 12;
@@ -72,13 +76,16 @@ double rate(float (*loop)(long), int width, int threads, double seconds) {
 
 }  // namespace
 
-Peak measure_peak(int threads, double seconds) {
-  Peak p{rate(loop_avx2, 8, threads, seconds) / 1e9, "avx2"};
+FmaPeak measure_fma_peak(int threads, double seconds) {
+  FmaPeak p{rate(loop_avx2, 8, threads, seconds) / 1e9, "avx2"};
   if (__builtin_cpu_supports("avx512f")) {
     const double r = rate(loop_avx512, 16, threads, seconds) / 1e9;
     if (r > p.gflops) p = {r, "avx512"};
   }
   return p;
 }
+#else
+FmaPeak measure_fma_peak(int, double) { return {}; }
+#endif
 
-}  // namespace gemm_bench
+}  // namespace gattn
