@@ -13,6 +13,9 @@ n·d … n·d + d − 1) and the backward is out.backward(grad) with a random gr
            ops::flash_attention on whatever backend it dispatches to);
   PyTorch  none/output: F.scaled_dot_product_attention(q, k, v, is_causal=True) restricted to the
            flash backend, heads merged; output then multiplies by σ(h·Wᵀ + b), W [C, C], b [C];
+           score/forget on the CPU: the faster of SDPA with the gate as an additive float mask
+           (the causal −∞ and log σ(f_jn), or c_i − c_j, materialised [B, H, T, T]: SDPA's CPU
+           flash kernel takes a float mask) and the eager formula;
            score/forget/pair: the eager formula that materialises the T×T scores, with per head n
              f = h·Wᵀ + b (W [H, C], b [H]: f [B, T, H]),
              S = q kᵀ/√d,  score: + log σ(f_jn),  forget: + c_i − c_j with c = cumsum_t log σ(f),
@@ -22,13 +25,16 @@ n·d … n·d + d − 1) and the backward is out.backward(grad) with a random gr
              y = P v, heads merged.
 
 It prints one markdown table (TFLOP/s of forward+backward, the ratio gattn/torch, the PyTorch path)
-and a verdict per goal (docs/benchmarks.md): none/output ≥ 0.8× flash SDPA; score/forget/pair ≥ 3× eager at
-T = 4k; score/forget/pair run at T = 16k. FLOPs: forward 4·B·H·T²·d halved for the causal mask,
+and a verdict per goal (docs/benchmarks.md). On the GPU: none/output ≥ 0.8× flash SDPA;
+score/forget/pair ≥ 3× eager at T = 4k; score/forget/pair run at T = 16k. On the CPU (`--threads`
+runs every case at each thread count, gattn with OMP_NUM_THREADS, PyTorch with set_num_threads):
+none/output ≥ 1.5× SDPA at T ≥ 1024, score/forget/pair ≥ 3× PyTorch's best expression at T ≥ 1024. FLOPs: forward 4·B·H·T²·d halved for the causal mask,
 backward 2.5× forward, for every kind; the gate's own work (its projections, sigmoids, cumsum and
 products) is timed but not counted.
 
   python3 benchmarks/scripts/attention_torch.py --out bench_attention.md                 # the GPU, bf16
-  python3 benchmarks/scripts/attention_torch.py --device cpu --T 256 --heads-dim 2x32 --tokens 512
+  python3 benchmarks/scripts/attention_torch.py --device cpu --T 256,1024,4096 --heads-dim 8x64 \
+      --tokens 4096 --threads 1,2
 
 On the CPU it computes in f32; PyTorch without SDPA (1.13) or without a flash CPU kernel uses the
 math formula instead, and the table says which path ran. gattn runs first, in its own process, so
@@ -67,6 +73,8 @@ def parse_args():
                    help="seconds for the gattn run; cases not finished by then are reported as timeout")
     p.add_argument("--torch-budget", type=float, default=600.0,
                    help="seconds for all PyTorch cases; the ones not started by then are skipped")
+    p.add_argument("--threads", help="CPU: thread counts, comma-separated (every case at each); default: "
+                   "PyTorch's and OpenMP's defaults")
     p.add_argument("--out", help="also write the table and verdicts to this markdown file")
     a = p.parse_args()
     if a.device is None:
@@ -83,6 +91,12 @@ def parse_args():
         a.hd_list = [tuple(int(x) for x in hd.split("x")) for hd in a.heads_dim.split(",")]
     except ValueError as e:
         p.error(f"bad list: {e}")
+    try:
+        a.thread_list = [int(t) for t in a.threads.split(",")] if a.threads else [None]
+    except ValueError as e:
+        p.error(f"bad --threads: {e}")
+    if a.device == "cuda" and a.threads:
+        p.error("--threads: CPU only")
     bad = [k for k in a.kind_list if k not in KINDS]
     if bad or min(a.T_list) < 1 or any(len(hd) != 2 or min(hd) < 1 for hd in a.hd_list) or a.tokens < 1:
         p.error("bad --kinds, --T, --heads-dim or --tokens")
@@ -109,7 +123,7 @@ def fwd_flops(B, T, H, d):
 
 # ---------------------------------------------------------------- gattn
 
-def run_gattn(a):
+def run_gattn(a, threads=None):
     """{(kind, B, T, H, d): result dict}; cases the run did not reach get status 'timeout'."""
     cmd = [a.gattn, "bench", "attention", "--json", "--device", a.device, "--dtype", a.dtype, "--kinds", a.kinds,
            "--T", a.T, "--heads-dim", a.heads_dim, "--tokens", str(a.tokens), "--warmup", str(a.warmup),
@@ -118,7 +132,9 @@ def run_gattn(a):
     results = {}
     # Its own session, so a timeout kills gattn and anything it started; the lines it printed
     # before (one per finished case, flushed) are kept.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    env = dict(os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {}))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=env)
 
     def stop(signum, frame):  # an outer `timeout` stops us: gattn, in its own session, must go too
         os.killpg(proc.pid, signal.SIGKILL)
@@ -192,6 +208,17 @@ def eager(kind, h, q, k, v, p, hidden):
         alpha = torch.sigmoid(p["alpha"])
         a = a * (alpha * torch.sigmoid(row[..., :, None] + col[..., None, :]) + (1 - alpha))
     return merge_heads(a @ v)
+
+
+def gate_mask(kind, h, p, hidden):
+    """score/forget as an additive float mask [B, H, T, T]: the causal −∞ plus log σ(f_j), or c_i − c_j."""
+    log_gate = F.logsigmoid(F.linear(h, p["weight"], p["bias"])).transpose(1, 2)  # [B, H, T]
+    if kind == "score":
+        m = log_gate[..., None, :].expand(*log_gate.shape[:2], log_gate.shape[-1], log_gate.shape[-1])
+    else:
+        c = torch.cumsum(log_gate, dim=-1)
+        m = c[..., :, None] - c[..., None, :]
+    return m.masked_fill(hidden, float("-inf"))
 
 
 def make_inputs(kind, B, T, H, d, dtype, device):
@@ -299,6 +326,19 @@ def torch_case(a, kind, B, T, H, d):
             hidden = torch.ones(T, T, dtype=torch.bool, device=device).triu(1)
             r["path"] = "eager"
             fwd, bwd, note = time_case(lambda: eager(kind, h, q, k, v, p, hidden), leaves, grad, a, device)
+            if device == "cpu" and kind in ("score", "forget") and hasattr(F, "scaled_dot_product_attention"):
+                # The gate as SDPA's additive float mask; PyTorch's best expression is the faster one.
+                masked = lambda: merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=gate_mask(kind, h, p, hidden)))
+                try:
+                    mf, mb, mnote = time_case(masked, leaves, grad, a, device)
+                    if mf + mb < fwd + bwd:
+                        fwd, bwd, note, r["path"] = mf, mb, mnote, "sdpa + float mask (faster than eager)"
+                    else:
+                        r["path"] = "eager (faster than sdpa + float mask)"
+                except RuntimeError as e:
+                    if is_oom(e):
+                        raise
+                    r["path"] = "eager (sdpa + float mask failed: " + str(e).splitlines()[0][:60] + ")"
         f = fwd_flops(B, T, H, d)
         r.update(fwd_ms=fwd, bwd_ms=bwd, fwd_tflops=f / (fwd * 1e-3) / 1e12,
                  fwd_bwd_tflops=3.5 * f / ((fwd + bwd) * 1e-3) / 1e12)
@@ -405,10 +445,42 @@ def verdicts(a, g, t):
     return out
 
 
-def report(a, g, t):
+def cpu_verdicts(a, g, t):
+    """The CPU goals (docs/benchmarks.md, 2026-12-05): at T ≥ 1024, none/output ≥ 1.5× SDPA and
+    score/forget/pair ≥ 3× PyTorch's best expression."""
+    out = []
+    for kinds, goal, name in ((("none", "output"), 1.5, "PyTorch SDPA"),
+                              (("score", "forget", "pair"), 3.0, "PyTorch's best expression")):
+        cs = [c for c in cases(a) if c[0] in kinds and c[2] >= 1024]
+        if not cs:
+            out.append(f"- {'/'.join(kinds)} ≥ {goal}× {name} at T ≥ 1024: not measured (no T ≥ 1024)")
+            continue
+        rs = [(ratio(g[c], t[c]), c) for c in cs]
+        got = [(x, c) for x, c in rs if x is not None]
+        if not got:
+            out.append(f"- {'/'.join(kinds)} ≥ {goal}× {name} at T ≥ 1024: INCOMPLETE")
+            continue
+        worst, wc = min(got)
+        ok = all(x >= goal for x, _ in got) and len(got) == len(rs)
+        out.append(f"- {'/'.join(kinds)} ≥ {goal}× {name} at T ≥ 1024: {'PASS' if ok else 'FAIL'} (worst "
+                   f"{'∞' if math.isinf(worst) else f'{worst:.2f}×'} at {wc[0]} T={wc[2]} {wc[3]}x{wc[4]}"
+                   f"{'' if len(got) == len(rs) else f'; {len(rs) - len(got)} case(s) without numbers'})")
+    return out
+
+
+def torch_configuration():
+    """PyTorch's version and CPU parallel backend, as torch.__config__ reports them."""
+    info = [l.strip() for l in torch.__config__.parallel_info().splitlines()
+            if l.startswith(("ATen parallel backend", "Intel(R)", "OpenMP"))]
+    return f"PyTorch {torch.__version__} ({'; '.join(info)})"
+
+
+def report(a, g, t, threads=None):
     dev = torch.cuda.get_device_name() if a.device == "cuda" else f"CPU, {os.cpu_count()} cores"
+    if threads:
+        dev += f", {threads} thread{'s' if threads > 1 else ''} (gattn OMP_NUM_THREADS, torch.set_num_threads)"
     precisions = sorted({r.get("precision", a.dtype) for r in g.values() if "precision" in r}) or [a.dtype]
-    lines = [f"gattn vs PyTorch {torch.__version__} attention on {dev}, {a.dtype} (gattn precision: {', '.join(precisions)}); "
+    lines = [f"gattn vs {torch_configuration() if a.device == 'cpu' else 'PyTorch ' + torch.__version__} attention on {dev}, {a.dtype} (gattn precision: {', '.join(precisions)}); "
              f"median of {a.iters} iterations after {a.warmup} warm-up; TFLOP/s of forward+backward with "
              "4·B·H·T²·d/2 forward and 2.5× that backward", "",
              "| kind | T | H×d | B | gattn TFLOP/s | torch TFLOP/s | ratio | gattn fwd TFLOP/s | torch fwd TFLOP/s "
@@ -420,16 +492,24 @@ def report(a, g, t):
         lines.append(f"| {c[0]} | {c[2]} | {c[3]}×{c[4]} | {c[1]} | {fmt_tf(gr)} | {fmt_tf(tr)} | "
                      f"{fmt_ratio(ratio(gr, tr), tr)} | {fwd(gr)} | {fwd(tr)} | {fmt_mem(gr)} | {fmt_mem(tr)} | "
                      f"{tr.get('path', '-')}{'' if tr.get('status') == 'ok' else ' (' + tr.get('status', '?') + ')'} |")
-    lines += ["", "Goals (docs/benchmarks.md; stated for an H200 in bf16):"] + verdicts(a, g, t)
+    if a.device == "cpu":
+        lines += ["", "Goals on the CPU (docs/benchmarks.md):"] + cpu_verdicts(a, g, t)
+    else:
+        lines += ["", "Goals (docs/benchmarks.md; stated for an H200 in bf16):"] + verdicts(a, g, t)
     return "\n".join(lines) + "\n"
 
 
 def main():
     a = parse_args()
-    g = run_gattn(a)
-    t = run_torch(a)
-    text = report(a, g, t)
-    print(text)
+    sections = []
+    for threads in a.thread_list:
+        if threads:
+            torch.set_num_threads(threads)
+        g = run_gattn(a, threads)
+        t = run_torch(a)
+        sections.append(report(a, g, t, threads))
+        print(sections[-1], flush=True)
+    text = "\n".join(sections)
     if a.out:
         os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
         with open(a.out, "w") as f:

@@ -18,6 +18,7 @@
 #include "models/sampling.h"
 #include "ops/nn_functional.h"
 #include "recipes/common/checkpoint_model.h"
+#include "recipes/common/gate_int8.h"
 #include "recipes/common/inference_args.h"
 #include "recipes/common/median.h"
 #include "recipes/common/option_list.h"
@@ -38,6 +39,7 @@ struct BenchGenerateArgs {
   std::int64_t gen_tokens = kDefaultGenTokens;  // not given: 4 × model.block_size
   int repeats = 3;
   bool json = false;
+  bool gate_int8 = false;
   bool policy_given = false;  // --kv-policy on the command line (else the default list)
   std::vector<std::string> overrides;
 };
@@ -167,6 +169,7 @@ int run_bench_generate(const BenchGenerateArgs& args) {
                      " is an encoder_decoder; the KV-cache policies are measured on decoders (gattn eval and gattn "
                      "sample --source measure it)");
   model.eval();
+  const std::optional<models::GateQuantization> int8 = apply_gate_int8(args.gate_int8, model);
   const std::int64_t T = model.config().block_size;
   const std::unique_ptr<Dataset> data = make_dataset(data_options(ckpt.config), T);
   const std::int64_t n = args.gen_tokens != kDefaultGenTokens ? args.gen_tokens : 4 * T;
@@ -200,6 +203,7 @@ int run_bench_generate(const BenchGenerateArgs& args) {
         "batch 1, median of %d (block_size %lld)\n",
         ckpt.model_path.c_str(), static_cast<long long>(exact.tokens), static_cast<long long>(n), args.repeats,
         static_cast<long long>(T));
+    if (int8) std::printf("  %s\n", gate_int8_summary(*int8).c_str());
     std::printf("%-12s %6s %6s %9s %10s %9s %10s %12s %8s %8s\n", "policy", "budget", "top-k", "val loss", "vs exact",
                 "accuracy", "gen tok/s", "after block", "KV KiB", "skipped");
   }
@@ -208,9 +212,11 @@ int run_bench_generate(const BenchGenerateArgs& args) {
     r.options = o;
     evaluate_cached(model, *data, args.max_windows, r);
     time_generation(model, start, n, args.repeats, r);
-    if (args.json)
-      std::cout << to_json(r, exact).dump() << std::endl;
-    else
+    if (args.json) {
+      nlohmann::json line = to_json(r, exact);
+      if (int8) add_gate_int8_fields(line, *int8);
+      std::cout << line.dump() << std::endl;
+    } else
       print_row(r, exact);
   }
   return 0;
@@ -236,6 +242,7 @@ Action add_bench_generate(CLI::App& bench) {
   cmd->add_option("--repeats", args->repeats, "timed generations per cell (the median is reported)")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "one JSON object per cell and line instead of a table");
+  add_gate_int8_option(*cmd, args->gate_int8);
   cmd->add_option("overrides", args->overrides, "key.path=value overrides (e.g. data.path=…)");
   return [args, cmd] {
     args->policy_given = cmd->count("--kv-policy") > 0;

@@ -4,7 +4,8 @@
 // encoder–decoder and, for models with gates, val_gate_mean, val_gate_std and
 // val_gate_mean_by_layer, as on a metrics.jsonl val line). The run's config comes from the
 // checkpoint's metadata; overrides such as eval.max_windows=50 or data.path=… apply on top (a text
-// with another vocabulary is refused).
+// with another vocabulary is refused). `--gate-int8` evaluates with the gate weights rounded to int8
+// per output channel, and the line says what that saved (gate_bytes_f32, gate_bytes_int8, …).
 //
 // `--context N` evaluates windows of N tokens instead of the block size: any N for a rope or none
 // model, at most the block size for learned positions. The line then carries "context_length" and
@@ -17,6 +18,7 @@
 #include "recipes/common/checkpoint_model.h"
 #include "recipes/common/context_model.h"
 #include "recipes/common/evaluation.h"
+#include "recipes/common/gate_int8.h"
 #include "recipes/common/recipe.h"
 #include "recipes/common/run_setup.h"
 #include "recipes/common/vocabulary_match.h"
@@ -30,6 +32,7 @@ struct EvalArgs {
   std::vector<std::string> overrides;
   std::int64_t context = 0;
   bool context_given = false;
+  bool gate_int8 = false;
 };
 
 int run_eval(const EvalArgs& args) {
@@ -46,6 +49,7 @@ int run_eval(const EvalArgs& args) {
   check_same_vocabulary(ckpt.metadata, ckpt.model_path, *data);  // resume refuses the same change
   check_arch_fits_data(cfg, *data);                              // a data.task override may not fit the model
   models::GPT& model = *ckpt.model;
+  const std::optional<models::GateQuantization> int8 = apply_gate_int8(args.gate_int8, model);
   EvalOptions options;
   options.context = context;
   options.by_position = !model.config().encoder_decoder();  // a decoder's positions are its own
@@ -53,6 +57,7 @@ int run_eval(const EvalArgs& args) {
   nlohmann::json line = {{"tokens", e.tokens}};
   if (args.context_given) line["context_length"] = context;
   add_eval_fields(line, e);  // loss, accuracy and the val gate statistics: a val line's fields
+  if (int8) add_gate_int8_fields(line, *int8);
   std::cout << line.dump() << "\n";
   return 0;
 }
@@ -69,6 +74,7 @@ Action add_eval(CLI::App& app) {
       cmd->add_option("--context", args->context,
                       "evaluate windows of N tokens (default: model.block_size; beyond it only for model.position "
                       "rope or none) and add the loss by position bucket");
+  add_gate_int8_option(*cmd, args->gate_int8);
   cmd->add_option("overrides", args->overrides, "key.path=value overrides (e.g. eval.max_windows=50)");
   return [args, context] {
     args->context_given = context->count() > 0;

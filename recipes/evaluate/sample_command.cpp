@@ -14,6 +14,7 @@
 #include "framework/runtime/memory_budget.h"
 #include "models/sampling.h"
 #include "recipes/common/checkpoint_model.h"
+#include "recipes/common/gate_int8.h"
 #include "recipes/common/inference_args.h"
 #include "recipes/common/recipe.h"
 
@@ -32,6 +33,7 @@ struct SampleArgs {
   std::int64_t top_k = 0;
   std::optional<std::int64_t> seed;
   InferenceArgs inference;
+  bool gate_int8 = false;
   std::vector<std::string> overrides;
 };
 
@@ -144,6 +146,9 @@ int run_sample(const SampleArgs& args) {
   CheckpointModel ckpt = load_checkpoint_model(args.checkpoint, args.overrides, "sample");
   models::GPT& model = *ckpt.model;
   model.eval();
+  // Before anything is printed: a model without gate weights is refused with nothing written.
+  if (const std::optional<models::GateQuantization> int8 = apply_gate_int8(args.gate_int8, model))
+    std::cerr << gate_int8_summary(*int8) << "\n";
   options.seed = static_cast<std::uint64_t>(args.seed ? *args.seed : ckpt.config.get_int("seed"));
   check_input_options(args, model.config(), ckpt.model_path);
   if (model.config().encoder_decoder()) return run_sample_target(args, ckpt, options);
@@ -217,6 +222,7 @@ Action add_sample(CLI::App& app) {
   cmd->add_option("--top-k", args->top_k, "sample among the k most likely tokens; 0 = all")->capture_default_str();
   cmd->add_option("--seed", args->seed, "sampling seed (default: the run's seed)");
   add_inference_options(*cmd, args->inference, false);
+  add_gate_int8_option(*cmd, args->gate_int8);
   cmd->add_option("overrides", args->overrides, "key.path=value overrides (e.g. train.threads=1)");
   return [args] { return run_sample(*args); };
 }
