@@ -36,7 +36,7 @@ print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 for line in open(sys.argv[1]):
     kind, a, b = line.rstrip("\n").split("\t")
     p, q = json.loads(a), json.loads(b)
-    print(f"| {kind} | {p['loss']:.5f} | {q['loss']:.5f} | {q['loss'] - p['loss']:+.5f} | {q['gate_int8_values']} | "
+    print(f"| {kind} | {p['loss']:.5f} | {q['loss']:.5f} | {q['loss'] - p['loss']:+.1e} | {q['gate_int8_values']} | "
           f"{q['gate_bytes_f32']} → {q['gate_bytes_int8']} ({100 * (1 - q['gate_bytes_int8'] / q['gate_bytes_f32']):.1f} % less) | "
           f"{100 * q['gate_bytes_f32'] / q['model_bytes_f32']:.1f} % | {q['gate_int8_max_abs_error']:.2e} |")
 PY

@@ -87,9 +87,10 @@ TEST(GateInt8Sites, SeveralGatesAndEverySite) {
   c.arch = models::kArchEncoderDecoder;
   c.vocab_size = 9;
   c.n_embd = 8;
-  std::vector<std::pair<std::string, std::string>> entries = {
-      {"output", models::kSiteSelf}, {"score", models::kSiteSelf}, {"context", models::kSiteCross},
-      {"input", models::kSiteEncoder}};
+  std::vector<std::pair<std::string, std::string>> entries = {{"output", models::kSiteSelf},
+                                                              {"score", models::kSiteSelf},
+                                                              {"context", models::kSiteCross},
+                                                              {"input", models::kSiteEncoder}};
   for (std::size_t i = 0; i < entries.size(); ++i) {
     models::GateConfig g;
     g.kind = entries[i].first;

@@ -8,8 +8,8 @@
 #include "framework/io/byte_vocab.h"
 #include "framework/text/token_class.h"
 #include "model_test_util.h"
-#include "ops/shape.h"
 #include "models/gpt.h"
+#include "ops/shape.h"
 #include "recipes/common/gate_token_classes.h"
 
 namespace gattn {
@@ -27,11 +27,10 @@ TEST(TokenClasses, CharactersTakeTheClassOfTheirWord) {
   // "The king, o'er thee." : The → function, king → content, "," punct, o'er (one word with its
   // apostrophe) → function, thee → function, "." punct, spaces other.
   const std::vector<C> got = classify_tokens(chars("The king, o'er thee."));
-  const std::vector<C> want = {C::function_word, C::function_word, C::function_word, C::other,
-                               C::content_word,  C::content_word,  C::content_word,  C::content_word,
-                               C::punctuation,   C::other,         C::function_word, C::function_word,
-                               C::function_word, C::function_word, C::other,         C::function_word,
-                               C::function_word, C::function_word, C::function_word, C::punctuation};
+  const std::vector<C> want = {C::function_word, C::function_word, C::function_word, C::other,         C::content_word,
+                               C::content_word,  C::content_word,  C::content_word,  C::punctuation,   C::other,
+                               C::function_word, C::function_word, C::function_word, C::function_word, C::other,
+                               C::function_word, C::function_word, C::function_word, C::function_word, C::punctuation};
   EXPECT_EQ(got, want);
 }
 
@@ -39,7 +38,7 @@ TEST(TokenClasses, SubwordPiecesAndSpecialTokens) {
   // Byte-level BPE pieces: " the" is a function word, "run" + "ning" one content word, " ," punct; a
   // special token (empty bytes) and a newline are other.
   const std::vector<C> got = classify_tokens({"", " the", " run", "ning", " ,", "\n", "'tis", "!?"});
-  const std::vector<C> want = {C::other,       C::function_word, C::content_word, C::content_word,
+  const std::vector<C> want = {C::other,       C::function_word, C::content_word,  C::content_word,
                                C::punctuation, C::other,         C::function_word, C::punctuation};
   EXPECT_EQ(got, want);
   // A token with punctuation and a word's bytes takes the word's class; non-ASCII bytes are letters.
