@@ -18,7 +18,7 @@
 #include "framework/dist/launch_env.h"
 #include "framework/io/errors.h"
 #include "framework/runtime/build_info.h"
-#include "framework/runtime/openmp_environment.h"
+#include "framework/runtime/library_environment.h"
 #include "recipes/common/recipe.h"
 #include "recipes/common/stop_signal.h"
 
@@ -118,10 +118,11 @@ int run_cli(int argc, char** argv) {
 // for that (the libraries' initialisers, OpenBLAS's thread pool among them, take milliseconds
 // before it), so the handlers go in from the executable's .preinit_array, which the dynamic loader
 // runs once every library is mapped and before any library's initialiser. First, the same place
-// gives libgomp gattn's default wait policy, by executing gattn again with it in the environment
-// (framework/runtime/openmp_environment.h); the handlers go into the image that runs.
+// gives libgomp gattn's default wait policy and OpenBLAS its core on CPUs it does not know, by
+// executing gattn again with them in the environment (framework/runtime/library_environment.h);
+// the handlers go into the image that runs.
 extern "C" void gattn_install_signal_handlers(int, char** argv, char** envp) {
-  gattn::apply_default_openmp_wait_policy(argv, envp);
+  gattn::apply_library_environment_defaults(argv, envp);
   gattn::recipes::install_exit_on_signal();
 }
 __attribute__((section(".preinit_array"),

@@ -6,7 +6,7 @@
 #                                  [KEY=VALUE ...]
 #
 # Policies: gattn's default (nothing set: gattn sets GOMP_SPINCOUNT itself, see
-# framework/runtime/openmp_environment.h), libgomp's own default (gattn told not to set one), ACTIVE,
+# framework/runtime/library_environment.h), libgomp's own default (gattn told not to set one), ACTIVE,
 # PASSIVE and GOMP_SPINCOUNT values (how long a waiting thread spins before it sleeps). A run that
 # takes longer than --limit seconds (default 120) is stopped and reported as such. A busy process is a shell loop that never
 # sleeps. With --repeat N the policies run N times in turn (so a drift in the machine's speed hits

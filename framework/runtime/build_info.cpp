@@ -9,7 +9,8 @@
 #endif
 
 #include "core/cuda/device.h"
-#include "framework/runtime/openmp_environment.h"
+#include "framework/runtime/library_environment.h"
+#include "framework/runtime/openblas_core.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cuda/runtime_info.h"
 
@@ -41,6 +42,7 @@ std::vector<std::pair<std::string, std::string>> build_info() {
   info.emplace_back("version", GATTN_VERSION);
   info.emplace_back("build type", GATTN_BUILD_TYPE);
   info.emplace_back("blas", openblas_get_config());
+  info.emplace_back("blas core", openblas_core());
   info.emplace_back("gemm f32", cpu::f32_gemm_library());
   info.emplace_back("openmp threads", std::to_string(omp_get_max_threads()));
   info.emplace_back("openmp wait", openmp_wait_policy());

@@ -56,7 +56,11 @@ void adamw_update_all(const std::vector<AdamWHostParam<T>>& params, const adamw:
     const T* __restrict g = u.g;
     T* __restrict m = u.m;
     T* __restrict v = u.v;
-    for (std::int64_t i = begin; i < end; ++i) adamw::update(p[i], g[i], m[i], v[i], h, u.c);
+    // Local copies of the coefficients: read through the captured references, GCC reloads them
+    // every element and does not vectorise the loop (each lane's operations are unchanged).
+    const adamw::Hyper<T> hyper = h;
+    const adamw::Coeffs<T> coeffs = u.c;
+    for (std::int64_t i = begin; i < end; ++i) adamw::update(p[i], g[i], m[i], v[i], hyper, coeffs);
   });
 }
 

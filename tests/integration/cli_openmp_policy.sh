@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gattn's default OpenMP wait policy (framework/runtime/openmp_environment.h): with nothing set it
+# gattn's default OpenMP wait policy (framework/runtime/library_environment.h): with nothing set it
 # runs with GOMP_SPINCOUNT=1000 and says so; a policy in the environment is kept; the marker asks
 # for libgomp's own default; a training run works through the re-execution.
 set -u

@@ -16,6 +16,7 @@
 #include "framework/optim/schedule.h"
 #include "model_test_util.h"
 #include "models/gpt.h"
+#include "ops/adamw.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "test_util.h"
@@ -265,6 +266,44 @@ TEST(AdamW, LargeTensorIsDeterministicAndMatchesReference) {
   ReferenceParam r{p0, std::vector<double>(p0.size()), std::vector<double>(p0.size())};
   reference_step(r, g, 0.01, 0.1, 0.9, 0.99, 1e-8);
   EXPECT_TRUE(test::all_close(p, Tensor::from(r.p, {n}, DType::f64), 1e-14, 0));
+}
+
+// The f32 kernel is vectorised; each lane must still round every operation once, in the order of
+// ops/adamw_element.h, so it agrees bit for bit with the CUDA kernel. The oracle rounds through
+// volatile floats (this file is not built with -ffp-contract=off, so plain expressions could fuse).
+TEST(AdamW, VectorisedF32UpdateRoundsEveryOperationOnce) {
+  const std::int64_t n = 3 * (1 << 14) + 13;  // three full blocks and a tail no vector width divides
+  auto floats = [n](std::uint64_t seed, double scale, bool square) {
+    std::vector<double> x = test::randn({n}, seed).to_vector();
+    for (double& e : x) e = static_cast<float>(square ? scale * e * e : scale * e);
+    return x;
+  };
+  const std::vector<double> p0 = floats(11, 1.0, false), g0 = floats(12, 1.0, false), m0 = floats(13, 0.1, false),
+                            v0 = floats(14, 0.01, true);
+  auto as_floats = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+  std::vector<float> ep = as_floats(p0), eg = as_floats(g0), em = as_floats(m0), ev = as_floats(v0);
+  const adamw::Settings settings{0.9, 0.95, 1e-8};
+  const adamw::ParamCoeffs coeffs{1.0 - 3e-4 * 0.1, 3e-4 / (1.0 - 0.9 * 0.9), 1.0 / std::sqrt(1.0 - 0.95 * 0.95)};
+  Tensor tp = Tensor::from(p0, {n}, DType::f32), tg = Tensor::from(g0, {n}, DType::f32),
+         tm = Tensor::from(m0, {n}, DType::f32), tv = Tensor::from(v0, {n}, DType::f32);
+  ops::adamw_update_({{tp, tg, tm, tv, coeffs}}, settings);
+  const adamw::Hyper<float> h = adamw::hyper_as<float>(settings);
+  const adamw::Coeffs<float> c = adamw::coeffs_as<float>(coeffs);
+  for (std::size_t i = 0; i < ep.size(); ++i) {
+    volatile float a = h.beta1 * em[i], b = h.one_minus_beta1 * eg[i];
+    const float mi = a + b;
+    volatile float gg = h.one_minus_beta2 * eg[i], gg2 = gg * eg[i], bv = h.beta2 * ev[i];
+    const float vi = bv + gg2;
+    volatile float root = std::sqrt(vi), scaled = root * c.inv_sqrt_bc2;
+    const float denom = scaled + h.eps;
+    volatile float decayed = ep[i] * c.decay, num = c.step_size * mi, ratio = num / denom;
+    ep[i] = decayed - ratio;
+    em[i] = mi;
+    ev[i] = vi;
+  }
+  EXPECT_EQ(tp.to_vector(), std::vector<double>(ep.begin(), ep.end()));
+  EXPECT_EQ(tm.to_vector(), std::vector<double>(em.begin(), em.end()));
+  EXPECT_EQ(tv.to_vector(), std::vector<double>(ev.begin(), ev.end()));
 }
 
 TEST(AdamW, FirstMatchingGroupWinsAndDefaultGroup) {
