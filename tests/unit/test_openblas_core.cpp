@@ -14,8 +14,8 @@ namespace {
 
 TEST(OpenblasCore, SkylakeXForIntelWithAvx512Only) {
   EXPECT_STREQ(openblas_core_for({.intel = true, .avx512_usable = true}), "SkylakeX");
-  EXPECT_EQ(openblas_core_for({.intel = true, .avx512_usable = false}), nullptr);   // AVX2 Intel: OpenBLAS's table
-  EXPECT_EQ(openblas_core_for({.intel = false, .avx512_usable = true}), nullptr);   // Zen 4: detected correctly
+  EXPECT_EQ(openblas_core_for({.intel = true, .avx512_usable = false}), nullptr);  // AVX2 Intel: OpenBLAS's table
+  EXPECT_EQ(openblas_core_for({.intel = false, .avx512_usable = true}), nullptr);  // Zen 4: detected correctly
   EXPECT_EQ(openblas_core_for({.intel = false, .avx512_usable = false}), nullptr);
 }
 
