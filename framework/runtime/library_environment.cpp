@@ -51,6 +51,11 @@ void apply_library_environment_defaults(char** argv, char** envp) {
   // Still here: no /proc, or exec refused. Run on with the libraries' own defaults.
 }
 
+bool set_by_gattn(const char* marker) {
+  const char* value = std::getenv(marker);
+  return value && std::string(value) == "gattn";
+}
+
 std::string openmp_wait_policy() {
   std::string out;
   for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"})
@@ -59,9 +64,7 @@ std::string openmp_wait_policy() {
       out.append(name).append("=").append(v);
     }
   if (out.empty()) return "libgomp's default";
-  const char* marker = std::getenv(kOpenmpPolicyMarker);
-  const bool ours = marker && std::string(marker) == "gattn";
-  return out + (ours ? " (gattn's default)" : " (environment)");
+  return out + (set_by_gattn(kOpenmpPolicyMarker) ? " (gattn's default)" : " (environment)");
 }
 
 }  // namespace gattn

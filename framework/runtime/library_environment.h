@@ -23,6 +23,9 @@ namespace gattn {
 inline constexpr const char* kOpenmpPolicyMarker = "GATTN_OPENMP_POLICY_SET";
 inline constexpr const char* kOpenblasCoreMarker = "GATTN_OPENBLAS_CORE_SET";
 
+// Whether `marker` says gattn itself added its variable (for --version's "who chose it").
+bool set_by_gattn(const char* marker);
+
 // Re-executes /proc/self/exe with `argv` and `envp` plus what is missing of
 //  - GOMP_SPINCOUNT at gattn's default, when neither OMP_WAIT_POLICY, GOMP_SPINCOUNT nor the
 //    OpenMP marker is set;

@@ -20,7 +20,8 @@ struct CpuIdentity {
   bool avx512_usable = false;  // AVX-512 F, DQ, BW and VL, and the OS saves the zmm state
 };
 
-// The identity of the CPU this runs on. Only CPUID and XGETBV: safe before libc has started.
+// The identity of the CPU this runs on. Only CPUID and XGETBV (GCC's __builtin_cpu_*): safe before
+// libc has started.
 CpuIdentity this_cpu();
 
 // The OpenBLAS core gattn names for `cpu` ("SkylakeX"), or nullptr to leave OpenBLAS's own detection.

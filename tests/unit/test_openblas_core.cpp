@@ -2,9 +2,7 @@
 // (framework/runtime/openblas_core.h).
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "framework/runtime/openblas_core.h"
