@@ -82,8 +82,12 @@ else
   [[ $(grep -c '^| \(none\|output\|score\|forget\|pair\) |' "$tmp/bench.md") -eq 10 ]] ||
     fail "the markdown table should have 10 rows: $(cat "$tmp/bench.md")"
   grep -q '× |' "$tmp/bench.md" || fail "no ratio in the table: $(cat "$tmp/bench.md")"
-  grep -q '^- none/output ≥ 0.8×' "$tmp/bench.md" || fail "no verdict line for none/output"
-  grep -q '^- score/forget/pair run at T = 16k: not measured' "$tmp/bench.md" || fail "no 16k verdict line"
+  # On the CPU the script states the CPU goals (docs/benchmarks.md); no T here reaches 1024.
+  grep -q '^- none/output ≥ 1.5× PyTorch SDPA at T ≥ 1024: not measured' "$tmp/bench.md" ||
+    fail "no CPU verdict line for none/output: $(cat "$tmp/bench.md")"
+  grep -q '^- score/forget/pair ≥ 3.0× PyTorch.s best expression at T ≥ 1024: not measured' "$tmp/bench.md" ||
+    fail "no CPU verdict line for score/forget/pair: $(cat "$tmp/bench.md")"
+  grep -q 'Goals (docs/benchmarks.md; stated for an H200' "$tmp/bench.md" && fail "the GPU goals printed for a CPU run"
   # Grouped-query attention beside PyTorch's SDPA with enable_gqa (a PyTorch without it is said so).
   timeout 120 "$py" "$root/benchmarks/scripts/attention_gqa_torch.py" --gattn "$gattn" --T 130 --heads-dim 4x16 \
     --kv-heads 4,2 --tokens 260 --iters 1 --warmup 0 --threads 1 --out "$tmp/gqa.md" >"$tmp/gqa.log" 2>&1 ||
