@@ -116,6 +116,21 @@ std::int64_t end_key(const FlashAttentionParams<T>& p, std::int64_t i) {
   return p.causal ? i + 1 : p.Tk;
 }
 
+// A row's visible columns [lo, hi) of a key tile of `cols`, and the wider span [span_lo, span_hi)
+// its vectorised loops run over: lo rounded down and hi up to multiples of kSimdSpan, within the
+// tile, the columns outside [lo, hi) masked to 0 (or −inf for the max) inside the loop. GCC 12 gives
+// an omp simd loop a scalar remainder (no masked epilogue), and a causal tile's rows end at every
+// column, so without the span a row ran up to 15 scalar exps: about half the backward's own time at
+// T = 64 (docs/benchmarks.md). 16 lanes of f32 fill an AVX-512 register, two AVX2 ones.
+constexpr std::int64_t kSimdSpan = 16;
+struct VisibleColumns {
+  std::int64_t lo = 0, hi = 0, span_lo = 0, span_hi = 0;
+  bool visible(std::int64_t c) const { return c >= lo && c < hi; }
+};
+inline VisibleColumns visible_columns(std::int64_t lo, std::int64_t hi, std::int64_t cols) {
+  return {lo, hi, lo / kSimdSpan * kSimdSpan, std::min((hi + kSimdSpan - 1) / kSimdSpan * kSimdSpan, cols)};
+}
+
 // The modulation's α for query head bh (of B·H): one for every head, or the head's own.
 template <class T>
 T head_alpha(const FlashAttentionParams<T>& p, std::int64_t bh) {
@@ -337,24 +352,31 @@ GATTN_ATTN_STEP void start_tile_state(ForwardScratch<T>& ws, std::int64_t rows, 
   std::fill(ws.acc.begin(), ws.acc.begin() + rows * d, T(0));
 }
 
-// max_c srow[c] over the visible columns [c_lo, c_hi).
+// max_c srow[c] over the visible columns. The comparison is written out: GCC 12 does not vectorise
+// a reduction through std::max (a NaN logit is skipped either way).
 template <class T>
-GATTN_ATTN_STEP T visible_max(const T* srow, std::int64_t c_lo, std::int64_t c_hi) {
-  T tile_max = -std::numeric_limits<T>::infinity();
+GATTN_ATTN_STEP T visible_max(const T* srow, const VisibleColumns& vc) {
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  T tile_max = kNegInf;
 #pragma omp simd reduction(max : tile_max)
-  for (std::int64_t c = c_lo; c < c_hi; ++c) tile_max = std::max(tile_max, srow[c]);
+  for (std::int64_t c = vc.span_lo; c < vc.span_hi; ++c) {
+    const T s = vc.visible(c) ? srow[c] : kNegInf;
+    tile_max = s > tile_max ? s : tile_max;
+  }
   return tile_max;
 }
 
 // Weights without modulation, w = P up to the row's scale: the common case, branch-free so it
 // vectorises.
 template <class T>
-GATTN_ATTN_STEP TileRowSums<T> softmax_weights(const T* srow, T* wrow, std::int64_t c_lo, std::int64_t c_hi, T m_new,
+GATTN_ATTN_STEP TileRowSums<T> softmax_weights(const T* srow, T* wrow, const VisibleColumns& vc, T m_new,
                                                bool want_entropy) {
   T row_l = 0, row_e1 = 0, row_e0 = 0;
+  const std::int64_t c_lo = vc.lo, c_hi = vc.hi;
 #pragma omp simd reduction(+ : row_l)
-  for (std::int64_t c = c_lo; c < c_hi; ++c) {
-    const T w = vexp(srow[c] - m_new);
+  for (std::int64_t c = vc.span_lo; c < vc.span_hi; ++c) {
+    const T e = vexp(srow[c] - m_new);
+    const T w = vc.visible(c) ? e : T(0);
     wrow[c] = w;
     row_l += w;
   }
@@ -372,15 +394,16 @@ GATTN_ATTN_STEP TileRowSums<T> softmax_weights(const T* srow, T* wrow, std::int6
 // (σ through fast_exp; the general loop below uses std::exp). Only f32 takes this path.
 template <class T>
 GATTN_ATTN_STEP TileRowSums<T> fast_modulated_weights(const FlashAttentionParams<T>& p, std::int64_t bh, std::int64_t i,
-                                                      std::int64_t j0, const T* srow, T* wrow, std::int64_t c_lo,
-                                                      std::int64_t c_hi, T m_new) {
+                                                      std::int64_t j0, const T* srow, T* wrow, const VisibleColumns& vc,
+                                                      T m_new) {
   T row_l = 0;
   if constexpr (std::is_same_v<T, float>) {
     const float a_i = p.modulation_row[bh * p.Tq + i], alpha = head_alpha(p, bh), keep = 1.0f - alpha;
     const float* b = p.modulation_col + bh * p.Tk + j0;
 #pragma omp simd reduction(+ : row_l)
-    for (std::int64_t c = c_lo; c < c_hi; ++c) {
-      const float pij = vexp(srow[c] - m_new);
+    for (std::int64_t c = vc.span_lo; c < vc.span_hi; ++c) {
+      const float e = vexp(srow[c] - m_new);
+      const float pij = vc.visible(c) ? e : 0.0f;
       row_l += pij;
       wrow[c] = pij * (alpha * vsigmoid((a_i + b[c]) * p.inv_tau) + keep);
     }
@@ -450,7 +473,8 @@ GATTN_ATTN_STEP void forward_row_on_key_tile(const FlashAttentionParams<T>& p, c
     std::fill(wrow, wrow + cols, T(0));
     return;
   }
-  const T tile_max = visible_max(srow, c_lo, c_hi);
+  const VisibleColumns vc = visible_columns(c_lo, c_hi, cols);
+  const T tile_max = visible_max(srow, vc);
   const T m_new = std::max(ws.m[r], tile_max);
   const T m_old = ws.m[r];
   const T corr = std::exp(m_old - m_new);  // 0 on the row's first tile (m = −inf)
@@ -458,9 +482,9 @@ GATTN_ATTN_STEP void forward_row_on_key_tile(const FlashAttentionParams<T>& p, c
   std::fill(wrow, wrow + c_lo, T(0));
   TileRowSums<T> sums;
   if (!mode.modulated)
-    sums = softmax_weights(srow, wrow, c_lo, c_hi, m_new, mode.want_entropy);
+    sums = softmax_weights(srow, wrow, vc, m_new, mode.want_entropy);
   else if (mode.fast_modulation)
-    sums = fast_modulated_weights(p, bh, i, j0, srow, wrow, c_lo, c_hi, m_new);
+    sums = fast_modulated_weights(p, bh, i, j0, srow, wrow, vc, m_new);
   else
     sums = modulated_weights(p, o, mode.want_entropy, bh, i, j0, srow, wrow, c_lo, c_hi, m_new, moments, mod);
   if (j0 == 0 && c_lo == 0) {  // key 0 is visible: remember its logit and modulation for the sink
@@ -679,15 +703,17 @@ struct RowGradSums {
 // One row's A and dS without modulation, branch-free so it vectorises. Where P underflows to 0, dS
 // is 0 whatever dA is.
 template <class T>
-GATTN_ATTN_STEP RowGradSums<T> softmax_row_grads(const T* srow, T* arow, const T* darow, T* dsrow, std::int64_t c_lo,
-                                                 std::int64_t c_hi, T L, T dH, T Di) {
+GATTN_ATTN_STEP RowGradSums<T> softmax_row_grads(const T* srow, T* arow, const T* darow, T* dsrow,
+                                                 const VisibleColumns& vc, T L, T dH, T Di) {
   T ds_row = 0;
 #pragma omp simd reduction(+ : ds_row)
-  for (std::int64_t c = c_lo; c < c_hi; ++c) {
-    const T pij = vexp(srow[c] - L);
+  for (std::int64_t c = vc.span_lo; c < vc.span_hi; ++c) {
+    const bool visible = vc.visible(c);
+    const T e = vexp(srow[c] - L);
+    const T pij = visible ? e : T(0);
     const T da = darow[c] - dH * ((srow[c] - L) + T(1));
     arow[c] = pij;
-    const T ds = pij * (da - Di);
+    const T ds = visible ? pij * (da - Di) : T(0);
     dsrow[c] = ds;
     ds_row += ds;
   }
@@ -701,8 +727,7 @@ template <class T>
 GATTN_ATTN_STEP RowGradSums<T> fast_modulated_row_grads(const FlashAttentionParams<T>& p,
                                                         const FlashBackwardOutputs<T>& g, HeadGradients<T>& h,
                                                         std::int64_t i, std::int64_t j0, const T* srow, T* arow,
-                                                        T* darow, T* dsrow, std::int64_t c_lo, std::int64_t c_hi, T L,
-                                                        T Di) {
+                                                        T* darow, T* dsrow, const VisibleColumns& vc, T L, T Di) {
   T ds_row = 0, d_row = 0;
   if constexpr (std::is_same_v<T, float>) {
     const float a_i = p.modulation_row[h.base + i], alpha = h.alpha, keep = 1.0f - h.alpha;
@@ -712,25 +737,28 @@ GATTN_ATTN_STEP RowGradSums<T> fast_modulated_row_grads(const FlashAttentionPara
     const float dE = h.dE;
     float row_alpha = 0;
 #pragma omp simd reduction(+ : ds_row, d_row, row_alpha)
-    for (std::int64_t c = c_lo; c < c_hi; ++c) {
-      const float pij = vexp(srow[c] - L);
+    for (std::int64_t c = vc.span_lo; c < vc.span_hi; ++c) {
+      const bool visible = vc.visible(c);
+      const float e = vexp(srow[c] - L);
+      const float pij = visible ? e : 0.0f;
       const float u = (a_i + b[c]) * p.inv_tau;
       const float G = vsigmoid(u);
       const float M = alpha * G + keep;
       const float da = darow[c];
       arow[c] = pij * M;
-      const float ds = pij * (da * M - Di);
+      const float ds = visible ? pij * (da * M - Di) : 0.0f;
       dsrow[c] = ds;
       ds_row += ds;
-      const float dM = da * pij;
+      const float dM = visible ? da * pij : 0.0f;
       row_alpha += dM * (G - 1.0f);
-      const float du = (alpha * dM - dE * u) * G * (1.0f - G) * p.inv_tau;
+      const float du_all = (alpha * dM - dE * u) * G * (1.0f - G) * p.inv_tau;
+      const float du = visible ? du_all : 0.0f;
       d_row += du;
       du_row[c] = du;
     }
     h.d_alpha += row_alpha;
     if (dcol)
-      for (std::int64_t c = c_lo; c < c_hi; ++c) dcol[c] += du_row[c];
+      for (std::int64_t c = vc.lo; c < vc.hi; ++c) dcol[c] += du_row[c];
   }
   return {ds_row, d_row};
 }
@@ -798,9 +826,9 @@ GATTN_ATTN_STEP bool backward_row(const FlashAttentionParams<T>& p, const FlashB
   std::fill(dsrow + c_hi, dsrow + cols, T(0));
   RowGradSums<T> sums;
   if (!mode.modulated)
-    sums = softmax_row_grads(srow, arow, darow, dsrow, c_lo, c_hi, L, dH, Di);
+    sums = softmax_row_grads(srow, arow, darow, dsrow, visible_columns(c_lo, c_hi, cols), L, dH, Di);
   else if (mode.fast_modulation && dH == T(0))
-    sums = fast_modulated_row_grads(p, g, h, i, j0, srow, arow, darow, dsrow, c_lo, c_hi, L, Di);
+    sums = fast_modulated_row_grads(p, g, h, i, j0, srow, arow, darow, dsrow, visible_columns(c_lo, c_hi, cols), L, Di);
   else
     sums = modulated_row_grads(p, g, h, i, j0, srow, arow, darow, dsrow, c_lo, c_hi, L, dH, Di);
   if (g.d_col_bias)
