@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "core/tensor/random.h"
+#include "framework/runtime/library_environment.h"
+#include "framework/runtime/openblas_core.h"
 #include "framework/runtime/threads.h"
 #include "ops/attention/attention.h"
 #include "ops/attention/composed_attention.h"
@@ -155,6 +157,9 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   gattn::set_num_threads(0);
   benchmark::AddCustomContext("threads", std::to_string(gattn::num_threads()));
+  // What the libraries run with (library_environment_first.cpp sets both as gattn does).
+  benchmark::AddCustomContext("blas core", gattn::openblas_core());
+  benchmark::AddCustomContext("openmp wait", gattn::openmp_wait_policy());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -5,6 +5,8 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/tensor/random.h"
+#include "framework/runtime/library_environment.h"
+#include "framework/runtime/openblas_core.h"
 #include "framework/runtime/threads.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"
@@ -138,6 +140,9 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   gattn::set_num_threads(0);  // all cores, as training uses by default
   benchmark::AddCustomContext("threads", std::to_string(gattn::num_threads()));
+  // What the libraries run with (library_environment_first.cpp sets both as gattn does).
+  benchmark::AddCustomContext("blas core", gattn::openblas_core());
+  benchmark::AddCustomContext("openmp wait", gattn::openmp_wait_policy());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
