@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Training throughput of gattn against PyTorch eager on the same model, data and threads.
+"""Training throughput of gattn against PyTorch (eager, and torch.compile with --compile) on the
+same model, data and threads.
 
 Runs, one after the other in one invocation, for every thread count in --threads:
-  1. PyTorch eager (Debian's python3-torch): gattn's GPT (docs/architecture.md) with the config's gate
+  1. PyTorch eager (and compiled with --compile): gattn's GPT (docs/architecture.md) with the config's gate
      (none, output, score, forget or pair; score/forget/pair by the eager formula that materialises
      the T×T scores, as PyTorch must), AdamW with the config's parameter groups, random windows of the
      char-level text, N steps;
@@ -18,12 +19,15 @@ pthread OpenBLAS over the OpenMP one when both are installed, and that variant f
 OpenMP pool: it runs ~3× slower at 2 threads, so the script says so loudly), and gattn's BLAS line.
 
   /usr/bin/python3 benchmarks/scripts/compare_torch.py [--config FILE] [--steps 300] [--threads 1,2]
+  venv/bin/python benchmarks/scripts/compare_torch.py --compile --repeat 5 --steps 200
   /usr/bin/python3 benchmarks/scripts/compare_torch.py --config configs/shakespeare_char/score.yaml \
       --set model.block_size=256 --set train.batch_size=3
 
-Run it with Debian's /usr/bin/python3 (python3-torch lives there, not in a pyenv Python).
-`./scripts/setup.sh --bench` installs python3-torch and the OpenMP OpenBLAS. GATTN_BINARY names
-another gattn binary (default build/gattn).
+Run it with Debian's /usr/bin/python3 (python3-torch lives there, not in a pyenv Python), or with
+a virtual environment's python that has pip's torch and pyyaml (the newest PyTorch, MKL and oneDNN
+inside; --compile also times torch.compile, which needs a PyTorch 2). `./scripts/setup.sh --bench`
+installs python3-torch and the OpenMP OpenBLAS. GATTN_BINARY names another gattn binary (default
+build/gattn).
 """
 import argparse
 import json
@@ -87,11 +91,13 @@ def torch_peer_description():
         variant = "MKL"
     elif any("blis" in p for p in libs):
         variant = "BLIS"
+    elif blas_info and blas_info.group(1) == "mkl" and torch.backends.mkl.is_available():
+        variant = "MKL, linked into libtorch_cpu"  # pip's wheels: no MKL library of its own to find
     warning = None
     if variant == "OpenBLAS, pthread build":
         warning = ("WARNING: PyTorch loaded the pthread OpenBLAS, which fights its OpenMP pool (~3x slower at 2 "
                    "threads); install libopenblas0-openmp (./scripts/setup.sh --bench) for a fair comparison")
-    text = (f"PyTorch {torch.__version__} eager, parallel backend {backend}, built for BLAS "
+    text = (f"PyTorch {torch.__version__}, parallel backend {backend}, built for BLAS "
             f"{blas_info.group(1) if blas_info else '?'}, running on {variant}: " + ", ".join(libs))
     return text, variant, warning
 
@@ -122,8 +128,10 @@ def gate_lr_scale(cfg):
     return 1.0
 
 
-def torch_tokens_per_s(cfg, steps, threads, warmup, schedule=False):
+def torch_tokens_per_s(cfg, steps, threads, warmup, schedule=False, compiled=False):
     """Trains `steps` steps; returns (tokens/s after `warmup` steps, last loss, val loss or None).
+    compiled=True runs the model through torch.compile (Inductor's default mode); its compilation
+    falls in the untimed warm-up steps.
     With schedule=True the lr follows the config's schedule over `steps` and the model is evaluated
     on the val windows of docs/cli.md (the first eval.max_windows windows of T+1 tokens at stride T)."""
     import torch
@@ -227,6 +235,7 @@ def torch_tokens_per_s(cfg, steps, threads, warmup, schedule=False):
             return F.cross_entropy(logits.view(-1, V), targets.view(-1))
 
     model = GPT()
+    step_model = torch.compile(model) if compiled else model
     o = cfg["optim"]
     gates = [p for n, p in model.named_parameters() if ".gate." in n]
     no_decay = [p for n, p in model.named_parameters()
@@ -252,7 +261,7 @@ def torch_tokens_per_s(cfg, steps, threads, warmup, schedule=False):
         ix = torch.randint(len(data) - T - 1, (B,), generator=g)
         x = torch.stack([data[i : i + T] for i in ix])
         y = torch.stack([data[i + 1 : i + T + 1] for i in ix])
-        loss = model(x, y)
+        loss = step_model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), o.get("grad_clip", 1.0))
@@ -315,6 +324,9 @@ def main():
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run both sides this many times in turn and report each side's median (default 1)")
+    ap.add_argument("--compile", action="store_true",
+                    help="also time PyTorch with torch.compile in each round; PyTorch's best is then the faster "
+                         "of eager and compiled")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--seed", type=int, help="PyTorch's seed (default: the config's)")
     ap.add_argument("--train-to-end", action="store_true",
@@ -339,21 +351,30 @@ def main():
     for t in counts:
         # --repeat N: the two sides alternate N times and each reports its median run, so a drift in
         # the machine's speed hits both alike.
-        t_runs, g_runs = [], []
+        t_runs, c_runs, g_runs = [], [], []
         for _ in range(args.repeat):
             t_runs.append(torch_tokens_per_s(cfg, args.steps, t, args.warmup))
+            if args.compile:
+                c_runs.append(torch_tokens_per_s(cfg, args.steps, t, args.warmup, compiled=True))
             g_runs.append(gattn_tokens_per_s(args.config, cfg, args.set, args.steps, t, args.warmup))
-        t_rate, t_loss, _ = sorted(t_runs, key=lambda r: r[0])[len(t_runs) // 2]
-        g_rate, g_loss = sorted(g_runs, key=lambda r: r[0])[len(g_runs) // 2]
-        rows.append({"threads": t, "torch_tokens_per_s": round(t_rate), "gattn_tokens_per_s": round(g_rate),
-                     "torch_runs": [round(r[0]) for r in t_runs], "gattn_runs": [round(r[0]) for r in g_runs],
-                     "torch_final_loss": round(t_loss, 4), "gattn_final_loss": round(g_loss, 4)})
+        median = lambda runs: sorted(runs, key=lambda r: r[0])[len(runs) // 2]
+        t_rate, t_loss, _ = median(t_runs)
+        g_rate, g_loss = median(g_runs)
+        row = {"threads": t, "torch_tokens_per_s": round(t_rate), "gattn_tokens_per_s": round(g_rate),
+               "torch_runs": [round(r[0]) for r in t_runs], "gattn_runs": [round(r[0]) for r in g_runs],
+               "torch_final_loss": round(t_loss, 4), "gattn_final_loss": round(g_loss, 4)}
+        if c_runs:
+            row["torch_compiled_tokens_per_s"] = round(median(c_runs)[0])
+            row["torch_compiled_runs"] = [round(r[0]) for r in c_runs]
+        rows.append(row)
+    best_of = lambda r: max(r["torch_tokens_per_s"], r.get("torch_compiled_tokens_per_s", 0))
     for r in rows:
-        # PyTorch at its best: the fastest of its runs with at most this many threads.
-        best = max((x for x in rows if x["threads"] <= r["threads"]), key=lambda x: x["torch_tokens_per_s"])
+        # PyTorch at its best: the fastest of its medians (eager or compiled) with at most this many threads.
+        best = max((x for x in rows if x["threads"] <= r["threads"]), key=best_of)
         r["torch_best_threads"] = best["threads"]
-        r["speedup_vs_same_threads"] = round(r["gattn_tokens_per_s"] / r["torch_tokens_per_s"], 2)
-        r["speedup_vs_torch_best"] = round(r["gattn_tokens_per_s"] / best["torch_tokens_per_s"], 2)
+        r["torch_best_mode"] = "eager" if best["torch_tokens_per_s"] >= best_of(best) else "compiled"
+        r["speedup_vs_same_threads"] = round(r["gattn_tokens_per_s"] / best_of(r), 2)
+        r["speedup_vs_torch_best"] = round(r["gattn_tokens_per_s"] / best_of(best), 2)
     m = cfg["model"]
     shape = (f"{m['n_layer']} layers, {m['n_head']} heads, {m['n_embd']} wide, block {m['block_size']}, "
              f"batch {cfg['train']['batch_size']}, gate {m.get('gate', {}).get('kind', 'none')}")
@@ -367,14 +388,19 @@ def main():
     if warning:
         print(f"  {warning}")
     print()
-    print("| threads | PyTorch eager tokens/s | gattn tokens/s | gattn / PyTorch (same threads) | gattn / PyTorch at its best |")
-    print("| --- | --- | --- | --- | --- |")
+    compiled_head = " PyTorch torch.compile tokens/s |" if args.compile else ""
+    print(f"| threads | PyTorch eager tokens/s |{compiled_head} gattn tokens/s | gattn / PyTorch (same threads) | "
+          "gattn / PyTorch at its best |")
+    print("| --- | --- |" + (" --- |" if args.compile else "") + " --- | --- | --- |")
     for r in rows:
         spread = lambda runs: f" ({min(runs):,}–{max(runs):,})" if len(runs) > 1 else ""
-        print(f"| {r['threads']} | {r['torch_tokens_per_s']:,}{spread(r['torch_runs'])} | "
+        compiled_cell = (f" {r['torch_compiled_tokens_per_s']:,}{spread(r['torch_compiled_runs'])} |"
+                         if args.compile else "")
+        print(f"| {r['threads']} | {r['torch_tokens_per_s']:,}{spread(r['torch_runs'])} |{compiled_cell} "
               f"{r['gattn_tokens_per_s']:,}{spread(r['gattn_runs'])} | "
               f"{r['speedup_vs_same_threads']:.2f}x | {r['speedup_vs_torch_best']:.2f}x "
-              f"(PyTorch at {r['torch_best_threads']} thread{'s' if r['torch_best_threads'] > 1 else ''}) |")
+              f"(PyTorch {r['torch_best_mode']} at {r['torch_best_threads']} "
+              f"thread{'s' if r['torch_best_threads'] > 1 else ''}) |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)

@@ -131,6 +131,43 @@ inline VisibleColumns visible_columns(std::int64_t lo, std::int64_t hi, std::int
   return {lo, hi, lo / kSimdSpan * kSimdSpan, std::min((hi + kSimdSpan - 1) / kSimdSpan * kSimdSpan, cols)};
 }
 
+// The rows of a causal tile on the diagonal see ever more of its columns (row r up to column r), so
+// its products run in kTileRowBlocks row blocks, each over the columns its last row can see, rounded
+// up to kSimdSpan (the row loops' spans read no further): on a diagonal 64 × 64 tile the four blocks
+// of 16 rows take 16, 32, 48 and 64 columns, 5/8 of the full tile's work (at T = 64 every tile is
+// diagonal; 4 blocks beat 2 and 8 on the attention benchmark, docs/benchmarks.md). Every entry a
+// product skips is one the row loops leave unread (S, dA) or have set to 0 (A, W, dS). Off the
+// diagonal, and without a causal mask, one block covers the tile.
+constexpr int kTileRowBlocks = 4;
+struct TileRowBlock {
+  std::int64_t r0 = 0, r1 = 0, cols = 0;  // rows [r0, r1) over columns [0, cols); cols 0: no product
+};
+struct TileRowBlocks {
+  int n = 0;
+  TileRowBlock block[kTileRowBlocks];
+};
+// pos[r]: row r's true position (ascending).
+template <class T>
+TileRowBlocks tile_row_blocks(const FlashAttentionParams<T>& p, const std::int64_t* pos, std::int64_t rows,
+                              std::int64_t j0, std::int64_t cols) {
+  TileRowBlocks b;
+  const auto seen_columns = [&](std::int64_t r1) {  // the columns rows [0, r1) see, span-rounded
+    const std::int64_t hi = end_key(p, pos[r1 - 1]) - j0;
+    return hi <= 0 ? std::int64_t{0} : std::min((hi + kSimdSpan - 1) / kSimdSpan * kSimdSpan, cols);
+  };
+  if (!p.causal || rows < kTileRowBlocks || seen_columns(rows / kTileRowBlocks) >= cols) {
+    b.n = 1;
+    b.block[0] = {0, rows, cols};
+    return b;
+  }
+  b.n = kTileRowBlocks;
+  for (int k = 0; k < kTileRowBlocks; ++k) {
+    const std::int64_t r0 = rows * k / kTileRowBlocks, r1 = rows * (k + 1) / kTileRowBlocks;
+    b.block[k] = {r0, r1, seen_columns(r1)};
+  }
+  return b;
+}
+
 // The modulation's α for query head bh (of B·H): one for every head, or the head's own.
 template <class T>
 T head_alpha(const FlashAttentionParams<T>& p, std::int64_t bh) {
@@ -217,22 +254,28 @@ ModulationAt<T> modulation_at(const FlashAttentionParams<T>& p, T alpha, std::in
 // Fills S[r, c] (query rows pos[0..rows), key columns j0..) with the full logits scale·q·k + c_j + r_i.
 // q_rows holds those query rows contiguously (stride d): the head's own rows for a whole tile, or
 // a compact copy of a tile's active rows; pos[r] is row r's true position (the bias index).
-// Invisible entries are left as they are (callers only read visible ones).
+// Invisible entries are left as they are (callers only read visible ones), and on a causal diagonal
+// tile those past a row block's columns are not computed (tile_row_blocks).
 template <class T>
 void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_rows, const std::int64_t* pos,
                  std::int64_t rows, std::int64_t j0, std::int64_t cols, T* S) {
   const std::int64_t d = p.d, base = bh * p.Tq, kbase = bh * p.Tk, kvbase = kv_row_base(p, bh);
-  blas_gemm<T>({.trans_b = true,
-                .M = rows,
-                .N = cols,
-                .K = d,
-                .alpha = p.scale,
-                .A = q_rows,
-                .lda = d,
-                .B = p.k + (kvbase + j0) * d,
-                .ldb = d,
-                .C = S,
-                .ldc = kAttnTileK});
+  const TileRowBlocks blocks = tile_row_blocks(p, pos, rows, j0, cols);
+  for (int k = 0; k < blocks.n; ++k) {
+    const TileRowBlock& b = blocks.block[k];
+    if (b.cols == 0) continue;
+    blas_gemm<T>({.trans_b = true,
+                  .M = b.r1 - b.r0,
+                  .N = b.cols,
+                  .K = d,
+                  .alpha = p.scale,
+                  .A = q_rows + b.r0 * d,
+                  .lda = d,
+                  .B = p.k + (kvbase + j0) * d,
+                  .ldb = d,
+                  .C = S + b.r0 * kAttnTileK,
+                  .ldc = kAttnTileK});
+  }
   if (!p.row_bias && !p.col_bias) return;
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = S + r * kAttnTileK;
@@ -545,17 +588,22 @@ GATTN_ATTN_STEP void forward_query_tile(const FlashAttentionParams<T>& p, const 
     tile_logits(p, bh, q_rows, ws.pos.data(), rows, j0, cols, ws.S.data());
     for (std::int64_t r = 0; r < rows; ++r)
       forward_row_on_key_tile(p, o, mode, bh, r, ws.pos[static_cast<std::size_t>(r)], j0, cols, ws, moments, mod);
-    // acc += W · V for this key tile.
-    blas_gemm<T>({.M = rows,
-                  .N = d,
-                  .K = cols,
-                  .A = ws.W.data(),
-                  .lda = kAttnTileK,
-                  .B = p.v + (kvbase + j0) * d,
-                  .ldb = d,
-                  .beta = T(1),
-                  .C = ws.acc.data(),
-                  .ldc = d});
+    // acc += W · V for this key tile, by row blocks (W is 0 past each block's columns).
+    const TileRowBlocks blocks = tile_row_blocks(p, ws.pos.data(), rows, j0, cols);
+    for (int k = 0; k < blocks.n; ++k) {
+      const TileRowBlock& b = blocks.block[k];
+      if (b.cols == 0) continue;
+      blas_gemm<T>({.M = b.r1 - b.r0,
+                    .N = d,
+                    .K = b.cols,
+                    .A = ws.W.data() + b.r0 * kAttnTileK,
+                    .lda = kAttnTileK,
+                    .B = p.v + (kvbase + j0) * d,
+                    .ldb = d,
+                    .beta = T(1),
+                    .C = ws.acc.data() + b.r0 * d,
+                    .ldc = d});
+    }
   }
   for (std::int64_t r = 0; r < rows; ++r)
     finish_row(p, o, mode.want_entropy, bh, r, ws.pos[static_cast<std::size_t>(r)], ws);
@@ -855,59 +903,71 @@ GATTN_ATTN_STEP void backward_tile_pair(const FlashAttentionParams<T>& p, const 
   const T* do_rows = !in.d_out ? nullptr : whole ? in.d_out + (base + i0) * d : ws.do_compact.data() + off * d;
   T* dq_rows = whole ? h.dq + i0 * d : ws.dq_compact.data() + off * d;
   tile_logits(p, h.bh, q_rows, rpos, rows, j0, cols, ws.S.data());
-  if (do_rows)
-    blas_gemm<T>({.trans_b = true,
-                  .M = rows,
-                  .N = cols,
-                  .K = d,
-                  .A = do_rows,
-                  .lda = d,
-                  .B = p.v + (kvbase + j0) * d,
-                  .ldb = d,
-                  .C = ws.dA.data(),
-                  .ldc = kAttnTileK});
-  else
+  const TileRowBlocks blocks = tile_row_blocks(p, rpos, rows, j0, cols);
+  if (do_rows) {
+    for (int k = 0; k < blocks.n; ++k) {
+      const TileRowBlock& b = blocks.block[k];
+      if (b.cols == 0) continue;
+      blas_gemm<T>({.trans_b = true,
+                    .M = b.r1 - b.r0,
+                    .N = b.cols,
+                    .K = d,
+                    .A = do_rows + b.r0 * d,
+                    .lda = d,
+                    .B = p.v + (kvbase + j0) * d,
+                    .ldb = d,
+                    .C = ws.dA.data() + b.r0 * kAttnTileK,
+                    .ldc = kAttnTileK});
+    }
+  } else {
     std::fill(ws.dA.begin(), ws.dA.end(), T(0));
+  }
   bool any = false;
   for (std::int64_t r = 0; r < rows; ++r)
     if (backward_row(p, in, g, mode, h, r, rpos[r], j0, cols, ws)) any = true;
   if (!any) return;
-  // dv += Aᵀ dO; dq += scale dS k; dk += scale dSᵀ q.
-  if (do_rows)
-    blas_gemm<T>({.trans_a = true,
-                  .M = cols,
+  // dv += Aᵀ dO; dq += scale dS k; dk += scale dSᵀ q; by row blocks (A and dS are 0 past each
+  // block's columns), the blocks' dv and dk terms added in block order.
+  for (int k = 0; k < blocks.n; ++k) {
+    const TileRowBlock& b = blocks.block[k];
+    if (b.cols == 0) continue;
+    const std::int64_t m = b.r1 - b.r0;
+    if (do_rows)
+      blas_gemm<T>({.trans_a = true,
+                    .M = b.cols,
+                    .N = d,
+                    .K = m,
+                    .A = ws.A.data() + b.r0 * kAttnTileK,
+                    .lda = kAttnTileK,
+                    .B = do_rows + b.r0 * d,
+                    .ldb = d,
+                    .beta = T(1),
+                    .C = h.dv + j0 * d,
+                    .ldc = d});
+    blas_gemm<T>({.M = m,
                   .N = d,
-                  .K = rows,
-                  .A = ws.A.data(),
+                  .K = b.cols,
+                  .alpha = p.scale,
+                  .A = ws.dS.data() + b.r0 * kAttnTileK,
                   .lda = kAttnTileK,
-                  .B = do_rows,
+                  .B = p.k + (kvbase + j0) * d,
                   .ldb = d,
                   .beta = T(1),
-                  .C = h.dv + j0 * d,
+                  .C = dq_rows + b.r0 * d,
                   .ldc = d});
-  blas_gemm<T>({.M = rows,
-                .N = d,
-                .K = cols,
-                .alpha = p.scale,
-                .A = ws.dS.data(),
-                .lda = kAttnTileK,
-                .B = p.k + (kvbase + j0) * d,
-                .ldb = d,
-                .beta = T(1),
-                .C = dq_rows,
-                .ldc = d});
-  blas_gemm<T>({.trans_a = true,
-                .M = cols,
-                .N = d,
-                .K = rows,
-                .alpha = p.scale,
-                .A = ws.dS.data(),
-                .lda = kAttnTileK,
-                .B = q_rows,
-                .ldb = d,
-                .beta = T(1),
-                .C = h.dk + j0 * d,
-                .ldc = d});
+    blas_gemm<T>({.trans_a = true,
+                  .M = b.cols,
+                  .N = d,
+                  .K = m,
+                  .alpha = p.scale,
+                  .A = ws.dS.data() + b.r0 * kAttnTileK,
+                  .lda = kAttnTileK,
+                  .B = q_rows + b.r0 * d,
+                  .ldb = d,
+                  .beta = T(1),
+                  .C = h.dk + j0 * d,
+                  .ldc = d});
+  }
 }
 
 // Key tile kt against every query tile that can see one of its keys: causal, i ≥ j0 and
