@@ -255,12 +255,12 @@ ModulationAt<T> modulation_at(const FlashAttentionParams<T>& p, T alpha, std::in
 // q_rows holds those query rows contiguously (stride d): the head's own rows for a whole tile, or
 // a compact copy of a tile's active rows; pos[r] is row r's true position (the bias index).
 // Invisible entries are left as they are (callers only read visible ones), and on a causal diagonal
-// tile those past a row block's columns are not computed (tile_row_blocks).
+// tile those past a row block's columns are not computed (`blocks`: tile_row_blocks of these rows).
+// C[r, c] = alpha · a_rows[r] · keys[c] (rows of d) over the tile's row blocks, C a tile of stride
+// kAttnTileK: the logits q·kᵀ and the backward's dO·vᵀ.
 template <class T>
-void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_rows, const std::int64_t* pos,
-                 std::int64_t rows, std::int64_t j0, std::int64_t cols, T* S) {
-  const std::int64_t d = p.d, base = bh * p.Tq, kbase = bh * p.Tk, kvbase = kv_row_base(p, bh);
-  const TileRowBlocks blocks = tile_row_blocks(p, pos, rows, j0, cols);
+void tile_products_with_keys(const TileRowBlocks& blocks, T alpha, const T* a_rows, const T* keys, std::int64_t d,
+                             T* C) {
   for (int k = 0; k < blocks.n; ++k) {
     const TileRowBlock& b = blocks.block[k];
     if (b.cols == 0) continue;
@@ -268,14 +268,21 @@ void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_r
                   .M = b.r1 - b.r0,
                   .N = b.cols,
                   .K = d,
-                  .alpha = p.scale,
-                  .A = q_rows + b.r0 * d,
+                  .alpha = alpha,
+                  .A = a_rows + b.r0 * d,
                   .lda = d,
-                  .B = p.k + (kvbase + j0) * d,
+                  .B = keys,
                   .ldb = d,
-                  .C = S + b.r0 * kAttnTileK,
+                  .C = C + b.r0 * kAttnTileK,
                   .ldc = kAttnTileK});
   }
+}
+
+template <class T>
+void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_rows, const std::int64_t* pos,
+                 const TileRowBlocks& blocks, std::int64_t rows, std::int64_t j0, std::int64_t cols, T* S) {
+  const std::int64_t d = p.d, base = bh * p.Tq, kbase = bh * p.Tk, kvbase = kv_row_base(p, bh);
+  tile_products_with_keys(blocks, p.scale, q_rows, p.k + (kvbase + j0) * d, d, S);
   if (!p.row_bias && !p.col_bias) return;
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = S + r * kAttnTileK;
@@ -585,11 +592,11 @@ GATTN_ATTN_STEP void forward_query_tile(const FlashAttentionParams<T>& p, const 
   for (std::int64_t j0 = j_lo / kAttnTileK * kAttnTileK; j0 < j_hi; j0 += kAttnTileK) {
     if (tile_plan && tile_plan[j0 / kAttnTileK] == ops::kTileSkip) continue;  // pruned: no product, no exp
     const std::int64_t cols = std::min(kAttnTileK, Tk - j0);
-    tile_logits(p, bh, q_rows, ws.pos.data(), rows, j0, cols, ws.S.data());
+    const TileRowBlocks blocks = tile_row_blocks(p, ws.pos.data(), rows, j0, cols);
+    tile_logits(p, bh, q_rows, ws.pos.data(), blocks, rows, j0, cols, ws.S.data());
     for (std::int64_t r = 0; r < rows; ++r)
       forward_row_on_key_tile(p, o, mode, bh, r, ws.pos[static_cast<std::size_t>(r)], j0, cols, ws, moments, mod);
     // acc += W · V for this key tile, by row blocks (W is 0 past each block's columns).
-    const TileRowBlocks blocks = tile_row_blocks(p, ws.pos.data(), rows, j0, cols);
     for (int k = 0; k < blocks.n; ++k) {
       const TileRowBlock& b = blocks.block[k];
       if (b.cols == 0) continue;
@@ -902,26 +909,12 @@ GATTN_ATTN_STEP void backward_tile_pair(const FlashAttentionParams<T>& p, const 
   const T* q_rows = whole ? p.q + (base + i0) * d : ws.q_compact.data() + off * d;
   const T* do_rows = !in.d_out ? nullptr : whole ? in.d_out + (base + i0) * d : ws.do_compact.data() + off * d;
   T* dq_rows = whole ? h.dq + i0 * d : ws.dq_compact.data() + off * d;
-  tile_logits(p, h.bh, q_rows, rpos, rows, j0, cols, ws.S.data());
   const TileRowBlocks blocks = tile_row_blocks(p, rpos, rows, j0, cols);
-  if (do_rows) {
-    for (int k = 0; k < blocks.n; ++k) {
-      const TileRowBlock& b = blocks.block[k];
-      if (b.cols == 0) continue;
-      blas_gemm<T>({.trans_b = true,
-                    .M = b.r1 - b.r0,
-                    .N = b.cols,
-                    .K = d,
-                    .A = do_rows + b.r0 * d,
-                    .lda = d,
-                    .B = p.v + (kvbase + j0) * d,
-                    .ldb = d,
-                    .C = ws.dA.data() + b.r0 * kAttnTileK,
-                    .ldc = kAttnTileK});
-    }
-  } else {
+  tile_logits(p, h.bh, q_rows, rpos, blocks, rows, j0, cols, ws.S.data());
+  if (do_rows)
+    tile_products_with_keys(blocks, T(1), do_rows, p.v + (kvbase + j0) * d, d, ws.dA.data());
+  else
     std::fill(ws.dA.begin(), ws.dA.end(), T(0));
-  }
   bool any = false;
   for (std::int64_t r = 0; r < rows; ++r)
     if (backward_row(p, in, g, mode, h, r, rpos[r], j0, cols, ws)) any = true;
