@@ -8,6 +8,8 @@
 #include "framework/runtime/library_environment.h"
 #include "framework/runtime/openblas_core.h"
 #include "framework/runtime/threads.h"
+#include "ops/elementwise.h"
+#include "ops/glu.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"
 #include "ops/reduce.h"
@@ -120,6 +122,20 @@ void BM_GeluForward(benchmark::State& state) {
   set_gbytes(state, 2.0 * 4 * kTokens * 4 * kC);
 }
 BENCHMARK(BM_GeluForward)->Unit(benchmark::kMicrosecond);
+
+// The output gate y ⊙ σ(u), forward + backward, [tokens, C]: Arg 0 the composed σ then ⊙ (two ops
+// each way), 1 the fused glu_sigmoid (one), with the same bits (models/gates/output.cpp).
+void BM_OutputGateForwardBackward(benchmark::State& state) {
+  const bool fused = state.range(0) != 0;
+  Tensor u = randn({kTokens, kC}, 1).set_requires_grad(true), y = randn({kTokens, kC}, 2).set_requires_grad(true);
+  Tensor g = randn({kTokens, kC}, 3);
+  for (auto _ : state) {
+    Tensor out = fused ? gattn::ops::glu_sigmoid(u, y) : y * gattn::ops::sigmoid(u);
+    out.backward(g);
+  }
+  set_gbytes(state, 8.0 * 4 * kTokens * kC);  // fwd: u, y in, out; bwd: u, y, g in, du, dy out
+}
+BENCHMARK(BM_OutputGateForwardBackward)->ArgName("fused")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 // Fused cross-entropy from logits, forward + backward. Arg: vocabulary size.
 void BM_CrossEntropyForwardBackward(benchmark::State& state) {

@@ -36,21 +36,26 @@ GATTN_GLU_HD inline T sigmoid(T a) {
   return a >= T(0) ? r : e * r;
 }
 
-// y = act(a) · u.
+// y = act(a) · u, from s = σ(a): the CPU kernel passes its vectorising σ (ops/cpu/unary.h's, so the
+// sigmoid GLU's σ is bitwise ops::sigmoid's), the CUDA kernel the one above.
 template <Activation A, class T>
-GATTN_GLU_HD inline T forward(T a, T u) {
-  const T s = sigmoid(a);
+GATTN_GLU_HD inline T forward_from_sigmoid(T a, T s, T u) {
   if constexpr (A == Activation::silu)
     return a * s * u;
   else
     return s * u;
 }
 
-// The gradients of y = act(a) · u for the output gradient g: du = g · act(a), da = g · u · act'(a),
-// with silu'(a) = σ(a)(1 + a(1 − σ(a))) and σ'(a) = σ(a)(1 − σ(a)).
 template <Activation A, class T>
-GATTN_GLU_HD inline void backward(T a, T u, T g, T& da, T& du) {
-  const T s = sigmoid(a);
+GATTN_GLU_HD inline T forward(T a, T u) {
+  return forward_from_sigmoid<A>(a, sigmoid(a), u);
+}
+
+// The gradients of y = act(a) · u for the output gradient g: du = g · act(a), da = g · u · act'(a),
+// with silu'(a) = σ(a)(1 + a(1 − σ(a))) and σ'(a) = σ(a)(1 − σ(a)). The sigmoid case multiplies in
+// the order the composed σ(a) ⊙ u's backward does (g·u, then ·σ(1 − σ)), so the two agree bitwise.
+template <Activation A, class T>
+GATTN_GLU_HD inline void backward_from_sigmoid(T a, T s, T u, T g, T& da, T& du) {
   if constexpr (A == Activation::silu) {
     du = g * a * s;
     da = g * u * s * (T(1) + a * (T(1) - s));
@@ -58,6 +63,11 @@ GATTN_GLU_HD inline void backward(T a, T u, T g, T& da, T& du) {
     du = g * s;
     da = g * u * s * (T(1) - s);
   }
+}
+
+template <Activation A, class T>
+GATTN_GLU_HD inline void backward(T a, T u, T g, T& da, T& du) {
+  backward_from_sigmoid<A>(a, sigmoid(a), u, g, da, du);
 }
 
 }  // namespace gattn::glu

@@ -235,6 +235,10 @@ def torch_tokens_per_s(cfg, steps, threads, warmup, schedule=False, compiled=Fal
             return F.cross_entropy(logits.view(-1, V), targets.view(-1))
 
     model = GPT()
+    if compiled:
+        # Each run defines its own GPT class, which Dynamo counts as a recompilation of forward: after
+        # config.recompile_limit (8) of them it would silently run eager. Start each run afresh.
+        torch._dynamo.reset()
     step_model = torch.compile(model) if compiled else model
     o = cfg["optim"]
     gates = [p for n, p in model.named_parameters() if ".gate." in n]

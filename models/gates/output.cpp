@@ -7,8 +7,10 @@
 #include "models/gating/options.h"
 #include "models/gating/registry.h"
 #include "ops/elementwise.h"
+#include "ops/glu.h"
 #include "ops/matmul.h"
 #include "ops/shape.h"
+#include "ops/unary.h"
 
 namespace gattn::models {
 
@@ -44,6 +46,7 @@ class OutputGate : public Gate {
   }
 
   Tensor gate_output(const AttentionInputs& in, const Tensor& y, AttentionContext& ctx) override {
+    if (fused_sigmoid(ctx)) return fused_gate_output(in, y, ctx);
     GateEffect e = effect(in, ctx);  // [B, T, U·w]; y, h: [B, T, C]
     const std::int64_t B = y.size(0), T = y.size(1);
     GateEffect shown = e;
@@ -67,6 +70,25 @@ class OutputGate : public Gate {
   Tensor magnitude_weight, magnitude_bias;  // the same, with tanh_magnitude only
 
  private:
+  // The plain elementwise σ gate on every head is y ⊙ σ(u), one fused op each way (ops::glu_sigmoid:
+  // no σ(u) buffer written and read back, one backward pass instead of two) with the same bits as
+  // the composed σ then ⊙. The gate L1 regulariser needs σ(u) with its gradient, so it composes.
+  bool fused_sigmoid(const AttentionContext& ctx) const {
+    return is_sigmoid_family(gate_.activation) && width_ == head_dim_ && units_.one_per_head() && !options_.hard &&
+           (options_.dropout == 0.0 || !ctx.training) && options_.ramp_at(ctx.step) == 1.0 && !ctx.wants(kGateL1);
+  }
+  Tensor fused_gate_output(const AttentionInputs& in, const Tensor& y, AttentionContext& ctx) const {
+    const Tensor u = activation_input(ops::linear(gate_input_norm(in.h, options_), weight, bias), gate_, options_, ctx);
+    GateEffect e;  // what report_gate reads: the logit (entropy) and, when statistics are taken, σ(u)
+    e.soft.logit = u;
+    if ((ctx.collect_stats && ctx.stats) || ctx.inspect) {
+      const std::int64_t B = y.size(0), T = y.size(1);
+      e.reported = ops::reshape(ops::sigmoid(u.detach()), {B, T, units_.units, width_});
+    }
+    report_gate(e, ctx, {1, 2, &units_});
+    return ops::glu_sigmoid(u, y);
+  }
+
   // The gate's effective values [B, T, U·w] from h.
   GateEffect effect(const AttentionInputs& in, const AttentionContext& ctx) const {
     const Tensor x = gate_input_norm(in.h, options_);

@@ -59,9 +59,8 @@ bool gate_noise_active(const GateConfig& gate, const AttentionContext& ctx) {
   return gate.activation == "gumbel_sigmoid" && ctx.training;
 }
 
-GateActivation activate_gate(const Tensor& z, const GateConfig& gate, const GateOptions& options,
-                             const AttentionContext& ctx, const Tensor& z_magnitude) {
-  GateActivation out;
+Tensor activation_input(const Tensor& z, const GateConfig& gate, const GateOptions& options,
+                        const AttentionContext& ctx) {
   Tensor u = z;
   if (gate_noise_active(gate, ctx)) {
     if (!ctx.noise)
@@ -74,6 +73,14 @@ GateActivation activate_gate(const Tensor& z, const GateConfig& gate, const Gate
   }
   const double tau = options.temperature_at(ctx.step);
   if (tau != 1.0) u = ops::mul_scalar(u, 1.0 / tau);
+  return u;
+}
+
+GateActivation activate_gate(const Tensor& z, const GateConfig& gate, const GateOptions& options,
+                             const AttentionContext& ctx, const Tensor& z_magnitude) {
+  GateActivation out;
+  const Tensor u = activation_input(z, gate, options, ctx);
+  const double tau = options.temperature_at(ctx.step);
   if (is_sigmoid_family(gate.activation)) {
     out.logit = u;
     out.value = ops::sigmoid(u);
@@ -154,7 +161,7 @@ void report_gate(const GateEffect& effect, AttentionContext& ctx, const GateLayo
   if (ctx.inspect) inspect_gate_values(effect.reported, layout.token_axis, *ctx.inspect, !ctx.reporting_keys);
   if (ctx.wants(kGateEntropy) && effect.soft.logit.defined())
     ctx.add_regularizer(kGateEntropy, ops::sum(binary_entropy_from_logit(effect.soft.logit)),
-                        static_cast<double>(effect.soft.value.numel()));
+                        static_cast<double>(effect.soft.logit.numel()));
   if (ctx.wants(kGateL1))
     ctx.add_regularizer(kGateL1, ops::sum(effect.soft.value), static_cast<double>(effect.soft.value.numel()));
 }

@@ -47,6 +47,12 @@ inline bool has_magnitude_projection(const GateConfig& gate) { return gate.activ
 GateActivation activate_gate(const Tensor& z, const GateConfig& gate, const GateOptions& options,
                              const AttentionContext& ctx, const Tensor& z_magnitude = Tensor());
 
+// u, what the activation is taken of: z/τ(step), or (z + n)/τ(step) with the logistic noise of
+// gumbel_sigmoid while training (drawn from ctx.noise; ValueError when it is null). activate_gate's
+// first step; the output gate's fused σ(u) ⊙ y starts from it.
+Tensor activation_input(const Tensor& z, const GateConfig& gate, const GateOptions& options,
+                        const AttentionContext& ctx);
+
 // Whether the activation adds noise now.
 bool gate_noise_active(const GateConfig& gate, const AttentionContext& ctx);
 

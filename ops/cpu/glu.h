@@ -1,29 +1,90 @@
 // CPU kernels of the fused gated linear units (ops/glu.h): one pass for y = act(gate) ⊙ up and one
 // for both inputs' gradients, over raw contiguous buffers of n elements (float or double). The
-// element math is ops/glu_element.h, shared with the CUDA kernel.
+// element math is ops/glu_element.h, shared with the CUDA kernel; σ is ops/cpu/unary.h's (a
+// polynomial eˣ for float, so the loops vectorise, where std::exp kept them scalar), which makes the
+// sigmoid GLU bitwise the composed σ(gate) ⊙ up, both ways.
 #pragma once
 #include <cstdint>
 
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/unary.h"
 #include "ops/glu_element.h"
 
 namespace gattn::cpu {
 
 template <glu::Activation A, class T>
 void glu_forward(const T* gate, const T* up, T* y, std::int64_t n) {
-#pragma omp parallel for schedule(static) if (worth_parallel(n * 12))
-  for (std::int64_t i = 0; i < n; ++i) y[i] = glu::forward<A>(gate[i], up[i]);
+#pragma omp parallel for simd schedule(static) if (worth_parallel(n * 12))
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T a = gate[i];
+    y[i] = glu::forward_from_sigmoid<A>(a, SigmoidFn::f(a), up[i]);
+  }
 }
 
-// dgate or dup may be null when that gradient is not wanted.
+// The gradients at element i (a function, not a capturing lambda: GCC does not vectorise loads
+// through a lambda's captured pointers).
+template <glu::Activation A, class T>
+inline void glu_backward_at(const T* gate, const T* up, const T* g, std::int64_t i, T& da, T& du) {
+  const T a = gate[i];
+  glu::backward_from_sigmoid<A>(a, SigmoidFn::f(a), up[i], g[i], da, du);
+}
+
+// dgate or dup may be null when that gradient is not wanted (the loops are written out per case, so
+// each vectorises without a test per element).
 template <glu::Activation A, class T>
 void glu_backward(const T* gate, const T* up, const T* g, T* dgate, T* dup, std::int64_t n) {
-#pragma omp parallel for schedule(static) if (worth_parallel(n * 16))
+  const bool threaded = worth_parallel(n * 16);
+  if (dgate && dup) {
+#pragma omp parallel for simd schedule(static) if (threaded)
+    for (std::int64_t i = 0; i < n; ++i) glu_backward_at<A>(gate, up, g, i, dgate[i], dup[i]);
+  } else if (dgate) {
+#pragma omp parallel for simd schedule(static) if (threaded)
+    for (std::int64_t i = 0; i < n; ++i) {
+      T du;
+      glu_backward_at<A>(gate, up, g, i, dgate[i], du);
+    }
+  } else if (dup) {
+#pragma omp parallel for simd schedule(static) if (threaded)
+    for (std::int64_t i = 0; i < n; ++i) {
+      T da;
+      glu_backward_at<A>(gate, up, g, i, da, dup[i]);
+    }
+  }
+}
+
+// The sigmoid GLU keeping σ(gate) for its backward (ops/glu.cpp): y = σ(gate) ⊙ up and s = σ(gate)
+// in one pass; the backward then needs no exp, and s takes the place of gate as the saved tensor
+// (σ's gradients need only s), so it costs no memory either.
+template <class T>
+void glu_sigmoid_forward_saving(const T* gate, const T* up, T* y, T* s, std::int64_t n) {
+#pragma omp parallel for simd schedule(static) if (worth_parallel(n * 12))
   for (std::int64_t i = 0; i < n; ++i) {
-    T da, du;
-    glu::backward<A>(gate[i], up[i], g[i], da, du);
-    if (dgate) dgate[i] = da;
-    if (dup) dup[i] = du;
+    const T a = gate[i], si = SigmoidFn::f(a);
+    s[i] = si;
+    y[i] = glu::forward_from_sigmoid<glu::Activation::sigmoid>(a, si, up[i]);
+  }
+}
+
+template <class T>
+void glu_sigmoid_backward_from_saved(const T* s, const T* up, const T* g, T* dgate, T* dup, std::int64_t n) {
+  const bool threaded = worth_parallel(n * 4);
+  // a is unused by the sigmoid case of backward_from_sigmoid; s stands in for it.
+  if (dgate && dup) {
+#pragma omp parallel for simd schedule(static) if (threaded)
+    for (std::int64_t i = 0; i < n; ++i)
+      glu::backward_from_sigmoid<glu::Activation::sigmoid>(s[i], s[i], up[i], g[i], dgate[i], dup[i]);
+  } else if (dgate) {
+#pragma omp parallel for simd schedule(static) if (threaded)
+    for (std::int64_t i = 0; i < n; ++i) {
+      T du;
+      glu::backward_from_sigmoid<glu::Activation::sigmoid>(s[i], s[i], up[i], g[i], dgate[i], du);
+    }
+  } else if (dup) {
+#pragma omp parallel for simd schedule(static) if (threaded)
+    for (std::int64_t i = 0; i < n; ++i) {
+      T da;
+      glu::backward_from_sigmoid<glu::Activation::sigmoid>(s[i], s[i], up[i], g[i], da, dup[i]);
+    }
   }
 }
 

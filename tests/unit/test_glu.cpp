@@ -72,6 +72,23 @@ TEST(Glu, MatchesTheComposedOps) {
   EXPECT_TRUE(test::all_close(ops::glu_sigmoid(a, u), ops::sigmoid(a) * u, 1e-15, 1e-14));
 }
 
+// The output gate computes y ⊙ σ(u) as glu_sigmoid(u, y) (models/gates/output.cpp) and relies on it
+// having the composed ops' exact bits, forward and both gradients, so fused and composed training agree.
+TEST(GluSigmoid, BitwiseTheComposedOpsBothWays) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    Tensor a = test::rand({5, 37}, 31, -25.0, 25.0, dt), u = test::randn({5, 37}, 32, 1.0, dt);
+    Tensor g = test::randn({5, 37}, 33, 1.0, dt);
+    Tensor a1 = a.detach().set_requires_grad(true), u1 = u.detach().set_requires_grad(true);
+    Tensor a2 = a.detach().set_requires_grad(true), u2 = u.detach().set_requires_grad(true);
+    const Tensor fused = ops::glu_sigmoid(a1, u1), composed = u2 * ops::sigmoid(a2);
+    EXPECT_EQ(fused.to_vector(), composed.to_vector()) << dtype_name(dt);
+    fused.backward(g);
+    composed.backward(g);
+    EXPECT_EQ(a1.grad().to_vector(), a2.grad().to_vector()) << dtype_name(dt);
+    EXPECT_EQ(u1.grad().to_vector(), u2.grad().to_vector()) << dtype_name(dt);
+  }
+}
+
 TEST(Glu, Gradcheck) {
   for (glu::Activation act : {glu::Activation::silu, glu::Activation::sigmoid}) {
     auto f = [act](const std::vector<Tensor>& in) { return ops::glu(in[0], in[1], act); };
