@@ -71,7 +71,7 @@ class OutputGate : public Gate {
 
  private:
   // The plain elementwise σ gate on every head is y ⊙ σ(u), one fused op each way (ops::glu_sigmoid:
-  // no σ(u) buffer written and read back, one backward pass instead of two) with the same bits as
+  // one pass forward instead of σ then ⊙, one backward pass instead of two) with the same bits as
   // the composed σ then ⊙. The gate L1 regulariser needs σ(u) with its gradient, so it composes.
   bool fused_sigmoid(const AttentionContext& ctx) const {
     return is_sigmoid_family(gate_.activation) && width_ == head_dim_ && units_.one_per_head() && !options_.hard &&
