@@ -21,35 +21,52 @@ void glu_forward(const T* gate, const T* up, T* y, std::int64_t n) {
   }
 }
 
-// The gradients at element i (a function, not a capturing lambda: GCC does not vectorise loads
-// through a lambda's captured pointers).
-template <glu::Activation A, class T>
-inline void glu_backward_at(const T* gate, const T* up, const T* g, std::int64_t i, T& da, T& du) {
-  const T a = gate[i];
-  glu::backward_from_sigmoid<A>(a, SigmoidFn::f(a), up[i], g[i], da, du);
-}
-
-// dgate or dup may be null when that gradient is not wanted (the loops are written out per case, so
-// each vectorises without a test per element).
-template <glu::Activation A, class T>
-void glu_backward(const T* gate, const T* up, const T* g, T* dgate, T* dup, std::int64_t n) {
-  const bool threaded = worth_parallel(n * 16);
+// The backward's loop for an element function Grad::at(x, up, g, i, da, du): dgate or dup may be null
+// when that gradient is not wanted, and the loops are written out per case so each vectorises
+// without a test per element. Grad is a struct with a static function, not a capturing lambda: GCC
+// does not vectorise loads through a lambda's captured pointers.
+template <class Grad, class T>
+void glu_backward_loops(const T* x, const T* up, const T* g, T* dgate, T* dup, std::int64_t n, bool threaded) {
   if (dgate && dup) {
 #pragma omp parallel for simd schedule(static) if (threaded)
-    for (std::int64_t i = 0; i < n; ++i) glu_backward_at<A>(gate, up, g, i, dgate[i], dup[i]);
+    for (std::int64_t i = 0; i < n; ++i) Grad::at(x, up, g, i, dgate[i], dup[i]);
   } else if (dgate) {
 #pragma omp parallel for simd schedule(static) if (threaded)
     for (std::int64_t i = 0; i < n; ++i) {
       T du;
-      glu_backward_at<A>(gate, up, g, i, dgate[i], du);
+      Grad::at(x, up, g, i, dgate[i], du);
     }
   } else if (dup) {
 #pragma omp parallel for simd schedule(static) if (threaded)
     for (std::int64_t i = 0; i < n; ++i) {
       T da;
-      glu_backward_at<A>(gate, up, g, i, da, dup[i]);
+      Grad::at(x, up, g, i, da, dup[i]);
     }
   }
+}
+
+// The gradients at element i from the gate itself (σ recomputed).
+template <glu::Activation A>
+struct GluGradFromGate {
+  template <class T>
+  static void at(const T* gate, const T* up, const T* g, std::int64_t i, T& da, T& du) {
+    const T a = gate[i];
+    glu::backward_from_sigmoid<A>(a, SigmoidFn::f(a), up[i], g[i], da, du);
+  }
+};
+
+// The sigmoid GLU's gradients at element i from the saved s = σ(gate) (the sigmoid case of
+// backward_from_sigmoid does not read a; s stands in for it).
+struct GluSigmoidGradFromSaved {
+  template <class T>
+  static void at(const T* s, const T* up, const T* g, std::int64_t i, T& da, T& du) {
+    glu::backward_from_sigmoid<glu::Activation::sigmoid>(s[i], s[i], up[i], g[i], da, du);
+  }
+};
+
+template <glu::Activation A, class T>
+void glu_backward(const T* gate, const T* up, const T* g, T* dgate, T* dup, std::int64_t n) {
+  glu_backward_loops<GluGradFromGate<A>>(gate, up, g, dgate, dup, n, worth_parallel(n * 16));
 }
 
 // The sigmoid GLU keeping σ(gate) for its backward (ops/glu.cpp): y = σ(gate) ⊙ up and s = σ(gate)
@@ -67,25 +84,7 @@ void glu_sigmoid_forward_saving(const T* gate, const T* up, T* y, T* s, std::int
 
 template <class T>
 void glu_sigmoid_backward_from_saved(const T* s, const T* up, const T* g, T* dgate, T* dup, std::int64_t n) {
-  const bool threaded = worth_parallel(n * 4);
-  // a is unused by the sigmoid case of backward_from_sigmoid; s stands in for it.
-  if (dgate && dup) {
-#pragma omp parallel for simd schedule(static) if (threaded)
-    for (std::int64_t i = 0; i < n; ++i)
-      glu::backward_from_sigmoid<glu::Activation::sigmoid>(s[i], s[i], up[i], g[i], dgate[i], dup[i]);
-  } else if (dgate) {
-#pragma omp parallel for simd schedule(static) if (threaded)
-    for (std::int64_t i = 0; i < n; ++i) {
-      T du;
-      glu::backward_from_sigmoid<glu::Activation::sigmoid>(s[i], s[i], up[i], g[i], dgate[i], du);
-    }
-  } else if (dup) {
-#pragma omp parallel for simd schedule(static) if (threaded)
-    for (std::int64_t i = 0; i < n; ++i) {
-      T da;
-      glu::backward_from_sigmoid<glu::Activation::sigmoid>(s[i], s[i], up[i], g[i], da, dup[i]);
-    }
-  }
+  glu_backward_loops<GluSigmoidGradFromSaved>(s, up, g, dgate, dup, n, worth_parallel(n * 4));
 }
 
 }  // namespace gattn::cpu

@@ -278,6 +278,26 @@ void tile_products_with_keys(const TileRowBlocks& blocks, T alpha, const T* a_ro
   }
 }
 
+// The transposed direction for one row block: key_rows[c] += alpha · Σ_r tile[r, c] · rows[r] over the
+// block's rows and columns (tile of stride kAttnTileK, rows of d): its term of dv += Aᵀ dO and of
+// dk += scale dSᵀ q.
+template <class T>
+void add_block_product_to_keys(const TileRowBlock& b, T alpha, const T* tile, const T* rows, std::int64_t d,
+                               T* key_rows) {
+  blas_gemm<T>({.trans_a = true,
+                .M = b.cols,
+                .N = d,
+                .K = b.r1 - b.r0,
+                .alpha = alpha,
+                .A = tile + b.r0 * kAttnTileK,
+                .lda = kAttnTileK,
+                .B = rows + b.r0 * d,
+                .ldb = d,
+                .beta = T(1),
+                .C = key_rows,
+                .ldc = d});
+}
+
 template <class T>
 void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_rows, const std::int64_t* pos,
                  const TileRowBlocks& blocks, std::int64_t rows, std::int64_t j0, std::int64_t cols, T* S) {
@@ -925,18 +945,7 @@ GATTN_ATTN_STEP void backward_tile_pair(const FlashAttentionParams<T>& p, const 
     const TileRowBlock& b = blocks.block[k];
     if (b.cols == 0) continue;
     const std::int64_t m = b.r1 - b.r0;
-    if (do_rows)
-      blas_gemm<T>({.trans_a = true,
-                    .M = b.cols,
-                    .N = d,
-                    .K = m,
-                    .A = ws.A.data() + b.r0 * kAttnTileK,
-                    .lda = kAttnTileK,
-                    .B = do_rows + b.r0 * d,
-                    .ldb = d,
-                    .beta = T(1),
-                    .C = h.dv + j0 * d,
-                    .ldc = d});
+    if (do_rows) add_block_product_to_keys(b, T(1), ws.A.data(), do_rows, d, h.dv + j0 * d);
     blas_gemm<T>({.M = m,
                   .N = d,
                   .K = b.cols,
@@ -948,18 +957,7 @@ GATTN_ATTN_STEP void backward_tile_pair(const FlashAttentionParams<T>& p, const 
                   .beta = T(1),
                   .C = dq_rows + b.r0 * d,
                   .ldc = d});
-    blas_gemm<T>({.trans_a = true,
-                  .M = b.cols,
-                  .N = d,
-                  .K = m,
-                  .alpha = p.scale,
-                  .A = ws.dS.data() + b.r0 * kAttnTileK,
-                  .lda = kAttnTileK,
-                  .B = q_rows + b.r0 * d,
-                  .ldb = d,
-                  .beta = T(1),
-                  .C = h.dk + j0 * d,
-                  .ldc = d});
+    add_block_product_to_keys(b, p.scale, ws.dS.data(), q_rows, d, h.dk + j0 * d);
   }
 }
 
