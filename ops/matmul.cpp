@@ -265,26 +265,30 @@ std::vector<Tensor> linear_backward(const LinearDims& d, const Tensor& x, const 
 }
 
 // linear_gelu on the CPU: the GEMM into pre-activations, then bias and GELU in one pass
-// (cpu::bias_gelu_forward); backward GELU' and the bias gradient in one pass, then linear's products.
+// (cpu::bias_gelu_forward, which also keeps tanh(u) for the backward); backward GELU' and the bias
+// gradient in one pass, then linear's products.
 Tensor linear_gelu_cpu(const LinearDims& d, const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor pre = Tensor::empty(d.out_shape, x.dtype());
+  Tensor t = Tensor::empty(d.out_shape, x.dtype());
   Tensor y = Tensor::empty(d.out_shape, x.dtype());
   dispatch_float(x.dtype(), "linear_gelu", [&]<class T>() {
     cpu::gemm<T>(false, true, d.rows, d.out_f, d.in_f, T(1), x.data<T>(), d.in_f, weight.data<T>(), d.in_f, T(0),
                  pre.data<T>(), d.out_f);
-    cpu::bias_gelu_forward<T>(pre.data<T>(), bias.defined() ? bias.data<T>() : nullptr, y.data<T>(), d.rows, d.out_f);
+    cpu::bias_gelu_forward<T>(pre.data<T>(), bias.defined() ? bias.data<T>() : nullptr, t.data<T>(), y.data<T>(),
+                              d.rows, d.out_f);
   });
   return autograd::record(
       "linear_gelu", y, {x, weight, bias},
-      [x = x.detach(), w = weight.detach(), pre, d](const Tensor& g, const std::vector<bool>& needs) {
+      [x = x.detach(), w = weight.detach(), pre, t, d](const Tensor& g, const std::vector<bool>& needs) {
         const bool want_db = needs.size() > 2 && needs[2];
         Tensor dpre = Tensor::empty(pre.shape(), pre.dtype());
         Tensor db = want_db ? Tensor::empty({d.out_f}, pre.dtype()) : Tensor();
         Tensor scratch =  // the bias gradient's per-chunk partial sums
             want_db ? Tensor::empty({cpu::bias_grad_chunks(d.rows) * d.out_f}, pre.dtype()) : Tensor();
         dispatch_float(pre.dtype(), "linear_gelu backward", [&]<class T>() {
-          cpu::gelu_backward_bias<T>(g.data<T>(), pre.data<T>(), dpre.data<T>(), want_db ? db.data<T>() : nullptr,
-                                     want_db ? scratch.data<T>() : nullptr, d.rows, d.out_f);
+          cpu::gelu_backward_bias<T>(g.data<T>(), pre.data<T>(), t.data<T>(), dpre.data<T>(),
+                                     want_db ? db.data<T>() : nullptr, want_db ? scratch.data<T>() : nullptr, d.rows,
+                                     d.out_f);
         });
         std::vector<Tensor> grads = linear_backward(d, x, w, false, dpre, {needs[0], needs[1]});  // dx, dw
         grads.resize(3);

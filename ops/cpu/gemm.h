@@ -1,8 +1,8 @@
 // Row-major GEMM, and the batched driver the matmul/linear ops use: a loop of GEMMs that folds the
 // batch into one GEMM where the layout allows. f32 runs on oneDNN's dnnl_sgemm when the build has
 // it (GATTN_WITH_DNNL): on the model's linear layers it is ~1.4× faster than OpenBLAS at 2 threads
-// (docs/benchmarks.md, "GEMM libraries"); f64, a build without oneDNN and the attention's tile
-// products (blas_gemm) use OpenBLAS's CBLAS.
+// (docs/benchmarks.md, "GEMM libraries"); f64 and a build without oneDNN use OpenBLAS's CBLAS. The
+// attention's f32 tile products have a kernel of their own (ops/cpu/tile_gemm.h).
 #pragma once
 #include <cblas.h>
 #if GATTN_WITH_DNNL
@@ -49,10 +49,9 @@ struct GemmArgs {
   std::int64_t ldc = 0;
 };
 
-// One GEMM (GemmArgs), always through OpenBLAS's CBLAS. For the tiny products of a kernel that is
-// already inside its own parallel region (the fused attention's 64×d×64 tiles), OpenBLAS's
-// small-matrix kernels are 5–10 % faster than oneDNN (docs/benchmarks.md, "GEMM libraries");
-// everything else calls gemm() below.
+// One GEMM (GemmArgs), always through OpenBLAS's CBLAS: the f64 and odd-width tile products of the
+// fused attention (ops/cpu/tile_gemm.h; for those OpenBLAS beat oneDNN by 5–10 %, docs/benchmarks.md,
+// "GEMM libraries"); everything else calls gemm() below.
 template <class T>
 void blas_gemm(const GemmArgs<T>& g) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "gemm: float or double only");

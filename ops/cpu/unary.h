@@ -114,17 +114,28 @@ struct GeluFn {
   static constexpr std::int64_t kCost = 20;
   static constexpr double kC = 0.7978845608028654;  // √(2/π)
   static constexpr double kA = 0.044715;
+  // t = tanh(u): the one costly part (an exp and a division), which the fused linear_gelu computes
+  // once in its forward and keeps for its backward (cpu::bias_gelu_forward).
   template <class T>
-  static T f(T x) {
-    const T t = vtanh(T(kC) * (x + T(kA) * x * x * x));
+  static T tanh_of(T x) {
+    return vtanh(T(kC) * (x + T(kA) * x * x * x));
+  }
+  template <class T>
+  static T f_from_tanh(T x, T t) {
     return T(0.5) * x * (T(1) + t);
   }
   template <class T>
-  static T df(T g, T x) {
-    const T x2 = x * x;
-    const T t = vtanh(T(kC) * (x + T(kA) * x2 * x));
-    const T du = T(kC) * (T(1) + T(3 * kA) * x2);
+  static T df_from_tanh(T g, T x, T t) {
+    const T du = T(kC) * (T(1) + T(3 * kA) * x * x);
     return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du);
+  }
+  template <class T>
+  static T f(T x) {
+    return f_from_tanh(x, tanh_of(x));
+  }
+  template <class T>
+  static T df(T g, T x) {
+    return df_from_tanh(g, x, tanh_of(x));
   }
 };
 

@@ -140,6 +140,38 @@ TEST(UnaryForward, FastLog1pIsWithinAFewUlpOnTheUnitInterval) {
   }
 }
 
+TEST(UnaryForward, FastExpIsAccurateAndItsClampGivesTheLimits) {
+  // cpu::fast_exp (softmax, cross-entropy, GELU, σ, the attention's f32 path) against the double
+  // exp over the normal range, and the limits that come from its clamp alone: exactly 0 for
+  // −inf and below −88, +inf above 88.73 and for +inf, NaN through.
+  for (int i = -870000; i <= 880000; ++i) {
+    const float x = static_cast<float>(i) / 10000.0f;
+    const double want = std::exp(static_cast<double>(x)), got = cpu::fast_exp(x);
+    ASSERT_LE(std::abs(got - want), 4e-7 * want) << "x = " << x;
+  }
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  for (float x : {-inf, -1e30f, -1000.0f, -88.5f, -88.0f}) EXPECT_EQ(cpu::fast_exp(x), 0.0f) << "x = " << x;
+  for (float x : {88.73f, 100.0f, 1e30f, inf}) EXPECT_EQ(cpu::fast_exp(x), inf) << "x = " << x;
+  EXPECT_TRUE(std::isnan(cpu::fast_exp(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_EQ(cpu::fast_exp(0.0f), 1.0f);
+  EXPECT_EQ(cpu::fast_exp(-0.0f), 1.0f);
+}
+
+TEST(UnaryForward, FastTanhIsAccurateRelativelyAndSaturatesToOne) {
+  // cpu::vtanh<float> (GELU's and tanh's f32 path) against the double tanh: relative error over
+  // [−12, 12] (tiny inputs included, where tanh x ≈ x), exactly ±1 far out, NaN through.
+  std::vector<float> xs{1e-30f, 1e-10f, 1e-5f, -1e-5f, 7.9f, 7.95f};
+  for (int i = -1200000; i <= 1200000; ++i) xs.push_back(static_cast<float>(i) / 100000.0f);
+  for (float x : xs) {
+    const double want = std::tanh(static_cast<double>(x)), got = cpu::vtanh(x);
+    ASSERT_LE(std::abs(got - want), 3e-7 * std::abs(want)) << "x = " << x;
+  }
+  for (float x : {9.0f, 50.0f, std::numeric_limits<float>::infinity()}) {
+    EXPECT_EQ(cpu::vtanh(x), 1.0f);
+    EXPECT_EQ(cpu::vtanh(-x), -1.0f);
+  }
+  EXPECT_TRUE(std::isnan(cpu::vtanh(std::numeric_limits<float>::quiet_NaN())));
+}
 TEST(UnaryForward, F32LogSigmoidKeepsItsTails) {
   // The vectorised f32 path: exact 0 and −x in the far tails, −inf at −inf, NaN kept.
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();

@@ -6,8 +6,8 @@
 // one when there are few key/value heads: BackwardSplit), walking each head's key tiles outer and
 // query tiles inner so its dQ and the unit's dK, dV are owned by one thread; the parts of a group
 // are added in a fixed order at the end (no atomics, deterministic, the same bits for any thread
-// count). Tile products go through cpu::blas_gemm (OpenBLAS's small-matrix kernels,
-// single-threaded inside our parallel region).
+// count). Tile products go through cpu::tile_gemm (f32: a register-blocked kernel of our own, about
+// twice OpenBLAS on these sizes; f64: OpenBLAS), single-threaded inside our parallel region.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -20,7 +20,7 @@
 #include "ops/attention/attention.h"
 #include "ops/attention/cpu/flash_prune.h"
 #include "ops/cpu/fast_math.h"
-#include "ops/cpu/gemm.h"
+#include "ops/cpu/tile_gemm.h"
 
 namespace gattn::cpu {
 
@@ -251,28 +251,33 @@ ModulationAt<T> modulation_at(const FlashAttentionParams<T>& p, T alpha, std::in
   return m;
 }
 
-// Fills S[r, c] (query rows pos[0..rows), key columns j0..) with the full logits scale·q·k + c_j + r_i.
-// q_rows holds those query rows contiguously (stride d): the head's own rows for a whole tile, or
-// a compact copy of a tile's active rows; pos[r] is row r's true position (the bias index).
-// Invisible entries are left as they are (callers only read visible ones), and on a causal diagonal
-// tile those past a row block's columns are not computed (`blocks`: tile_row_blocks of these rows).
-// C[r, c] = alpha · a_rows[r] · keys[c] (rows of d) over the tile's row blocks, C a tile of stride
-// kAttnTileK: the logits q·kᵀ and the backward's dO·vᵀ.
+// A key tile's rows keys[0..cols) (rows of d) as a [d, kAttnTileK] panel, panel[x, c] = keys[c, x]:
+// the right-hand operand of q·kᵀ and dO·vᵀ in the layout the tile product reads in place (its rows
+// contiguous), made once per key tile instead of once per product. Columns past `cols` are left
+// as they are: no product reads them (a row block's columns stay within the tile's).
 template <class T>
-void tile_products_with_keys(const TileRowBlocks& blocks, T alpha, const T* a_rows, const T* keys, std::int64_t d,
+void transpose_key_tile(const T* keys, std::int64_t cols, std::int64_t d, T* panel) {
+  for (std::int64_t x = 0; x < d; ++x)
+    for (std::int64_t c = 0; c < cols; ++c) panel[x * kAttnTileK + c] = keys[c * d + x];
+}
+
+// C[r, c] = alpha · a_rows[r] · key c over the tile's row blocks, the keys given as their
+// transposed panel (transpose_key_tile), C a tile of stride kAttnTileK: the logits q·kᵀ and the
+// backward's dO·vᵀ.
+template <class T>
+void tile_products_with_keys(const TileRowBlocks& blocks, T alpha, const T* a_rows, const T* key_panel, std::int64_t d,
                              T* C) {
   for (int k = 0; k < blocks.n; ++k) {
     const TileRowBlock& b = blocks.block[k];
     if (b.cols == 0) continue;
-    blas_gemm<T>({.trans_b = true,
-                  .M = b.r1 - b.r0,
+    tile_gemm<T>({.M = b.r1 - b.r0,
                   .N = b.cols,
                   .K = d,
                   .alpha = alpha,
                   .A = a_rows + b.r0 * d,
                   .lda = d,
-                  .B = keys,
-                  .ldb = d,
+                  .B = key_panel,
+                  .ldb = kAttnTileK,
                   .C = C + b.r0 * kAttnTileK,
                   .ldc = kAttnTileK});
   }
@@ -284,7 +289,7 @@ void tile_products_with_keys(const TileRowBlocks& blocks, T alpha, const T* a_ro
 template <class T>
 void add_block_product_to_keys(const TileRowBlock& b, T alpha, const T* tile, const T* rows, std::int64_t d,
                                T* key_rows) {
-  blas_gemm<T>({.trans_a = true,
+  tile_gemm<T>({.trans_a = true,
                 .M = b.cols,
                 .N = d,
                 .K = b.r1 - b.r0,
@@ -298,11 +303,18 @@ void add_block_product_to_keys(const TileRowBlock& b, T alpha, const T* tile, co
                 .ldc = d});
 }
 
+// Fills S[r, c] (query rows pos[0..rows), key columns j0..) with the full logits scale·q·k + c_j + r_i.
+// q_rows holds those query rows contiguously (stride d): the head's own rows for a whole tile, or
+// a compact copy of a tile's active rows; pos[r] is row r's true position (the bias index).
+// Invisible entries are left as they are (callers only read visible ones), and on a causal diagonal
+// tile those past a row block's columns are not computed (`blocks`: tile_row_blocks of these rows).
+// key_panel: the key tile's transpose_key_tile panel.
 template <class T>
-void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_rows, const std::int64_t* pos,
-                 const TileRowBlocks& blocks, std::int64_t rows, std::int64_t j0, std::int64_t cols, T* S) {
-  const std::int64_t d = p.d, base = bh * p.Tq, kbase = bh * p.Tk, kvbase = kv_row_base(p, bh);
-  tile_products_with_keys(blocks, p.scale, q_rows, p.k + (kvbase + j0) * d, d, S);
+void tile_logits(const FlashAttentionParams<T>& p, std::int64_t bh, const T* q_rows, const T* key_panel,
+                 const std::int64_t* pos, const TileRowBlocks& blocks, std::int64_t rows, std::int64_t j0,
+                 std::int64_t cols, T* S) {
+  const std::int64_t d = p.d, base = bh * p.Tq, kbase = bh * p.Tk;
+  tile_products_with_keys(blocks, p.scale, q_rows, key_panel, d, S);
   if (!p.row_bias && !p.col_bias) return;
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = S + r * kAttnTileK;
@@ -355,15 +367,16 @@ struct ForwardMode {
   bool fast_modulation = false;
 };
 
-// One thread's working memory for a query tile: the logits S and weights W of a key tile, the
-// output accumulator, the online-softmax state per row (running max m, Σ P as l, the entropy sums
-// e1 and e0, key 0's logit s0 and modulation M0 for the sink), the active rows' positions, and the
-// compact copy of a partly active tile's q rows.
+// One thread's working memory for a query tile: the logits S and weights W of a key tile, the key
+// tile's transposed panel, the output accumulator, the online-softmax state per row (running max m, Σ P as l, the
+// entropy sums e1 and e0, key 0's logit s0 and modulation M0 for the sink), the active rows' positions, and the compact
+// copy of a partly active tile's q rows.
 template <class T>
 struct ForwardScratch {
   explicit ForwardScratch(std::int64_t d)
       : S(kAttnTileQ * kAttnTileK),
         W(kAttnTileQ * kAttnTileK),
+        key_panel(static_cast<std::size_t>(d * kAttnTileK)),
         acc(kAttnTileQ * d),
         m(kAttnTileQ),
         l(kAttnTileQ),
@@ -372,7 +385,7 @@ struct ForwardScratch {
         s0(kAttnTileQ),
         M0(kAttnTileQ),
         pos(kAttnTileQ) {}
-  std::vector<T> S, W, acc;
+  std::vector<T> S, W, key_panel, acc;
   std::vector<T> m, l, e1, e0, s0, M0;
   std::vector<std::int64_t> pos;
   std::vector<T> q_compact;
@@ -613,14 +626,15 @@ GATTN_ATTN_STEP void forward_query_tile(const FlashAttentionParams<T>& p, const 
     if (tile_plan && tile_plan[j0 / kAttnTileK] == ops::kTileSkip) continue;  // pruned: no product, no exp
     const std::int64_t cols = std::min(kAttnTileK, Tk - j0);
     const TileRowBlocks blocks = tile_row_blocks(p, ws.pos.data(), rows, j0, cols);
-    tile_logits(p, bh, q_rows, ws.pos.data(), blocks, rows, j0, cols, ws.S.data());
+    transpose_key_tile(p.k + (kvbase + j0) * d, cols, d, ws.key_panel.data());
+    tile_logits(p, bh, q_rows, ws.key_panel.data(), ws.pos.data(), blocks, rows, j0, cols, ws.S.data());
     for (std::int64_t r = 0; r < rows; ++r)
       forward_row_on_key_tile(p, o, mode, bh, r, ws.pos[static_cast<std::size_t>(r)], j0, cols, ws, moments, mod);
     // acc += W · V for this key tile, by row blocks (W is 0 past each block's columns).
     for (int k = 0; k < blocks.n; ++k) {
       const TileRowBlock& b = blocks.block[k];
       if (b.cols == 0) continue;
-      blas_gemm<T>({.M = b.r1 - b.r0,
+      tile_gemm<T>({.M = b.r1 - b.r0,
                     .N = d,
                     .K = b.cols,
                     .A = ws.W.data() + b.r0 * kAttnTileK,
@@ -639,22 +653,26 @@ GATTN_ATTN_STEP void forward_query_tile(const FlashAttentionParams<T>& p, const 
 
 // ---- Backward steps -------------------------------------------------------------------------------
 
-// One thread's working memory for a head: the tiles S, A, dA, dS; D_i per query; scratch for the
+// One thread's working memory for a head: the tiles S, A, dA, dS; the current key tile's k and v
+// as transposed panels; D_i per query; scratch for the
 // q, k, v gradients that are not wanted; the head's active rows (positions, where each query
 // tile's run starts and how long it is) and for partly active tiles the compact q, dO and dq rows
 // (indexed like `pos`).
 template <class T>
 struct BackwardScratch {
-  BackwardScratch(std::int64_t Tn, std::int64_t n_qt)
+  BackwardScratch(std::int64_t Tn, std::int64_t n_qt, std::int64_t d)
       : S(kAttnTileQ * kAttnTileK),
         A(kAttnTileQ * kAttnTileK),
         dA(kAttnTileQ * kAttnTileK),
         dS(kAttnTileQ * kAttnTileK),
+        k_panel(static_cast<std::size_t>(d * kAttnTileK)),
+        v_panel(static_cast<std::size_t>(d * kAttnTileK)),
         D(static_cast<std::size_t>(Tn)),
         pos(static_cast<std::size_t>(Tn)),
         tile_off(static_cast<std::size_t>(n_qt)),
         tile_n(static_cast<std::size_t>(n_qt)) {}
   std::vector<T> S, A, dA, dS;
+  std::vector<T> k_panel, v_panel;
   std::vector<T> D;
   std::vector<T> dq_local, dk_local, dv_local;
   std::vector<std::int64_t> pos, tile_off, tile_n;
@@ -930,9 +948,9 @@ GATTN_ATTN_STEP void backward_tile_pair(const FlashAttentionParams<T>& p, const 
   const T* do_rows = !in.d_out ? nullptr : whole ? in.d_out + (base + i0) * d : ws.do_compact.data() + off * d;
   T* dq_rows = whole ? h.dq + i0 * d : ws.dq_compact.data() + off * d;
   const TileRowBlocks blocks = tile_row_blocks(p, rpos, rows, j0, cols);
-  tile_logits(p, h.bh, q_rows, rpos, blocks, rows, j0, cols, ws.S.data());
+  tile_logits(p, h.bh, q_rows, ws.k_panel.data(), rpos, blocks, rows, j0, cols, ws.S.data());
   if (do_rows)
-    tile_products_with_keys(blocks, T(1), do_rows, p.v + (kvbase + j0) * d, d, ws.dA.data());
+    tile_products_with_keys(blocks, T(1), do_rows, ws.v_panel.data(), d, ws.dA.data());
   else
     std::fill(ws.dA.begin(), ws.dA.end(), T(0));
   bool any = false;
@@ -946,7 +964,7 @@ GATTN_ATTN_STEP void backward_tile_pair(const FlashAttentionParams<T>& p, const 
     if (b.cols == 0) continue;
     const std::int64_t m = b.r1 - b.r0;
     if (do_rows) add_block_product_to_keys(b, T(1), ws.A.data(), do_rows, d, h.dv + j0 * d);
-    blas_gemm<T>({.M = m,
+    tile_gemm<T>({.M = m,
                   .N = d,
                   .K = b.cols,
                   .alpha = p.scale,
@@ -962,8 +980,8 @@ GATTN_ATTN_STEP void backward_tile_pair(const FlashAttentionParams<T>& p, const 
 }
 
 // Key tile kt against every query tile that can see one of its keys: causal, i ≥ j0 and
-// i − w < j0 + cols; else all. `head_plan`: the head's pruning plan [query tiles, key tiles], or null;
-// the pairs it skips are passed over, as the forward passed them over.
+// i − w < j0 + cols; else all. The tile's k and v are transposed once here for all of them. `head_plan`: the head's
+// pruning plan [query tiles, key tiles], or null; the pairs it skips are passed over, as the forward passed them over.
 template <class T>
 GATTN_ATTN_STEP void backward_key_tile(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
                                        const FlashBackwardOutputs<T>& g, const BackwardMode& mode, HeadGradients<T>& h,
@@ -973,6 +991,8 @@ GATTN_ATTN_STEP void backward_key_tile(const FlashAttentionParams<T>& p, const F
   const std::int64_t i_lo = p.causal ? j0 / kAttnTileQ * kAttnTileQ : 0;
   const std::int64_t i_hi = !p.causal || p.window == 0 ? Tn : std::min(Tn, j0 + cols - 1 + p.window);
   const std::int64_t n_kt = (p.Tk + kAttnTileK - 1) / kAttnTileK;
+  transpose_key_tile(p.k + (h.kvbase + j0) * p.d, cols, p.d, ws.k_panel.data());
+  if (in.d_out) transpose_key_tile(p.v + (h.kvbase + j0) * p.d, cols, p.d, ws.v_panel.data());
   for (std::int64_t i0 = i_lo; i0 < i_hi; i0 += kAttnTileQ) {
     if (head_plan && head_plan[i0 / kAttnTileQ * n_kt + kt] == ops::kTileSkip) continue;
     backward_tile_pair(p, in, g, mode, h, j0, cols, i0, ws);
@@ -1179,7 +1199,7 @@ void flash_attention_backward(const FlashAttentionParams<T>& p, const FlashBackw
   const bool parallel_bwd = units > 1 && worth_parallel(BH * Tn * Tk * d);
 #pragma omp parallel if (parallel_bwd)
   {
-    BackwardScratch<T> ws(Tn, n_qt);
+    BackwardScratch<T> ws(Tn, n_qt, d);
 #pragma omp for schedule(dynamic)
     for (std::int64_t u = 0; u < units; ++u) backward_unit(p, in, g, mode, split, u, dk_parts, dv_parts, plan_data, ws);
   }
