@@ -8,6 +8,7 @@
 #include "framework/runtime/library_environment.h"
 #include "framework/runtime/openblas_core.h"
 #include "framework/runtime/threads.h"
+#include "ops/cpu/tile_gemm.h"
 #include "ops/elementwise.h"
 #include "ops/glu.h"
 #include "ops/matmul.h"
@@ -136,6 +137,41 @@ void BM_OutputGateForwardBackward(benchmark::State& state) {
   set_gbytes(state, 8.0 * 4 * kTokens * kC);  // fwd: u, y in, out; bwd: u, y, g in, du, dy out
 }
 BENCHMARK(BM_OutputGateForwardBackward)->ArgName("fused")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+// One of the fused attention's tile products, 64 × 64 × 64 on hot operands, one thread's call.
+// Args: library (0 OpenBLAS's cblas_sgemm through cpu::blas_gemm, 1 cpu::tile_gemm) and product
+// (0 S = q·kᵀ with k as stored, so B transposed; 1 acc += W·V; 2 dv += Aᵀ·dO).
+void BM_AttentionTileProduct(benchmark::State& state) {
+  const bool ours = state.range(0) != 0;
+  const int product = static_cast<int>(state.range(1));
+  constexpr std::int64_t n = 64;
+  const Tensor a = randn({n, n}, 1), b = randn({n, n}, 2);
+  Tensor c = randn({n, n}, 3);
+  const gattn::cpu::GemmArgs<float> g{.trans_a = product == 2,
+                                      .trans_b = product == 0,
+                                      .M = n,
+                                      .N = n,
+                                      .K = n,
+                                      .A = a.data<float>(),
+                                      .lda = n,
+                                      .B = b.data<float>(),
+                                      .ldb = n,
+                                      .beta = product == 0 ? 0.0f : 1.0f,
+                                      .C = c.data<float>(),
+                                      .ldc = n};
+  for (auto _ : state) {
+    if (ours)
+      gattn::cpu::tile_gemm<float>(g);
+    else
+      gattn::cpu::blas_gemm<float>(g);
+    benchmark::ClobberMemory();
+  }
+  set_gflops(state, 2.0 * n * n * n);
+}
+BENCHMARK(BM_AttentionTileProduct)
+    ->ArgNames({"ours", "product"})
+    ->ArgsProduct({{0, 1}, {0, 1, 2}})
+    ->Unit(benchmark::kMicrosecond);
 
 // Fused cross-entropy from logits, forward + backward. Arg: vocabulary size.
 void BM_CrossEntropyForwardBackward(benchmark::State& state) {

@@ -135,8 +135,8 @@ void tile_gemm_f32(const GemmArgs<float>& g) {
   for (; i + kRows <= g.M; i += kRows)
     row_block<kRows>(g.N, g.K, {g.A + i * a_row, a_row, a_col}, B, ldb, g.C + i * g.ldc, g.ldc, g.alpha, g.beta);
   if (i < g.M)
-    tail_rows<kRows - 1>(static_cast<int>(g.M - i), g.N, g.K, {g.A + i * a_row, a_row, a_col}, B, ldb,
-                         g.C + i * g.ldc, g.ldc, g.alpha, g.beta);
+    tail_rows<kRows - 1>(static_cast<int>(g.M - i), g.N, g.K, {g.A + i * a_row, a_row, a_col}, B, ldb, g.C + i * g.ldc,
+                         g.ldc, g.alpha, g.beta);
 }
 
 }  // namespace gattn::cpu

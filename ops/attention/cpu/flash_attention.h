@@ -367,8 +367,8 @@ struct ForwardMode {
   bool fast_modulation = false;
 };
 
-// One thread's working memory for a query tile: the logits S and weights W of a key tile, the key
-// tile's transposed panel, the output accumulator, the online-softmax state per row (running max m, Σ P as l, the
+// One thread's working memory for a query tile: the logits S and weights W of a key tile, the
+// output accumulator, the online-softmax state per row (running max m, Σ P as l, the
 // entropy sums e1 and e0, key 0's logit s0 and modulation M0 for the sink), the active rows' positions, and the compact
 // copy of a partly active tile's q rows.
 template <class T>
@@ -376,7 +376,6 @@ struct ForwardScratch {
   explicit ForwardScratch(std::int64_t d)
       : S(kAttnTileQ * kAttnTileK),
         W(kAttnTileQ * kAttnTileK),
-        key_panel(static_cast<std::size_t>(d * kAttnTileK)),
         acc(kAttnTileQ * d),
         m(kAttnTileQ),
         l(kAttnTileQ),
@@ -385,7 +384,7 @@ struct ForwardScratch {
         s0(kAttnTileQ),
         M0(kAttnTileQ),
         pos(kAttnTileQ) {}
-  std::vector<T> S, W, key_panel, acc;
+  std::vector<T> S, W, acc;
   std::vector<T> m, l, e1, e0, s0, M0;
   std::vector<std::int64_t> pos;
   std::vector<T> q_compact;
@@ -599,12 +598,28 @@ GATTN_ATTN_STEP void finish_row(const FlashAttentionParams<T>& p, const FlashFor
     o.row_sink[base + i] = ws.s0[r] == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(ws.s0[r] - L) * ws.M0[r];
 }
 
+// Every key tile of k as its transposed panel (transpose_key_tile), [B·H_kv, key tiles, d,
+// kAttnTileK]: made once per forward for all the query tiles, and query heads, that read the tile
+// (at T = 4096, 64 query tiles per key tile; made per tile pair it was ~8 % of the forward's
+// products). Threads take tiles when the caller's team is running (an orphaned omp for).
+template <class T>
+void transposed_keys(const FlashAttentionParams<T>& p, std::vector<T>& panels) {
+  const std::int64_t n_kt = (p.Tk + kAttnTileK - 1) / kAttnTileK, panel = p.d * kAttnTileK;
+#pragma omp for schedule(static)
+  for (std::int64_t t = 0; t < p.B * p.H_kv * n_kt; ++t) {
+    const std::int64_t head = t / n_kt, j0 = t % n_kt * kAttnTileK;
+    transpose_key_tile(p.k + (head * p.Tk + j0) * p.d, std::min(kAttnTileK, p.Tk - j0), p.d, panels.data() + t * panel);
+  }
+}
+
 // One (head, query tile) task of the forward. `mod` receives the tile's modulation-entropy and sum.
 // `tile_plan`: the query tile's row of the pruning plan (one entry per key tile), or null.
+// `key_panels`: the key tiles of the head's key/value head as transposed panels (transposed_keys).
 template <class T>
 GATTN_ATTN_STEP void forward_query_tile(const FlashAttentionParams<T>& p, const FlashForwardOutputs<T>& o,
                                         const ForwardMode& mode, std::int64_t bh, std::int64_t qt, std::int64_t n_qt,
-                                        const std::uint8_t* tile_plan, ForwardScratch<T>& ws, ModulationSums<T>& mod) {
+                                        const std::uint8_t* tile_plan, const T* key_panels, ForwardScratch<T>& ws,
+                                        ModulationSums<T>& mod) {
   const std::int64_t Tn = p.Tq, Tk = p.Tk, d = p.d;
   const std::int64_t i0 = qt * kAttnTileQ, tile_rows = std::min(kAttnTileQ, Tn - i0), base = bh * Tn;
   const std::int64_t kvbase = kv_row_base(p, bh);
@@ -626,8 +641,8 @@ GATTN_ATTN_STEP void forward_query_tile(const FlashAttentionParams<T>& p, const 
     if (tile_plan && tile_plan[j0 / kAttnTileK] == ops::kTileSkip) continue;  // pruned: no product, no exp
     const std::int64_t cols = std::min(kAttnTileK, Tk - j0);
     const TileRowBlocks blocks = tile_row_blocks(p, ws.pos.data(), rows, j0, cols);
-    transpose_key_tile(p.k + (kvbase + j0) * d, cols, d, ws.key_panel.data());
-    tile_logits(p, bh, q_rows, ws.key_panel.data(), ws.pos.data(), blocks, rows, j0, cols, ws.S.data());
+    tile_logits(p, bh, q_rows, key_panels + j0 / kAttnTileK * d * kAttnTileK, ws.pos.data(), blocks, rows, j0, cols,
+                ws.S.data());
     for (std::int64_t r = 0; r < rows; ++r)
       forward_row_on_key_tile(p, o, mode, bh, r, ws.pos[static_cast<std::size_t>(r)], j0, cols, ws, moments, mod);
     // acc += W · V for this key tile, by row blocks (W is 0 past each block's columns).
@@ -1131,17 +1146,20 @@ void flash_attention_forward(const FlashAttentionParams<T>& p, const FlashForwar
   const bool mod_outputs = o.modulation_entropy || o.modulation_sum;
   std::vector<ModulationSums<T>> mod_partial(mod_outputs ? static_cast<std::size_t>(BH * n_qt) : 0);
 
+  std::vector<T> key_panels(static_cast<std::size_t>(p.B * p.H_kv * n_kt * d * kAttnTileK));
   // Threads only when there are several tiles and enough work to pay for the team.
   const bool parallel_fwd = BH * n_qt > 1 && worth_parallel(BH * Tn * Tk * d / (p.causal ? 2 : 1));
 #pragma omp parallel if (parallel_fwd)
   {
     ForwardScratch<T> ws(d);
+    transposed_keys(p, key_panels);  // ends in the team's barrier: every panel is made before it is read
 #pragma omp for collapse(2) schedule(dynamic)
     for (std::int64_t bh = 0; bh < BH; ++bh) {
       for (std::int64_t qt = 0; qt < n_qt; ++qt) {
         ModulationSums<T> mod;
         const std::uint8_t* tile_plan = plan.empty() ? nullptr : plan.data() + (bh * n_qt + qt) * n_kt;
-        forward_query_tile(p, o, mode, bh, qt, n_qt, tile_plan, ws, mod);
+        const T* head_panels = key_panels.data() + bh / (p.H / p.H_kv) * n_kt * d * kAttnTileK;
+        forward_query_tile(p, o, mode, bh, qt, n_qt, tile_plan, head_panels, ws, mod);
         if (mod_outputs) mod_partial[static_cast<std::size_t>(bh * n_qt + qt)] = mod;
       }
     }
