@@ -368,9 +368,9 @@ struct ForwardMode {
 };
 
 // One thread's working memory for a query tile: the logits S and weights W of a key tile, the
-// output accumulator, the online-softmax state per row (running max m, Σ P as l, the
-// entropy sums e1 and e0, key 0's logit s0 and modulation M0 for the sink), the active rows' positions, and the compact
-// copy of a partly active tile's q rows.
+// output accumulator, the online-softmax state per row (running max m, Σ P as l, the entropy sums
+// e1 and e0, key 0's logit s0 and modulation M0 for the sink), the active rows' positions, and the
+// compact copy of a partly active tile's q rows.
 template <class T>
 struct ForwardScratch {
   explicit ForwardScratch(std::int64_t d)
@@ -669,10 +669,9 @@ GATTN_ATTN_STEP void forward_query_tile(const FlashAttentionParams<T>& p, const 
 // ---- Backward steps -------------------------------------------------------------------------------
 
 // One thread's working memory for a head: the tiles S, A, dA, dS; the current key tile's k and v
-// as transposed panels; D_i per query; scratch for the
-// q, k, v gradients that are not wanted; the head's active rows (positions, where each query
-// tile's run starts and how long it is) and for partly active tiles the compact q, dO and dq rows
-// (indexed like `pos`).
+// as transposed panels; D_i per query; scratch for the q, k, v gradients that are not wanted; the
+// head's active rows (positions, where each query tile's run starts and how long it is) and for
+// partly active tiles the compact q, dO and dq rows (indexed like `pos`).
 template <class T>
 struct BackwardScratch {
   BackwardScratch(std::int64_t Tn, std::int64_t n_qt, std::int64_t d)
@@ -995,8 +994,9 @@ GATTN_ATTN_STEP void backward_tile_pair(const FlashAttentionParams<T>& p, const 
 }
 
 // Key tile kt against every query tile that can see one of its keys: causal, i ≥ j0 and
-// i − w < j0 + cols; else all. The tile's k and v are transposed once here for all of them. `head_plan`: the head's
-// pruning plan [query tiles, key tiles], or null; the pairs it skips are passed over, as the forward passed them over.
+// i − w < j0 + cols; else all. The tile's k and v are transposed once here for all of them.
+// `head_plan`: the head's pruning plan [query tiles, key tiles], or null; the pairs it skips are
+// passed over, as the forward passed them over.
 template <class T>
 GATTN_ATTN_STEP void backward_key_tile(const FlashAttentionParams<T>& p, const FlashBackwardInputs<T>& in,
                                        const FlashBackwardOutputs<T>& g, const BackwardMode& mode, HeadGradients<T>& h,
