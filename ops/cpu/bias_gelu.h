@@ -3,7 +3,8 @@
 // linear + gelu ops take two each (prefill the bias, then GELU; GELU', then column sums). The
 // forward keeps t = tanh(u) of every element for the backward, which is then multiply-adds only:
 // tanh is most of GELU's cost (a division and a dozen multiply-adds, an exp before the rational
-// fit), and recomputing it made the backward pass as slow as the forward (docs/benchmarks.md, "Attention's tile products, and GELU's tanh kept").
+// fit), and recomputing it made the backward pass as slow as the forward (docs/benchmarks.md, "Attention's tile
+// products, and GELU's tanh kept").
 #pragma once
 #include <algorithm>
 #include <cstdint>
