@@ -125,7 +125,7 @@ std::int64_t end_key(const FlashAttentionParams<T>& p, std::int64_t i) {
 constexpr std::int64_t kSimdSpan = 16;
 // The bounds are 32-bit (a tile has at most kAttnTileK columns) and so are the loops' counters: the
 // mask is then one 32-bit compare per lane, where 64-bit counters made GCC build it from pairs of
-// 64-bit compares and a shuffle per vector, a quarter of the forward's row loop on a Zen 1 core.
+// 64-bit compares and a shuffle per vector.
 struct VisibleColumns {
   int lo = 0, hi = 0, span_lo = 0, span_hi = 0;
   bool visible(int c) const { return c >= lo && c < hi; }
@@ -133,20 +133,21 @@ struct VisibleColumns {
   bool all_visible() const { return lo == span_lo && hi == span_hi; }
 };
 
-// Runs a row loop `loop(c_begin, c_end, visible)` over vc's span: unmasked (visible is constant
-// true, so the compiler drops the mask) where every column of the span is visible, masked
-// elsewhere. The mask was ~40 % of the forward row loop's instructions on a Zen 1 core, and most
-// rows of a long causal sequence lie off the diagonal (docs/benchmarks.md, "The row loops
-// unmasked off the diagonal").
-template <class Loop>
-[[gnu::always_inline]] inline auto over_visible_columns(const VisibleColumns& vc, Loop&& loop) {
-  if (vc.all_visible()) return loop(vc.lo, vc.hi, [](int) { return true; });
-  return loop(vc.span_lo, vc.span_hi, [&vc](int c) { return vc.visible(c); });
-}
 inline VisibleColumns visible_columns(std::int64_t lo, std::int64_t hi, std::int64_t cols) {
   const std::int64_t span_lo = lo / kSimdSpan * kSimdSpan,
                      span_hi = std::min((hi + kSimdSpan - 1) / kSimdSpan * kSimdSpan, cols);
   return {static_cast<int>(lo), static_cast<int>(hi), static_cast<int>(span_lo), static_cast<int>(span_hi)};
+}
+
+// Runs a row loop `loop(c_begin, c_end, visible)` over vc's span: unmasked (visible is constant
+// true, so the compiler drops the mask) where every column of the span is visible, masked
+// elsewhere. On a Zen 1 core the mask's compares and blends were about a fifth of the forward's exp
+// loop, and the masked max kept its accumulator in memory; most rows of a long causal sequence lie
+// off the diagonal (docs/benchmarks.md, "The row loops unmasked off the diagonal").
+template <class Loop>
+[[gnu::always_inline]] inline auto over_visible_columns(const VisibleColumns& vc, Loop&& loop) {
+  if (vc.all_visible()) return loop(vc.lo, vc.hi, [](int) { return true; });
+  return loop(vc.span_lo, vc.span_hi, [&vc](int c) { return vc.visible(c); });
 }
 
 // The rows of a causal tile on the diagonal see ever more of its columns (row r up to column r), so
