@@ -903,8 +903,7 @@ GATTN_ATTN_STEP RowGradSums<T> fast_modulated_row_grads(const FlashAttentionPara
     });
     ds_row = sums.ds;
     d_row = sums.d;
-    const float row_alpha = sums.alpha;
-    h.d_alpha += row_alpha;
+    h.d_alpha += sums.alpha;
     if (dcol)
       for (int c = vc.lo; c < vc.hi; ++c) dcol[c] += du_row[c];
   }
